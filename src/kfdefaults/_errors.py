@@ -1,0 +1,95 @@
+"""The exceptions kfdefaults raises.
+
+Every error that comes from user input carries where it came from, so that the command line can print
+``FILE:LINE:COLUMN: [layer] dotted.path: message`` and Python callers can read the same fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class KfdefaultsError(Exception):
+    """Base class of every error kfdefaults raises on purpose."""
+
+
+class MergeError(KfdefaultsError, ValueError):
+    """A strategic merge patch that Kubernetes rejects.
+
+    Raised by :func:`kfdefaults.strategic_merge_patch` exactly where ``kubectl patch --type strategic``
+    fails (an unknown ``$patch`` value, ``$patch: merge`` in a list, a list item without its merge key,
+    a ``$retainKeys`` list that omits a key the patch sets, and so on), and for input that is not JSON data.
+
+    Attributes:
+        path: Dotted path of the offending value inside the patched document, list items named by their
+            merge key (``spec.containers[name=primary].env``); ``""`` for the document itself.
+        reason: The message without the path.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}" if path else reason)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a value was written: a file and a 1-based line and column, or a non-file source.
+
+    Attributes:
+        file: Path of the profile file, or a label such as ``--set`` or ``Elastic(nnodes=...)``
+            for values that did not come from a file.
+        line: 1-based line, 0 when unknown.
+        column: 1-based column, 0 when unknown.
+    """
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column or 1}"
+        return self.file
+
+
+@dataclass
+class Finding:
+    """One problem found in a profile.
+
+    Attributes:
+        location: Where the offending value was written.
+        path: Dotted path inside the profile (``pod_template.spec.containers[name=primary].image``).
+        message: What is wrong and, where possible, how to fix it.
+        severity: ``"error"`` or ``"warning"``.
+        layer: The layer the file belongs to (``builtin``, ``platform``, ``team``, ``task``), if known.
+    """
+
+    location: Location
+    path: str
+    message: str
+    severity: str = "error"
+    layer: str | None = None
+
+    def __str__(self) -> str:
+        layer = f"[{self.layer}] " if self.layer else ""
+        path = f"{self.path}: " if self.path else ""
+        prefix = "" if self.severity == "error" else f"{self.severity}: "
+        return f"{self.location}: {layer}{path}{prefix}{self.message}"
+
+
+@dataclass
+class ProfileError(KfdefaultsError):
+    """One or more problems in profile files, each with its location.
+
+    Attributes:
+        findings: Every error found (warnings are not included); never empty.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.findings)
+
+    def __str__(self) -> str:
+        return "\n".join(str(f) for f in self.findings)

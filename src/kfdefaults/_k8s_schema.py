@@ -1,0 +1,227 @@
+"""The Kubernetes schema, read from the JSON Schemas that the kubernetes-validate package ships.
+
+One folder per Kubernetes minor version (``v1.32.0-local``) holds ``_definitions.json``: every API type, its
+properties, and on list and map fields the patch metadata that Kubernetes generates from its Go struct tags
+(``x-kubernetes-patch-strategy``, ``x-kubernetes-patch-merge-key``). The strategic merge engine and the
+validator both read it from here; nothing in kfdefaults lists Kubernetes fields by hand.
+
+The file is about 1.3 MB. It is read on first use only (``import kfdefaults`` does not touch it), once per
+version per process, and without importing the kubernetes-validate package itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_KUBERNETES_VERSION = "1.32"
+"""The Kubernetes minor version whose schema is used unless one is asked for; kubectl v1.32 is the reference."""
+
+_CORE_PREFIX = "io.k8s.api.core.v1."
+_STRATEGY = "x-kubernetes-patch-strategy"
+_MERGE_KEY = "x-kubernetes-patch-merge-key"
+
+
+class SchemaLookupError(Exception):
+    """A field that the schema cannot resolve (kubectl's ``LookupPatchMetadata*`` errors)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _schema_root() -> str:
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("kubernetes-validate is not installed: run `pip install kubernetes-validate`")
+    return os.path.join(list(spec.submodule_search_locations)[0], "kubernetes-json-schema")
+
+
+@functools.lru_cache(maxsize=1)
+def available_versions() -> tuple[str, ...]:
+    """Kubernetes minor versions with a schema on this machine, oldest first (``("1.25", ..., "1.37")``)."""
+    found = []
+    for name in os.listdir(_schema_root()):
+        m = re.fullmatch(r"v(\d+)\.(\d+)\.0-local", name)
+        if m:
+            found.append((int(m.group(1)), int(m.group(2))))
+    return tuple(f"{a}.{b}" for a, b in sorted(found))
+
+
+def normalize_version(version: str | None) -> str:
+    """Turn ``None``, ``"v1.32"``, ``"1.32.4"`` or ``"1.32"`` into ``"1.32"``.
+
+    Raises:
+        ValueError: the version has no schema in the installed kubernetes-validate.
+    """
+    if version is None:
+        return DEFAULT_KUBERNETES_VERSION
+    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", str(version).strip())
+    minor = f"{m.group(1)}.{m.group(2)}" if m else str(version)
+    if minor not in available_versions():
+        raise ValueError(
+            f"no Kubernetes schema for version {version!r}; available: {', '.join(available_versions())}"
+        )
+    return minor
+
+
+@functools.lru_cache(maxsize=None)
+def definitions(version: str | None = None, *, strict: bool = False) -> dict[str, Any]:
+    """All type definitions of one Kubernetes version, keyed by their full name.
+
+    Args:
+        version: Kubernetes minor version such as ``"1.32"``; ``None`` for the default.
+        strict: Read the strict variant, whose objects carry ``additionalProperties: false``.
+
+    Returns:
+        ``{"io.k8s.api.core.v1.PodSpec": {...JSON Schema...}, ...}``.
+    """
+    minor = normalize_version(version)
+    folder = f"v{minor}.0-local" + ("-strict" if strict else "")
+    with open(os.path.join(_schema_root(), folder, "_definitions.json"), "rb") as f:
+        return json.load(f)["$defs"]
+
+
+def definition_name(kind: str, version: str | None = None) -> str:
+    """The full definition name of a kind: ``"PodSpec"`` -> ``"io.k8s.api.core.v1.PodSpec"``.
+
+    Core v1 types win over same-named types of other groups; a full name is accepted as is.
+
+    Raises:
+        ValueError: no type of that name.
+    """
+    defs = definitions(version)
+    if kind in defs:
+        return kind
+    if _CORE_PREFIX + kind in defs:
+        return _CORE_PREFIX + kind
+    matches = sorted(name for name in defs if name.rsplit(".", 1)[-1] == kind)
+    if not matches:
+        raise ValueError(f"unknown Kubernetes kind {kind!r}")
+    return matches[0]
+
+
+def _ref_name(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+def _types_of(schema: dict[str, Any]) -> set[str]:
+    t = schema.get("type")
+    if t is None:
+        return set()
+    return {t} if isinstance(t, str) else set(t)
+
+
+@dataclass(frozen=True)
+class PatchMeta:
+    """Patch metadata of one field.
+
+    Attributes:
+        strategies: The field's patch strategies (``("merge", "retainKeys")``), ``("",)`` when it has none,
+            exactly as Go's ``strings.Split(tag, ",")`` gives them.
+        merge_key: The patch merge key (``"name"``), ``""`` when none.
+    """
+
+    strategies: tuple[str, ...]
+    merge_key: str
+
+
+class SchemaType:
+    """A schema node seen the way apimachinery's ``PatchMetaFromStruct`` sees a Go type.
+
+    ``kind`` is ``"struct"`` (an object with properties), ``"map"`` (an object with free keys), ``"slice"``
+    or ``"scalar"``. Struct-typed fields are treated as pointers, which is what most optional struct fields
+    of the core API are: a struct field given a list on both sides is replaced, not rejected.
+    """
+
+    __slots__ = ("_version", "kind", "name", "_props", "_items", "_cache")
+
+    def __init__(self, version: str, schema: dict[str, Any], name: str) -> None:
+        self._version = version
+        self.name = name
+        self._cache: dict[str, tuple[SchemaType, PatchMeta]] = {}
+        self._props: dict[str, Any] | None = None
+        self._items: dict[str, Any] | None = None
+        types = _types_of(schema)
+        if "properties" in schema:
+            self.kind = "struct"
+            self._props = schema["properties"]
+        elif "items" in schema or "array" in types:
+            self.kind = "slice"
+            self._items = schema.get("items") or {}
+        elif "additionalProperties" in schema or "object" in types:
+            self.kind = "map"
+        else:
+            self.kind = "scalar"
+
+    def go_kind(self) -> str:
+        """The Go reflect kind kubectl would name in its messages."""
+        return {"scalar": "string"}.get(self.kind, self.kind)
+
+    def lookup_struct(self, key: str) -> tuple[SchemaType, PatchMeta]:
+        """The type and patch metadata of field ``key`` (apimachinery's ``LookupPatchMetadataForStruct``).
+
+        The field is found by exact name first, then case-insensitively, as Go's encoding/json does.
+
+        Raises:
+            SchemaLookupError: this type has no fields, or no field of that name.
+        """
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        if self.kind != "struct":
+            raise SchemaLookupError(
+                f"merging an object in json but data type is not struct, instead is: {self.go_kind()}"
+            )
+        assert self._props is not None
+        prop = self._props.get(key)
+        if prop is None:
+            folded = key.lower()
+            for name, candidate in self._props.items():
+                if len(name) == len(key) and name.lower() == folded:
+                    prop = candidate
+                    break
+        if prop is None:
+            raise SchemaLookupError(f"unable to find api field in struct {self.name} for the json field {key!r}")
+        meta = PatchMeta(tuple(prop.get(_STRATEGY, "").split(",")), prop.get(_MERGE_KEY, ""))
+        hit = (_resolve(self._version, prop), meta)
+        self._cache[key] = hit
+        return hit
+
+    def lookup_slice(self, key: str) -> tuple[SchemaType, PatchMeta]:
+        """The element type and patch metadata of list field ``key`` (``LookupPatchMetadataForSlice``).
+
+        Raises:
+            SchemaLookupError: no such field, or the field is neither a list nor an object.
+        """
+        field_type, meta = self.lookup_struct(key)
+        if field_type.kind == "slice":
+            assert field_type._items is not None
+            elem = _resolve(self._version, field_type._items)
+            if elem.kind == "slice":
+                raise SchemaLookupError("unexpected slice of slice")
+            return elem, meta
+        if field_type.kind == "struct":
+            return field_type, meta
+        raise SchemaLookupError(f"expected slice or array type, but got: {self.go_kind()}")
+
+
+def _resolve(version: str, schema: dict[str, Any]) -> SchemaType:
+    ref = schema.get("$ref")
+    if ref:
+        return schema_type(_ref_name(ref), version)
+    return SchemaType(version, schema, "")
+
+
+@functools.lru_cache(maxsize=None)
+def schema_type(name: str, version: str | None = None) -> SchemaType:
+    """The :class:`SchemaType` of a definition (``"PodTemplateSpec"`` or a full name), cached.
+
+    Raises:
+        ValueError: unknown kind or version.
+    """
+    version = normalize_version(version)
+    full = definition_name(name, version)
+    return SchemaType(version, definitions(version)[full], full.rsplit(".", 1)[-1])
