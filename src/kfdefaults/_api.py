@@ -1,0 +1,184 @@
+"""The Python entry point: :func:`resolve` a profile name to a :class:`Resolved` profile.
+
+Resolving imports neither flytekit nor the kubernetes client; :attr:`Resolved.elastic`,
+:attr:`Resolved.pod_template` and :meth:`Resolved.v1_pod_template` import them when first asked for.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any, Iterable, Mapping
+
+from ._resolve import Catalog, Fragment, Merged, expand, merge_fragments
+
+TASK_SOURCE = "overrides"
+
+
+def task_fragment(
+    name: str,
+    overrides: Mapping[str, Any] | None,
+    *,
+    source: str = TASK_SOURCE,
+    labels: Mapping[str, str] | None = None,
+) -> Fragment | None:
+    """The task layer as a :class:`~kfdefaults._resolve.Fragment`, validated like a profile file.
+
+    Args:
+        name: The profile the task layer applies to.
+        overrides: A mapping in the shape of a profile file (``{"elastic": {...}, "pod_template": {...}}``).
+        source: What to name as the origin of these values in messages and ``--explain``.
+        labels: Dotted key -> origin label, for values with their own origin (each ``--set``).
+
+    Raises:
+        ProfileError: the overrides do not validate; locations name ``source``.
+    """
+    if not overrides:
+        return None
+    from ._resolve import _validate_body, fragment_from_body
+    from ._source import Document
+
+    allowed = {k: v for k, v in overrides.items()}
+    doc = Document(source, allowed)
+    body, findings = _validate_body(doc, allowed, "task")
+    if findings:
+        from ._errors import Location, ProfileError
+
+        for f in findings:
+            label = (labels or {}).get(f.path.split("[", 1)[0]) or source
+            f.location = Location(label)
+        raise ProfileError(findings)
+    fragment = fragment_from_body(name, "task", source, body, None)
+    fragment.locations = dict(labels or {})
+    return fragment
+
+
+class Resolved:
+    """A profile merged across its layers.
+
+    Attributes:
+        name: The profile name.
+        description: Its description (from the highest layer that gives one), or ``None``.
+        elastic_settings: The effective ``Elastic`` settings as plain data, the plugin's defaults filled in:
+            ``{"nnodes": 1 | "MIN:MAX", "nproc_per_node": int, "start_method": "spawn" | "fork",
+            "monitor_interval": seconds, "max_restarts": int, "rdzv_configs": {key: value},
+            "run_policy": {...}}`` (``run_policy`` only when set).
+        pod_template_spec: The merged PodTemplateSpec as plain data (``{"metadata": {...}, "spec": {...}}``).
+        primary_container_name: Name of the container that runs the task.
+        fragments: What was merged, lowest layer first (for provenance).
+    """
+
+    def __init__(self, merged: Merged) -> None:
+        self.name = merged.name
+        self.description = merged.description
+        self.elastic_settings = merged.elastic
+        self.pod_template_spec = merged.pod_template
+        self.primary_container_name = merged.primary_container_name
+        self.fragments = merged.fragments
+
+    def __repr__(self) -> str:
+        return f"Resolved(name={self.name!r}, layers={[f.layer for f in self.fragments]})"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.pod_template_spec.get("metadata", {}).get("labels") or {})
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return dict(self.pod_template_spec.get("metadata", {}).get("annotations") or {})
+
+    @property
+    def pod_spec(self) -> dict[str, Any]:
+        """The merged PodSpec as plain data (camelCase, as in a manifest)."""
+        return copy.deepcopy(self.pod_template_spec.get("spec") or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The merged profile as plain data, in the shape of a profile file.
+
+        Returns:
+            ``{"name", "description", "elastic": {...}, "pod_template": {"primary_container_name",
+            "labels", "annotations", "spec"}}``; ``description`` is omitted when there is none.
+        """
+        out: dict[str, Any] = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        out["elastic"] = copy.deepcopy(self.elastic_settings)
+        pod: dict[str, Any] = {"primary_container_name": self.primary_container_name}
+        if self.labels:
+            pod["labels"] = self.labels
+        if self.annotations:
+            pod["annotations"] = self.annotations
+        pod["spec"] = self.pod_spec
+        out["pod_template"] = pod
+        return out
+
+    def pod_template_manifest(self, name: str | None = None) -> dict[str, Any]:
+        """A Kubernetes ``v1 PodTemplate`` manifest of the merged pod template, as plain data.
+
+        Args:
+            name: ``metadata.name`` of the PodTemplate; defaults to the profile name. Flyte's
+                ``pod_template_name`` refers to a PodTemplate by this name.
+        """
+        template: dict[str, Any] = {}
+        metadata = {k: v for k, v in (("labels", self.labels), ("annotations", self.annotations)) if v}
+        if metadata:
+            template["metadata"] = metadata
+        template["spec"] = self.pod_spec
+        return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name or self.name}, "template": template}
+
+    @property
+    def elastic(self) -> Any:
+        """A ``flytekitplugins.kfpytorch.Elastic`` with the merged settings.
+
+        ``increase_shared_mem`` is ``False``: the profile owns ``/dev/shm``. Imports flytekit.
+        """
+        from ._flyte_objects import plugin_elastic
+
+        return plugin_elastic(self.elastic_settings)
+
+    @property
+    def pod_template(self) -> Any:
+        """A ``flytekit.PodTemplate`` whose ``pod_spec`` is a ``kubernetes.client.V1PodSpec``. Imports flytekit."""
+        from ._flyte_objects import flytekit_pod_template
+
+        return flytekit_pod_template(self.pod_spec, self.primary_container_name, self.labels, self.annotations)
+
+    def v1_pod_template(self, name: str | None = None) -> Any:
+        """A ``kubernetes.client.V1PodTemplate`` (for ``kubectl apply`` and Flyte's ``pod_template_name``)."""
+        from ._flyte_objects import to_k8s_model
+
+        return to_k8s_model(self.pod_template_manifest(name), "V1PodTemplate")
+
+
+def resolve(
+    name: str,
+    *,
+    platform: Iterable[str | os.PathLike[str]] = (),
+    team: Iterable[str | os.PathLike[str]] = (),
+    overrides: Mapping[str, Any] | None = None,
+    kubernetes_version: str | None = None,
+) -> Resolved:
+    """Merge a profile across its layers: builtin, platform, team, then ``overrides`` as the task layer.
+
+    Folders come from the arguments and from every other source of their layer
+    (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the nearest
+    pyproject.toml's ``[tool.kfdefaults] team``).
+
+    Args:
+        name: Profile name, like ``"gpu-large"``.
+        platform: Extra platform-layer folders, lowest priority within the layer first.
+        team: Extra team-layer folders.
+        overrides: The task layer, in the shape of a profile file:
+            ``{"elastic": {"nnodes": 2}, "pod_template": {"spec": {...}}}``.
+        kubernetes_version: Kubernetes minor version for the strategic merge patch schema (default 1.32).
+
+    Returns:
+        The merged :class:`Resolved` profile.
+
+    Raises:
+        ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, or a pod template patch
+            is rejected; every finding has a ``FILE:LINE:COLUMN`` location.
+    """
+    catalog = Catalog.discover(platform, team)
+    fragments = expand(catalog, name, task_fragment(name, overrides))
+    return Resolved(merge_fragments(name, fragments, kubernetes_version=kubernetes_version))

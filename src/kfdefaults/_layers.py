@@ -1,0 +1,253 @@
+"""Where profiles come from: the layers and the folders each one reads.
+
+The order of the layers is :data:`LAYERS`, lowest first. Each layer gathers folders from its sources, one
+small class per source:
+
+========  ======================================================================================
+layer     sources, in the order folders are listed
+========  ======================================================================================
+builtin   the ``profiles/`` folder inside the installed package
+platform  ``--platform DIR`` flags, ``KFDEFAULTS_PLATFORM_PATH`` (an ``os.pathsep`` list),
+          installed packages registering a folder under the entry-point group ``kfdefaults.platform``
+team      ``--team DIR`` flags, ``KFDEFAULTS_TEAM_PATH``, ``[tool.kfdefaults] team = [...]`` in the
+          nearest ``pyproject.toml`` (paths relative to that file)
+task      not folders: ``kfdefaults.Elastic(...)`` keyword arguments, ``@task(pod_template=...)``, ``--set``
+========  ======================================================================================
+
+Every folder of a layer counts as one pool: two files of one layer that define the same profile are an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from ._errors import Finding, Location, ProfileError
+
+LAYERS = ("builtin", "platform", "team", "task")
+"""Layer names, lowest first: a higher layer is applied on top of the lower ones."""
+
+ENTRY_POINT_GROUP = "kfdefaults.platform"
+PLATFORM_ENV = "KFDEFAULTS_PLATFORM_PATH"
+TEAM_ENV = "KFDEFAULTS_TEAM_PATH"
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A folder of profile files.
+
+    Attributes:
+        path: The folder.
+        layer: ``builtin``, ``platform`` or ``team``.
+        origin: What named it: ``--team``, ``KFDEFAULTS_TEAM_PATH``, ``entry point acme``, a pyproject.toml path.
+    """
+
+    path: str
+    layer: str
+    origin: str
+
+
+def builtin_folder() -> str:
+    """The builtin profiles folder shipped inside the package."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles")
+
+
+class BuiltinSource:
+    """The builtin layer: the package's own ``profiles/`` folder."""
+
+    layer = "builtin"
+
+    def folders(self) -> list[Folder]:
+        return [Folder(builtin_folder(), self.layer, "builtin")]
+
+
+class FlagSource:
+    """Folders given on the command line (``--platform DIR``) or as ``resolve(platform=[...])``."""
+
+    def __init__(self, layer: str, paths: Sequence[str | os.PathLike[str]], flag: str) -> None:
+        self.layer, self.paths, self.flag = layer, paths, flag
+
+    def folders(self) -> list[Folder]:
+        return [Folder(os.fspath(p), self.layer, self.flag) for p in self.paths]
+
+
+class EnvSource:
+    """Folders in an environment variable, separated by ``os.pathsep``; empty entries are skipped."""
+
+    def __init__(self, layer: str, variable: str, environ: Mapping[str, str]) -> None:
+        self.layer, self.variable, self.environ = layer, variable, environ
+
+    def folders(self) -> list[Folder]:
+        value = self.environ.get(self.variable, "")
+        return [Folder(p, self.layer, self.variable) for p in value.split(os.pathsep) if p.strip()]
+
+
+class EntryPointSource:
+    """Installed packages that register a profiles folder under the entry-point group ``kfdefaults.platform``.
+
+    The entry point's value is either a module (``acme_profiles = "acme_profiles"``), whose folder holds the
+    profile files, or ``module:attribute`` where the attribute is a path or a function returning one.
+    A plain module is located without being imported.
+    """
+
+    layer = "platform"
+
+    def folders(self) -> list[Folder]:
+        from importlib.metadata import entry_points
+
+        found = []
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            found.append(Folder(_entry_point_folder(ep), self.layer, f"entry point {ep.name} ({ep.value})"))
+        return found
+
+
+def _entry_point_folder(ep: object) -> str:
+    import importlib.util
+
+    value = getattr(ep, "value")
+    if ":" not in value:
+        spec = importlib.util.find_spec(value.strip())
+        if spec is not None and spec.submodule_search_locations:
+            return list(spec.submodule_search_locations)[0]
+        if spec is not None and spec.origin:
+            return os.path.dirname(spec.origin)
+        raise ProfileError([Finding(Location(f"entry point {getattr(ep, 'name')}"), "", f"cannot find module {value!r}")])
+    target = getattr(ep, "load")()
+    if callable(target):
+        target = target()
+    return os.fspath(target)
+
+
+def nearest_pyproject(start: str) -> str | None:
+    """The ``pyproject.toml`` in ``start`` or the closest folder above it, if any."""
+    here = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+class PyprojectSource:
+    """``[tool.kfdefaults] team = ["path", ...]`` in the nearest pyproject.toml; paths relative to it."""
+
+    layer = "team"
+
+    def __init__(self, start: str) -> None:
+        self.start = start
+
+    def folders(self) -> list[Folder]:
+        path = nearest_pyproject(self.start)
+        if path is None:
+            return []
+        with open(path, "rb") as f:
+            raw = f.read()
+        if b"kfdefaults" not in raw:
+            return []
+        from ._source import parse_text
+
+        doc = parse_text(raw.decode("utf-8"), path)
+        section = doc.data.get("tool", {}).get("kfdefaults")
+        if section is None:
+            return []
+        findings = []
+        if not isinstance(section, dict):
+            findings.append(Finding(doc.location(("tool", "kfdefaults")), "tool.kfdefaults", "must be a table"))
+            raise ProfileError(findings)
+        for key in section:
+            if key != "team":
+                findings.append(
+                    Finding(doc.location(("tool", "kfdefaults", key), key=True), f"tool.kfdefaults.{key}",
+                            "unknown key; [tool.kfdefaults] takes `team`")
+                )
+        team = section.get("team", [])
+        if isinstance(team, str):
+            team = [team]
+        if not isinstance(team, list) or not all(isinstance(t, str) for t in team):
+            findings.append(Finding(doc.location(("tool", "kfdefaults", "team")), "tool.kfdefaults.team",
+                                    "must be a list of folder paths"))
+        if findings:
+            raise ProfileError(findings)
+        base = os.path.dirname(path)
+        return [Folder(os.path.normpath(os.path.join(base, t)), self.layer, path) for t in team]
+
+
+def layer_sources(
+    platform: Iterable[str | os.PathLike[str]] = (),
+    team: Iterable[str | os.PathLike[str]] = (),
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    entry_points: bool = True,
+    pyproject: bool = True,
+) -> dict[str, list]:
+    """The sources of each folder layer, in the order of :data:`LAYERS`."""
+    environ = os.environ if environ is None else environ
+    platform_sources: list = [FlagSource("platform", list(platform), "--platform"), EnvSource("platform", PLATFORM_ENV, environ)]
+    if entry_points:
+        platform_sources.append(EntryPointSource())
+    team_sources: list = [FlagSource("team", list(team), "--team"), EnvSource("team", TEAM_ENV, environ)]
+    if pyproject:
+        team_sources.append(PyprojectSource(cwd or os.getcwd()))
+    return {"builtin": [BuiltinSource()], "platform": platform_sources, "team": team_sources}
+
+
+def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
+    """The folders of each layer, duplicates (same real path) dropped, missing folders an error.
+
+    Raises:
+        ProfileError: a folder named by a flag, variable, entry point or pyproject.toml does not exist.
+    """
+    out: dict[str, list[Folder]] = {}
+    findings = []
+    seen: set[str] = set()
+    for layer, layer_sources_ in sources.items():
+        folders = []
+        for source in layer_sources_:
+            for folder in source.folders():
+                real = os.path.realpath(folder.path)
+                if not os.path.isdir(folder.path):
+                    findings.append(
+                        Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}) does not exist",
+                                layer=layer)
+                    )
+                    continue
+                if real in seen:
+                    continue
+                seen.add(real)
+                folders.append(folder)
+        out[layer] = folders
+    if findings:
+        raise ProfileError(findings)
+    return out
+
+
+_YAML_NAME = re.compile(r"^(?:name|\"name\"|'name')[ \t]*:[ \t]*(?P<v>[^#\n]*?)[ \t]*(?:#.*)?$", re.M)
+_TOML_NAME = re.compile(r"^name[ \t]*=[ \t]*(?P<v>\"[^\"\n]*\"|'[^'\n]*')", re.M)
+
+
+def declared_name(path: str, text: str) -> str | None:
+    """The ``name`` a profile file declares at its top level, found without parsing the file.
+
+    Returns ``""`` when the file declares none (the stem is the name), ``None`` when the quick look cannot
+    tell (a YAML file written in flow style), in which case the caller parses the file.
+    """
+    if path.endswith(".toml"):
+        head = re.split(r"^\s*\[", text, maxsplit=1, flags=re.M)[0]
+        m = _TOML_NAME.search(head)
+    else:
+        m = _YAML_NAME.search(text)
+        if not m:
+            body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", "---", "%"))]
+            return None if body and body[0].lstrip().startswith("{") else ""
+    if not m:
+        return ""
+    value = m.group("v").strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return value

@@ -1,0 +1,230 @@
+"""The profile file format as pydantic models, and the plain-data merge of its ``elastic`` section.
+
+One model describes one file, where every key is optional and ``null`` means "delete what a lower layer
+set". The PodSpec fragment stays plain data here: it is checked against the Kubernetes schema by
+:mod:`kfdefaults._validate` and merged by the strategic merge engine.
+
+Unknown keys anywhere in these sections are errors (``extra="forbid"``), and values are not coerced
+(``strict=True``): ``nproc_per_node: "8"`` is an error, not an 8.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME_PATTERN = r"[a-z0-9][a-z0-9-]*"
+"""What a profile name may be: lower-case letters, digits and dashes, not starting with a dash."""
+
+PLUGIN_ELASTIC_DEFAULTS: dict[str, Any] = {
+    "nnodes": 1,
+    "nproc_per_node": 1,
+    "start_method": "spawn",
+    "monitor_interval": 5,
+    "max_restarts": 0,
+    "rdzv_configs": {"timeout": 900, "join_timeout": 900},
+}
+"""The defaults of ``flytekitplugins.kfpytorch.Elastic`` (1.16), the layer below every profile.
+
+Kept here so that rendering does not import flytekit; a test compares them with the installed plugin.
+"""
+
+RDZV_INT_SECONDS = (
+    "join_timeout",
+    "last_call_timeout",
+    "close_timeout",
+    "heartbeat_timeout",
+    "keep_alive_interval",
+    "read_timeout",
+    "timeout",
+)
+"""Rendezvous settings in whole seconds. c10d reads ``join_timeout`` (default 600), ``last_call_timeout`` (30),
+``close_timeout`` (30), ``heartbeat_timeout`` (5 x keep_alive_interval) and ``read_timeout`` (TCPStore, 60);
+``timeout`` is read by the static and etcd backends only."""
+
+RDZV_KEYS = RDZV_INT_SECONDS + ("keep_alive_max_attempt", "is_host", "store_type")
+"""Every ``rdzv_configs`` key that torch's rendezvous backends read (torch.distributed.elastic.rendezvous)."""
+
+_MIN_MAX = re.compile(r"([0-9]+):([0-9]+)")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class RunPolicySection(_Strict):
+    """``elastic.run_policy``: fields of ``flytekitplugins.kfpytorch.RunPolicy`` (the PyTorchJob run policy)."""
+
+    clean_pod_policy: Optional[Literal["none", "running", "all"]] = Field(
+        None, description="Which pods to delete when the job ends: none, running or all."
+    )
+    ttl_seconds_after_finished: Optional[int] = Field(
+        None, ge=0, description="Seconds after the job finishes before it is deleted."
+    )
+    active_deadline_seconds: Optional[int] = Field(
+        None, gt=0, description="Seconds the job may run before it is terminated."
+    )
+    backoff_limit: Optional[int] = Field(None, ge=0, description="Retries before the job is marked failed.")
+
+    @field_validator("clean_pod_policy", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.lower() if isinstance(v, str) else v
+
+
+class ElasticSection(_Strict):
+    """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic``, snake_case as in the plugin."""
+
+    nnodes: Optional[Union[int, str]] = Field(
+        None,
+        description='Number of nodes (an int >= 1), or a range "MIN:MAX" with 1 <= MIN <= MAX. '
+        "1 runs in a single pod; anything else is a PyTorchJob.",
+    )
+    nproc_per_node: Optional[int] = Field(None, ge=1, description="Worker processes per node (one per GPU).")
+    start_method: Optional[Literal["spawn", "fork"]] = Field(
+        None, description="How torch elastic starts worker processes."
+    )
+    monitor_interval: Optional[Union[int, float]] = Field(
+        None, gt=0, description="Seconds between checks of the worker processes."
+    )
+    max_restarts: Optional[int] = Field(None, ge=0, description="Worker group restarts before the task fails.")
+    rdzv_configs: Optional[Dict[str, Any]] = Field(
+        None,
+        description="Rendezvous settings passed to torch elastic; timeouts in whole seconds. "
+        "c10d reads join_timeout (not timeout).",
+    )
+    run_policy: Optional[RunPolicySection] = Field(None, description="PyTorchJob run policy.")
+
+    @field_validator("nnodes", mode="before")
+    @classmethod
+    def _nnodes(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if isinstance(v, bool):
+            raise ValueError('nnodes must be an int >= 1 or "MIN:MAX"')
+        if isinstance(v, int):
+            if v < 1:
+                raise ValueError(f"nnodes must be >= 1, got {v}")
+            return v
+        if isinstance(v, str):
+            text = v.strip()
+            if text.isdigit():
+                return cls._nnodes(int(text))
+            m = _MIN_MAX.fullmatch(text)
+            if not m:
+                raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX" (like "1:4"), got {v!r}')
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if not 1 <= lo <= hi:
+                raise ValueError(f'nnodes "{v}" needs 1 <= MIN <= MAX')
+            return f"{lo}:{hi}"
+        raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX", got {type(v).__name__}')
+
+    @field_validator("rdzv_configs")
+    @classmethod
+    def _rdzv(cls, v: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+        if v is None:
+            return v
+        for key, value in v.items():
+            if value is None:
+                continue
+            if key not in RDZV_KEYS:
+                raise ValueError(f"unknown rendezvous setting {key!r}")
+            if key in RDZV_INT_SECONDS and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{key} must be a positive whole number of seconds, got {value!r}")
+        return v
+
+
+class PodTemplateSection(_Strict):
+    """``pod_template``: a flytekit ``PodTemplate``; ``spec`` is a PodSpec fragment in manifest camelCase."""
+
+    primary_container_name: Optional[str] = Field(
+        None,
+        pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?",
+        max_length=63,
+        description="Name of the container that runs the task (flytekit's default: primary).",
+    )
+    labels: Optional[Dict[str, Optional[str]]] = Field(None, description="Pod labels.")
+    annotations: Optional[Dict[str, Optional[str]]] = Field(None, description="Pod annotations.")
+    spec: Optional[Dict[str, Any]] = Field(
+        None, description="A Kubernetes PodSpec fragment, merged by strategic merge patch."
+    )
+
+
+class ProfileFile(_Strict):
+    """One profile file (YAML or TOML)."""
+
+    name: Optional[str] = Field(
+        None, pattern=NAME_PATTERN, description="Profile name; defaults to the file stem."
+    )
+    description: Optional[str] = Field(None, description="One line shown by `kfdefaults list`.")
+    extends: Optional[Union[str, List[str]]] = Field(
+        None, description="Parent profiles, applied first, in order, each fully layered."
+    )
+    elastic: Optional[ElasticSection] = None
+    pod_template: Optional[PodTemplateSection] = None
+
+    @field_validator("extends")
+    @classmethod
+    def _extends(cls, v: Any) -> Any:
+        for parent in [v] if isinstance(v, str) else v or []:
+            if not re.fullmatch(NAME_PATTERN, parent):
+                raise ValueError(f"{parent!r} is not a profile name ([a-z0-9][a-z0-9-]*)")
+        return v
+
+    def parents(self) -> list[str]:
+        """``extends`` as a list."""
+        if self.extends is None:
+            return []
+        return [self.extends] if isinstance(self.extends, str) else list(self.extends)
+
+
+def merge_elastic(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """Merge one layer's ``elastic`` section onto the settings below it.
+
+    Keys merge one by one; ``rdzv_configs`` and ``run_policy`` merge per key inside; ``null`` deletes a key.
+
+    Args:
+        base: Settings so far (not modified).
+        layer: The section as written in one layer, ``None`` values included.
+
+    Returns:
+        New settings.
+    """
+    import copy
+
+    return _ELASTIC_MERGER.merge(copy.deepcopy(base), copy.deepcopy(layer))
+
+
+def _strip_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_nulls(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _merge_dicts_deleting_nulls(config: Any, path: list, base: dict, nxt: dict) -> dict:
+    for key, value in nxt.items():
+        if value is None:
+            base.pop(key, None)
+        elif key in base:
+            base[key] = config.value_strategy(path + [key], base[key], value)
+        else:
+            base[key] = _strip_nulls(value)
+    return base
+
+
+def _make_merger() -> Any:
+    from deepmerge import Merger
+
+    return Merger([(dict, _merge_dicts_deleting_nulls)], ["override"], ["override"])
+
+
+class _LazyMerger:
+    def __getattr__(self, name: str) -> Any:
+        merger = _make_merger()
+        globals()["_ELASTIC_MERGER"] = merger
+        return getattr(merger, name)
+
+
+_ELASTIC_MERGER: Any = _LazyMerger()

@@ -1,0 +1,374 @@
+"""From a profile name to one merged profile: find its definitions, expand ``extends``, merge the layers.
+
+The steps, in order:
+
+1. :class:`Catalog` lists the profile files of every folder of every layer and knows which file defines
+   which name, reading files only to find a ``name:`` that differs from the file stem.
+2. :meth:`Catalog.definition` parses and validates one file into a :class:`Definition`.
+3. :func:`expand` turns a name into the ordered list of :class:`Fragment` to apply: for each layer that defines
+   it, the definition's parents (each fully layered, in order) and then its own body.
+4. :func:`merge_fragments` folds the fragments: the ``elastic`` sections key by key, the pod templates with
+   :func:`kfdefaults.strategic_merge_patch`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from ._errors import Finding, Location, ProfileError
+from ._layers import LAYERS, Folder, declared_name, discover_folders, layer_sources
+from ._source import Document, iter_profile_files, read_document
+
+PathT = tuple
+
+
+@dataclass
+class Fragment:
+    """One layer's contribution to a profile, ready to merge.
+
+    Attributes:
+        profile: The profile name the fragment defines.
+        layer: ``builtin``, ``platform``, ``team`` or ``task``.
+        source: The file, or for the task layer what set it (``--set``, ``Elastic(...)``, ``@task(pod_template=...)``).
+        document: The parsed file, for positions; ``None`` for task-layer fragments.
+        description: The ``description`` it sets, if any.
+        elastic: Its ``elastic`` section as written (``None`` values delete).
+        pod_template: Its pod template as a PodTemplateSpec strategic merge patch
+            (``{"metadata": {"labels": ..., "annotations": ...}, "spec": ...}``); ``{}`` when it has none.
+        primary_container_name: The name it sets, ``None`` when it sets none.
+        locations: For task-layer fragments: dotted path -> label of where the value came from.
+    """
+
+    profile: str
+    layer: str
+    source: str
+    document: Document | None
+    description: str | None = None
+    elastic: dict[str, Any] = field(default_factory=dict)
+    pod_template: dict[str, Any] = field(default_factory=dict)
+    primary_container_name: str | None = None
+    locations: dict[str, str] = field(default_factory=dict)
+
+    def location(self, file_path: PathT, *, key: bool = False) -> Location:
+        """Where the value at ``file_path`` (a path in the profile file's shape) was written."""
+        if self.document is not None:
+            return self.document.location(file_path, key=key)
+        dotted = ".".join(str(p) for p in file_path if not isinstance(p, int))
+        while dotted:
+            if dotted in self.locations:
+                return Location(self.locations[dotted])
+            dotted = dotted.rpartition(".")[0]
+        return Location(self.source)
+
+
+def _dotted(path: PathT) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+@dataclass
+class Definition:
+    """One file's definition of a profile.
+
+    Attributes:
+        name: The profile name.
+        layer: The layer of the folder the file is in.
+        file: The file.
+        document: The parsed file.
+        parents: Names in ``extends``, in order.
+        fragment: The file's own body as a :class:`Fragment`.
+    """
+
+    name: str
+    layer: str
+    file: str
+    document: Document
+    parents: list[str]
+    fragment: Fragment
+
+
+def pod_template_patch(section: Mapping[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+    """Split a profile's ``pod_template`` section into a PodTemplateSpec patch and the primary container name.
+
+    ``labels`` and ``annotations`` go to ``metadata``; ``spec`` stays ``spec``.
+    """
+    if not section:
+        return {}, None
+    patch: dict[str, Any] = {}
+    metadata = {k: section[k] for k in ("labels", "annotations") if k in section}
+    if metadata:
+        patch["metadata"] = metadata
+    if "spec" in section:
+        patch["spec"] = section["spec"]
+    return patch, section.get("primary_container_name")
+
+
+def _validate_body(doc: Document, data: Any, layer: str) -> tuple[Any, list[Finding]]:
+    """Validate a profile body with the pydantic models; findings carry positions from ``doc``."""
+    from pydantic import ValidationError
+
+    from ._model import ProfileFile
+
+    if not isinstance(data, dict) or not data:
+        what = "empty" if not data else f"a {type(data).__name__}"
+        return None, [Finding(doc.location(()), "", f"a profile must be a mapping that says something; this file is {what}", layer=layer)]
+    try:
+        return ProfileFile.model_validate(data), []
+    except ValidationError as e:
+        return None, [_finding_from_pydantic(doc, err, layer) for err in e.errors(include_url=False)]
+
+
+def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) -> Finding:
+    loc = tuple(err["loc"])
+    # pydantic appends the union member it tried (``int``, ``str``, ``function-before[...]``); drop those
+    path = tuple(p for p in loc if isinstance(p, int) or not (p in ("int", "str", "float", "list[str]", "bool") or "[" in p))
+    kind = err.get("type", "")
+    msg = err.get("msg", "invalid value")
+    if kind == "extra_forbidden":
+        from ._suggest import unknown_key_message
+
+        key = path[-1]
+        known = _known_keys(path[:-1])
+        return Finding(doc.location(path, key=True), _dotted(path), unknown_key_message(str(key), known), layer=layer)
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    value = err.get("input")
+    if kind not in ("missing",) and not isinstance(value, (dict, list)):
+        msg = f"{msg} (got {value!r})"
+    return Finding(doc.location(path), _dotted(path), msg, layer=layer)
+
+
+def _known_keys(path: PathT) -> list[str]:
+    from ._model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
+
+    models = {(): ProfileFile, ("elastic",): ElasticSection, ("pod_template",): PodTemplateSection,
+              ("elastic", "run_policy"): RunPolicySection}
+    model = models.get(tuple(path))
+    return list(model.model_fields) if model else []
+
+
+def fragment_from_body(name: str, layer: str, source: str, body: Any, document: Document | None) -> Fragment:
+    """Build a :class:`Fragment` from a validated :class:`~kfdefaults._model.ProfileFile`."""
+    raw_elastic = body.elastic.model_dump(exclude_unset=True) if body.elastic else {}
+    pod_section = body.pod_template.model_dump(exclude_unset=True) if body.pod_template else None
+    patch, primary = pod_template_patch(pod_section)
+    return Fragment(name, layer, source, document, body.description, raw_elastic, patch, primary)
+
+
+class Catalog:
+    """Every profile visible through a set of folders, indexed by name and layer.
+
+    Args:
+        folders: The folders of each layer, as :func:`kfdefaults._layers.discover_folders` returns them.
+    """
+
+    def __init__(self, folders: Mapping[str, list[Folder]]) -> None:
+        self.folders = folders
+        self._index: dict[str, dict[str, list[str]]] | None = None
+        self._definitions: dict[str, Definition] = {}
+
+    @classmethod
+    def discover(
+        cls,
+        platform: Iterable[str | os.PathLike[str]] = (),
+        team: Iterable[str | os.PathLike[str]] = (),
+        **kwargs: Any,
+    ) -> Catalog:
+        """A catalog of every layer source (flags, environment, entry points, pyproject.toml).
+
+        Raises:
+            ProfileError: a named folder does not exist, or pyproject.toml's ``[tool.kfdefaults]`` is invalid.
+        """
+        return cls(discover_folders(layer_sources(platform, team, **kwargs)))
+
+    def index(self) -> dict[str, dict[str, list[str]]]:
+        """layer -> profile name -> files defining it (normally one)."""
+        if self._index is None:
+            index: dict[str, dict[str, list[str]]] = {}
+            for layer, folders in self.folders.items():
+                names: dict[str, list[str]] = {}
+                for folder in folders:
+                    for path in iter_profile_files(folder.path):
+                        names.setdefault(self._name_of(path), []).append(path)
+                index[layer] = names
+            self._index = index
+        return self._index
+
+    def _name_of(self, path: str) -> str:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return stem
+        declared = declared_name(path, text)
+        if declared is None:
+            try:
+                data = read_document(path).data
+            except ProfileError:
+                return stem
+            declared = data.get("name") if isinstance(data, dict) and isinstance(data.get("name"), str) else ""
+        return declared or stem
+
+    def names(self) -> list[str]:
+        """Every profile name of every layer, sorted."""
+        return sorted({name for names in self.index().values() for name in names})
+
+    def layers_defining(self, name: str) -> list[str]:
+        """The layers that define ``name``, lowest first."""
+        return [layer for layer in LAYERS if name in self.index().get(layer, {})]
+
+    def files(self, name: str, layer: str) -> list[str]:
+        return self.index().get(layer, {}).get(name, [])
+
+    def definition(self, name: str, layer: str) -> Definition | None:
+        """The definition of ``name`` in ``layer``, or ``None`` if the layer has none.
+
+        Raises:
+            ProfileError: two files of the layer define the name, or the file is invalid.
+        """
+        files = self.files(name, layer)
+        if not files:
+            return None
+        if len(files) > 1:
+            raise ProfileError(
+                [Finding(Location(f, 1, 1), "", f"profile {name!r} is defined twice in the {layer} layer: "
+                         f"{', '.join(files)}", layer=layer) for f in files[1:]]
+            )
+        return self.load(files[0], layer)
+
+    def load(self, file: str, layer: str) -> Definition:
+        """Parse and validate one profile file.
+
+        Raises:
+            ProfileError: every problem found in the file.
+        """
+        cached = self._definitions.get(file)
+        if cached is not None:
+            return cached
+        doc = read_document(file)
+        body, findings = _validate_body(doc, doc.data, layer)
+        if findings:
+            raise ProfileError(findings)
+        stem = os.path.splitext(os.path.basename(file))[0]
+        name = body.name or stem
+        definition = Definition(name, layer, file, doc, body.parents(), fragment_from_body(name, layer, file, body, doc))
+        self._definitions[file] = definition
+        return definition
+
+
+def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tuple[tuple[str, str], ...] = ()) -> list[Fragment]:
+    """The fragments that make up profile ``name``, lowest first.
+
+    For each layer that defines ``name``: the definition's parents, each expanded across all layers, in
+    the order ``extends`` lists them, then the definition's own body. ``task`` (the task layer) comes last.
+
+    Raises:
+        ProfileError: the profile is defined nowhere, a parent is unknown, ``extends`` forms a cycle,
+            or a file is invalid.
+    """
+    fragments: list[Fragment] = []
+    found = False
+    for layer in LAYERS[:-1]:
+        definition = catalog.definition(name, layer)
+        if definition is None:
+            continue
+        found = True
+        for parent in definition.parents:
+            chain = [n for n, _ in _stack] + [name]
+            if parent in chain:
+                files = " -> ".join(f"{n} ({f})" for n, f in _stack + ((name, definition.file),))
+                raise ProfileError([Finding(definition.document.location(("extends",)), "extends",
+                                            f"`extends` forms a cycle: {files} -> {parent}", layer=layer)])
+            if not catalog.layers_defining(parent):
+                raise ProfileError([Finding(definition.document.location(("extends",)), "extends",
+                                            f"unknown parent profile {parent!r} (extended by {definition.file})",
+                                            layer=layer)])
+            fragments.extend(expand(catalog, parent, None, _stack + ((name, definition.file),)))
+        fragments.append(definition.fragment)
+    if not found:
+        from ._suggest import closest
+
+        hint = closest(name, catalog.names())
+        hint_text = f"; did you mean {hint!r}?" if hint else ""
+        raise ProfileError([Finding(Location("<profiles>"), "", f"no profile named {name!r}{hint_text}")])
+    if task is not None:
+        fragments.append(task)
+    return fragments
+
+
+@dataclass
+class Merged:
+    """The result of merging fragments, as plain data.
+
+    Attributes:
+        name: The profile name.
+        description: The description of the highest layer that gives one.
+        elastic: Effective ``Elastic`` settings, the plugin's defaults filled in.
+        pod_template: The merged PodTemplateSpec (``{"metadata": ..., "spec": ...}``).
+        primary_container_name: The primary container's name.
+        fragments: What was merged, lowest first.
+    """
+
+    name: str
+    description: str | None
+    elastic: dict[str, Any]
+    pod_template: dict[str, Any]
+    primary_container_name: str
+    fragments: list[Fragment]
+
+
+def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version: str | None = None) -> Merged:
+    """Merge fragments, lowest first.
+
+    The ``elastic`` sections merge key by key over the plugin's defaults (:func:`kfdefaults._model.merge_elastic`);
+    pod templates merge with :func:`kfdefaults.strategic_merge_patch` (kind ``PodTemplateSpec``), starting
+    from an empty one.
+
+    Raises:
+        ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
+    """
+    from ._errors import MergeError
+    from ._model import PLUGIN_ELASTIC_DEFAULTS, merge_elastic
+    from ._smp import strategic_merge_patch
+
+    elastic: dict[str, Any] = dict(PLUGIN_ELASTIC_DEFAULTS)
+    pod: dict[str, Any] = {}
+    description: str | None = None
+    primary = "primary"
+    for fragment in fragments:
+        if fragment.description is not None:
+            description = fragment.description
+        if fragment.primary_container_name is not None:
+            primary = fragment.primary_container_name
+        if fragment.elastic:
+            elastic = merge_elastic(elastic, fragment.elastic)
+        if fragment.pod_template:
+            try:
+                pod = strategic_merge_patch(pod, fragment.pod_template, kubernetes_version=kubernetes_version)
+            except MergeError as e:
+                file_path = _file_path_of(e.path)
+                raise ProfileError([Finding(fragment.location(file_path), _dotted(file_path) or "pod_template",
+                                            e.reason, layer=fragment.layer)]) from None
+    for key, default in PLUGIN_ELASTIC_DEFAULTS.items():
+        if key not in elastic:
+            elastic[key] = {} if key == "rdzv_configs" else default
+    return Merged(name, description, elastic, pod, primary, fragments)
+
+
+def _file_path_of(smp_path: str) -> PathT:
+    """``metadata.labels.team`` (a PodTemplateSpec path) -> ``("pod_template", "labels", "team")``."""
+    parts: list[Any] = []
+    for part in smp_path.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("["):
+            break  # list items are named by merge key; the list is the best position
+        parts.append(part)
+    if parts[:1] == ["metadata"]:
+        parts = parts[1:]
+    return ("pod_template", *parts) if parts else ("pod_template",)

@@ -1,0 +1,466 @@
+"""Reading profile files: YAML or TOML in, plain data plus the line and column of every key and value out.
+
+YAML is read with the YAML 1.2 core schema, whatever the file's YAML version: ``no``, ``on`` and ``y`` stay
+strings, ``1234567`` is an int, ``2024-01-01`` is a string. Plain scalars are resolved here, not by the YAML
+library, so that what a value means does not depend on the library's version. The reader is defensive:
+explicit tags, duplicate keys and several documents are errors, aliases may not expand past a node budget
+(a "billion laughs" file fails fast) and a file may not exceed :data:`MAX_FILE_BYTES`.
+
+TOML is parsed by :mod:`tomllib` (``tomli`` before Python 3.11), which is authoritative for its syntax;
+a small scanner then finds where each key and value was written, since tomllib keeps no positions.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ._errors import Finding, Location, ProfileError
+
+MAX_FILE_BYTES = 1 << 20
+"""Largest profile file read, in bytes (1 MiB); a profile is a few kilobytes."""
+
+MAX_NODES = 100_000
+"""Largest number of values one file may expand to, aliases included."""
+
+YAML_SUFFIXES = (".yaml", ".yml")
+TOML_SUFFIXES = (".toml",)
+PROFILE_SUFFIXES = YAML_SUFFIXES + TOML_SUFFIXES
+
+Path = tuple  # a path into a document: keys (str) and list indices (int)
+
+
+@dataclass
+class Document:
+    """One parsed profile file.
+
+    Attributes:
+        file: The path the file was read from, as given.
+        data: The document as plain data (dicts, lists, str, int, float, bool, None).
+        keys: Path -> (line, column) of the key that holds the value at that path (1-based).
+        values: Path -> (line, column) where the value at that path starts (1-based); list items too.
+    """
+
+    file: str
+    data: Any
+    keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    values: dict[Path, tuple[int, int]] = field(default_factory=dict)
+
+    def location(self, path: Path, *, key: bool = False) -> Location:
+        """Where the value (or, with ``key=True``, the key) at ``path`` was written.
+
+        Falls back to the nearest enclosing value that has a position, then to the file's first line.
+        """
+        path = tuple(path)
+        table = self.keys if key else self.values
+        if path in table:
+            return Location(self.file, *table[path])
+        while path:
+            path = path[:-1]
+            for t in (self.values, self.keys):
+                if path in t:
+                    return Location(self.file, *t[path])
+        return Location(self.file, 1, 1)
+
+
+def _error(file: str, line: int, column: int, message: str) -> ProfileError:
+    return ProfileError([Finding(Location(file, line, column), "", message)])
+
+
+def read_document(file: str) -> Document:
+    """Read one YAML or TOML profile file.
+
+    Args:
+        file: Path of a ``.yaml``, ``.yml`` or ``.toml`` file.
+
+    Returns:
+        The parsed :class:`Document`.
+
+    Raises:
+        ProfileError: the file cannot be read, is too large, or is not valid YAML 1.2 / TOML 1.0, with the
+            line and column of the problem.
+    """
+    try:
+        with open(file, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise _error(file, 0, 0, f"cannot read file: {e.strerror or e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise _error(file, 1, 1, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; a profile is a few KiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise _error(file, line, 1, "file is not UTF-8 text") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return parse_text(text, file)
+
+
+def parse_text(text: str, file: str) -> Document:
+    """Parse profile text; the format is chosen by ``file``'s suffix (``.toml`` for TOML, else YAML).
+
+    Raises:
+        ProfileError: as :func:`read_document`.
+    """
+    if file.endswith(TOML_SUFFIXES):
+        return _parse_toml(text, file)
+    return _parse_yaml(text, file)
+
+
+# --- YAML ------------------------------------------------------------------------------------------
+
+_CORE_NULL = re.compile(r"~|null|Null|NULL|")
+_CORE_BOOL = re.compile(r"true|True|TRUE|false|False|FALSE")
+_CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_CORE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_CORE_INF = re.compile(r"[-+]?\.(inf|Inf|INF)")
+_CORE_NAN = re.compile(r"\.(nan|NaN|NAN)")
+
+
+def resolve_plain_scalar(value: str) -> Any:
+    """The value of a plain (unquoted) YAML scalar under the YAML 1.2 core schema.
+
+    ``"no"`` -> ``"no"``, ``"1234567"`` -> ``1234567``, ``"0x1F"`` -> ``31``, ``"1e3"`` -> ``1000.0``,
+    ``"~"`` -> ``None``.
+    """
+    if _CORE_NULL.fullmatch(value):
+        return None
+    if _CORE_BOOL.fullmatch(value):
+        return value[0] in "tT"
+    if _CORE_INT.fullmatch(value):
+        if value.startswith("0o"):
+            return int(value[2:], 8)
+        if value.startswith("0x"):
+            return int(value[2:], 16)
+        return int(value)
+    if _CORE_FLOAT.fullmatch(value):
+        return float(value)
+    if _CORE_INF.fullmatch(value):
+        return -math.inf if value.startswith("-") else math.inf
+    if _CORE_NAN.fullmatch(value):
+        return math.nan
+    return value
+
+
+def _yaml_loader() -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    class _PlainResolver(VersionedResolver):
+        """Leaves every plain scalar a string; :func:`resolve_plain_scalar` gives it its 1.2 meaning."""
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is ScalarNode and implicit[0]:
+                return self.DEFAULT_SCALAR_TAG
+            return super().resolve(kind, value, implicit)
+
+    yaml = YAML(typ="rt", pure=True)
+    yaml.Resolver = _PlainResolver
+    return yaml
+
+
+def _parse_yaml(text: str, file: str) -> Document:
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    yaml = _yaml_loader()
+    try:
+        nodes = list(yaml.compose_all(io.StringIO(text)))
+    except MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
+        raise _error(file, line, col, f"invalid YAML: {problem}") from None
+    except YAMLError as e:
+        raise _error(file, 1, 1, f"invalid YAML: {e}") from None
+    nodes = [n for n in nodes if n is not None]
+    if len(nodes) > 1:
+        mark = nodes[1].start_mark
+        raise _error(file, mark.line + 1, mark.column + 1, "one profile per file: found a second YAML document")
+    doc = Document(file, None)
+    if nodes:
+        converter = _YamlConverter(doc)
+        if _expanded_size(nodes[0], {}) > MAX_NODES:
+            raise converter.fail(nodes[0], f"document expands to more than {MAX_NODES} values (aliases?)")
+        doc.data = converter.convert(nodes[0], ())
+    return doc
+
+
+def _expanded_size(node: Any, memo: dict[int, int]) -> int:
+    """How many values ``node`` stands for once its aliases are expanded (shared nodes counted once each)."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    memo[id(node)] = MAX_NODES + 1  # a cycle expands without end
+    size = 1
+    if isinstance(node.value, list):
+        for child in node.value:
+            for part in child if isinstance(child, tuple) else (child,):
+                size += _expanded_size(part, memo)
+                if size > MAX_NODES:
+                    break
+    memo[id(node)] = size
+    return size
+
+
+class _YamlConverter:
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+
+    def fail(self, node: Any, message: str) -> ProfileError:
+        return _error(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1, message)
+
+    def convert(self, node: Any, path: Path) -> Any:
+        from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+        self.doc.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        tag = str(node.tag)
+        if isinstance(node, ScalarNode):
+            if tag != "tag:yaml.org,2002:str":
+                raise self.fail(node, f"YAML tags are not supported here ({node.tag}); write a plain value")
+            return resolve_plain_scalar(node.value) if node.style is None else node.value
+        if isinstance(node, SequenceNode):
+            if tag != "tag:yaml.org,2002:seq":
+                raise self.fail(node, f"YAML tags are not supported here ({node.tag})")
+            return [self.convert(item, path + (i,)) for i, item in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            if tag not in ("tag:yaml.org,2002:map", "tag:yaml.org,2002:omap"):
+                raise self.fail(node, f"YAML tags are not supported here ({node.tag})")
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, ScalarNode):
+                    raise self.fail(key_node, "mapping keys must be plain strings")
+                key = key_node.value
+                if key_node.style is None and key == "<<":
+                    raise self.fail(key_node, "YAML merge keys (<<) are not supported; write the keys out")
+                if key in out:
+                    first = self.doc.keys[path + (key,)]
+                    raise self.fail(key_node, f"duplicate key {key!r} (first at line {first[0]})")
+                self.doc.keys[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                out[key] = self.convert(value_node, path + (key,))
+            return out
+        raise self.fail(node, "unsupported YAML node")
+
+
+# --- TOML ------------------------------------------------------------------------------------------
+
+
+def _tomllib() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+    return tomllib
+
+
+_TOML_ERROR_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _parse_toml(text: str, file: str) -> Document:
+    tomllib = _tomllib()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        m = _TOML_ERROR_POS.search(msg)
+        line, col = (int(m.group(1)), int(m.group(2))) if m else (text.count("\n") + 1, 1)
+        raise _error(file, line, col, f"invalid TOML: {_TOML_ERROR_POS.sub('', msg).strip()}") from None
+    doc = Document(file, _untomlify(data))
+    try:
+        _TomlScanner(text, doc).scan()
+    except (IndexError, ValueError):
+        pass  # positions are a convenience; tomllib already accepted the file
+    return doc
+
+
+def _untomlify(value: Any) -> Any:
+    """TOML dates and times are not profile values; keep their TOML text as strings."""
+    if isinstance(value, dict):
+        return {k: _untomlify(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_untomlify(v) for v in value]
+    if hasattr(value, "isoformat") and not isinstance(value, (str, int, float, bool)):
+        return value.isoformat()
+    return value
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class _TomlScanner:
+    """Walks TOML text that tomllib accepted and records where each key and value starts."""
+
+    def __init__(self, text: str, doc: Document) -> None:
+        self.s = text
+        self.i = 0
+        self.doc = doc
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.table: Path = ()
+        self.aot_index: dict[Path, int] = {}
+
+    def pos(self, i: int) -> tuple[int, int]:
+        lo, hi = 0, len(self.line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.line_starts[mid] <= i:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, i - self.line_starts[lo] + 1
+
+    def skip_ws(self, newlines: bool) -> None:
+        s = self.s
+        while self.i < len(s):
+            c = s[self.i]
+            if c in " \t\r" or (newlines and c == "\n"):
+                self.i += 1
+            elif c == "#":
+                while self.i < len(s) and s[self.i] != "\n":
+                    self.i += 1
+            else:
+                return
+
+    def read_key_part(self) -> str:
+        s = self.s
+        if s.startswith('"', self.i) or s.startswith("'", self.i):
+            return self.read_string()
+        m = _BARE_KEY.match(s, self.i)
+        if not m:
+            raise ValueError("key expected")
+        self.i = m.end()
+        return m.group(0)
+
+    def read_dotted_key(self) -> tuple[list[str], list[int]]:
+        parts, starts = [], []
+        while True:
+            self.skip_ws(False)
+            starts.append(self.i)
+            parts.append(self.read_key_part())
+            self.skip_ws(False)
+            if self.i < len(self.s) and self.s[self.i] == ".":
+                self.i += 1
+                continue
+            return parts, starts
+
+    def read_string(self) -> str:
+        s, i = self.s, self.i
+        for quote in ('"""', "'''"):
+            if s.startswith(quote, i):
+                end = s.index(quote, i + 3)
+                while end + 3 < len(s) and s[end + 3] == quote[0]:
+                    end += 1
+                self.i = end + 3
+                return s[i + 3 : end]
+        quote = s[i]
+        j = i + 1
+        while s[j] != quote:
+            if quote == '"' and s[j] == "\\":
+                j += 1
+            j += 1
+        self.i = j + 1
+        raw = s[i : j + 1]
+        if quote == "'":
+            return raw[1:-1]
+        return _tomllib().loads(f"k = {raw}")["k"]
+
+    def resolve(self, keys: list[str]) -> Path:
+        """Map a header's dotted key to a document path, adding the current index of arrays of tables."""
+        path: Path = ()
+        for k in keys:
+            path = path + (k,)
+            if path in self.aot_index:
+                path = path + (self.aot_index[path],)
+        return path
+
+    def record(self, path: Path, key_at: int) -> None:
+        self.doc.keys.setdefault(path, self.pos(key_at))
+
+    def scan(self) -> None:
+        s = self.s
+        while True:
+            self.skip_ws(True)
+            if self.i >= len(s):
+                return
+            if s[self.i] == "[":
+                aot = s.startswith("[[", self.i)
+                start = self.i
+                self.i += 2 if aot else 1
+                keys, _ = self.read_dotted_key()
+                self.skip_ws(False)
+                self.i += 2 if aot else 1
+                if aot:
+                    base = self.resolve(keys[:-1]) + (keys[-1],)
+                    self.aot_index[base] = self.aot_index.get(base, -1) + 1
+                    self.record(base, start)
+                    self.table = base + (self.aot_index[base],)
+                    self.doc.values.setdefault(self.table, self.pos(start))
+                else:
+                    self.table = self.resolve(keys)
+                    self.record(self.table, start)
+                    self.doc.values.setdefault(self.table, self.pos(start))
+                continue
+            self.key_value(self.table)
+
+    def key_value(self, table: Path) -> None:
+        keys, starts = self.read_dotted_key()
+        path = table
+        for k, at in zip(keys, starts):
+            path = path + (k,)
+            self.record(path, at)
+        self.skip_ws(False)
+        self.i += 1  # '='
+        self.skip_ws(False)
+        self.value(path)
+
+    def value(self, path: Path) -> None:
+        s = self.s
+        self.doc.values.setdefault(path, self.pos(self.i))
+        c = s[self.i]
+        if c in "\"'":
+            self.read_string()
+        elif c == "[":
+            self.i += 1
+            index = 0
+            while True:
+                self.skip_ws(True)
+                if s[self.i] == "]":
+                    self.i += 1
+                    return
+                self.value(path + (index,))
+                index += 1
+                self.skip_ws(True)
+                if s[self.i] == ",":
+                    self.i += 1
+        elif c == "{":
+            self.i += 1
+            while True:
+                self.skip_ws(False)
+                if s[self.i] == "}":
+                    self.i += 1
+                    return
+                self.key_value(path)
+                self.skip_ws(False)
+                if s[self.i] == ",":
+                    self.i += 1
+        else:
+            while self.i < len(s) and s[self.i] not in ",]}\n#":
+                self.i += 1
+
+
+def iter_profile_files(folder: str) -> Iterator[str]:
+    """Profile files directly in ``folder`` (not in sub-folders), sorted by name."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return
+    for name in names:
+        if name.endswith(PROFILE_SUFFIXES) and not name.startswith("."):
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                yield path
