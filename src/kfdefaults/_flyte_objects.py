@@ -23,9 +23,17 @@ def to_k8s_model(data: Mapping[str, Any], klass: str) -> Any:
     Uses the client's own deserializer, so camelCase keys map to the model's attributes exactly as the
     client maps an API server response.
     """
+    import inspect
+
     from kubernetes.client import ApiClient
 
-    return ApiClient().deserialize(_JSONResponse(data), klass)
+    from ._k8s_schema import quantities_as_strings, schema_type
+
+    data = quantities_as_strings(data, schema_type(klass[2:] if klass.startswith("V1") else klass))
+    client = ApiClient()
+    if "content_type" in inspect.signature(client.deserialize).parameters:  # kubernetes >= 35
+        return client.deserialize(json.dumps(data), klass, "application/json")
+    return client.deserialize(_JSONResponse(data), klass)
 
 
 def to_plain(model: Any) -> Any:

@@ -136,7 +136,7 @@ class SchemaType:
     of the core API are: a struct field given a list on both sides is replaced, not rejected.
     """
 
-    __slots__ = ("_version", "kind", "name", "_props", "_items", "_cache")
+    __slots__ = ("_version", "kind", "name", "_props", "_items", "_values", "_cache")
 
     def __init__(self, version: str, schema: dict[str, Any], name: str) -> None:
         self._version = version
@@ -144,6 +144,7 @@ class SchemaType:
         self._cache: dict[str, tuple[SchemaType, PatchMeta]] = {}
         self._props: dict[str, Any] | None = None
         self._items: dict[str, Any] | None = None
+        self._values: dict[str, Any] | None = None
         types = _types_of(schema)
         if "properties" in schema:
             self.kind = "struct"
@@ -153,6 +154,8 @@ class SchemaType:
             self._items = schema.get("items") or {}
         elif "additionalProperties" in schema or "object" in types:
             self.kind = "map"
+            extra = schema.get("additionalProperties")
+            self._values = extra if isinstance(extra, dict) else None
         else:
             self.kind = "scalar"
 
@@ -190,6 +193,20 @@ class SchemaType:
         self._cache[key] = hit
         return hit
 
+    def items(self) -> SchemaType | None:
+        """For a list: the type of its items."""
+        return _resolve(self._version, self._items) if self._items is not None else None
+
+    def map_values(self) -> SchemaType | None:
+        """For a map with typed values (``resources.limits``): the type of its values."""
+        return _resolve(self._version, self._values) if self._values is not None else None
+
+    def property(self, key: str) -> SchemaType | None:
+        """For a struct: the type of field ``key`` (exact name), or ``None``."""
+        if self._props is None or key not in self._props:
+            return None
+        return _resolve(self._version, self._props[key])
+
     def lookup_slice(self, key: str) -> tuple[SchemaType, PatchMeta]:
         """The element type and patch metadata of list field ``key`` (``LookupPatchMetadataForSlice``).
 
@@ -225,3 +242,26 @@ def schema_type(name: str, version: str | None = None) -> SchemaType:
     version = normalize_version(version)
     full = definition_name(name, version)
     return SchemaType(version, definitions(version)[full], full.rsplit(".", 1)[-1])
+
+
+def quantities_as_strings(value: Any, schema: SchemaType | None) -> Any:
+    """A copy of ``value`` with every Kubernetes quantity written as a string (``8`` -> ``"8"``).
+
+    The API server accepts a number where a quantity goes and stores it as a string; the kubernetes Python
+    client's models accept strings only.
+    """
+    if schema is None:
+        return value
+    if schema.name == "Quantity" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, dict):
+        if schema.kind == "struct":
+            return {k: quantities_as_strings(v, schema.property(k)) for k, v in value.items()}
+        if schema.kind == "map":
+            values = schema.map_values()
+            return {k: quantities_as_strings(v, values) for k, v in value.items()}
+        return value
+    if isinstance(value, list) and schema.kind == "slice":
+        items = schema.items()
+        return [quantities_as_strings(v, items) for v in value]
+    return value
