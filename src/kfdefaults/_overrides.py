@@ -139,7 +139,7 @@ def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]:
     labels: dict[str, str] = {}
     findings = []
     for item in items:
-        key, sep, value = item.partition("=")
+        key, sep, value = split_assignment(item)
         label = f"--set {item}"
         if not sep or not key.strip():
             findings.append(Finding(Location(label), "", "expected KEY=VALUE"))
@@ -153,6 +153,25 @@ def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]:
     if findings:
         raise ProfileError(findings)
     return tree, labels
+
+
+def split_assignment(item: str) -> tuple[str, str, str]:
+    """Split ``KEY=VALUE`` at the first ``=`` outside brackets and quotes (``a[name=x].b=1``)."""
+    depth, quoted, escaped = 0, False, False
+    for i, c in enumerate(item):
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c == '"':
+            quoted = not quoted
+        elif not quoted and c == "[":
+            depth += 1
+        elif not quoted and c == "]":
+            depth = max(0, depth - 1)
+        elif not quoted and depth == 0 and c == "=":
+            return item[:i], "=", item[i + 1 :]
+    return item, "", ""
 
 
 def dotted_key(key: str) -> str:

@@ -1,0 +1,33 @@
+"""Shared fixtures: fixture folders, an environment free of the developer's own layers, kubectl."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+PLATFORM = os.path.join(FIXTURES, "platform")
+TEAM = os.path.join(FIXTURES, "team")
+
+sys.path.insert(0, HERE)  # the oracle and strategy helpers live next to the tests
+
+
+@pytest.fixture(autouse=True)
+def _isolated_layers(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No platform or team folders from the developer's environment or from a pyproject.toml above the cwd."""
+    monkeypatch.delenv("KFDEFAULTS_PLATFORM_PATH", raising=False)
+    monkeypatch.delenv("KFDEFAULTS_TEAM_PATH", raising=False)
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+@pytest.fixture(scope="session")
+def kubectl() -> str:
+    """The kubectl binary; the suite proves kubectl equivalence, so a missing kubectl is a failure."""
+    path = os.environ.get("KUBECTL") or shutil.which("kubectl")
+    if not path:
+        pytest.fail("kubectl is required on PATH (it runs offline): the tests compare against it")
+    return path

@@ -1,0 +1,143 @@
+"""The command line: render, list, exit codes and error messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import PLATFORM, TEAM
+
+from kfdefaults.cli import main
+
+KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*KFDEFAULTS, *args], capture_output=True, text=True)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_render_elastic_gpu_default_as_json():
+    result = invoke("render", "elastic-gpu-default", "-o", "json")
+    assert result.exit_code == 0, result.output
+    profile = json.loads(result.output)
+    spec = profile["pod_template"]["spec"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in spec["volumes"]
+    primary = next(c for c in spec["containers"] if c["name"] == profile["pod_template"]["primary_container_name"])
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in primary["volumeMounts"]
+    assert profile["elastic"]["rdzv_configs"]["join_timeout"] == 900
+
+
+def test_render_yaml_and_json_carry_the_same_data():
+    as_yaml = yaml.safe_load(invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).output)
+    as_json = json.loads(invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM, "-o", "json").output)
+    assert as_yaml == as_json
+
+
+def test_render_output_is_stable_and_ordered():
+    first = invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).output
+    assert first == invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).output
+    assert list(yaml.safe_load(first)) == ["name", "description", "elastic", "pod_template"]
+    # list items start with their merge key
+    assert "      - name: primary\n" in first
+    assert "          - mountPath: /dev/shm\n            name: dshm\n" in first
+
+
+def test_render_as_podtemplate_manifest():
+    result = invoke("render", "gpu-large", "--as", "podtemplate", "--team", TEAM)
+    manifest = yaml.safe_load(result.output)
+    assert list(manifest) == ["apiVersion", "kind", "metadata", "template"]
+    assert manifest["kind"] == "PodTemplate" and manifest["metadata"] == {"name": "gpu-large"}
+    assert manifest["template"]["metadata"]["labels"] == {"team": "vision"}
+    assert manifest["template"]["spec"]["containers"][0]["name"] == "primary"
+
+
+def test_set_is_the_task_layer():
+    result = invoke(
+        "render", "gpu-large", "-o", "json",
+        "--set", "elastic.nnodes=2",
+        "--set", "elastic.rdzv_configs.join_timeout=1800",
+        "--set", "pod_template.spec.containers[name=primary].image=repo/img:1",
+        "--set", 'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"=4',
+    )
+    assert result.exit_code == 0, result.output
+    profile = json.loads(result.output)
+    assert profile["elastic"]["nnodes"] == 2
+    assert profile["elastic"]["rdzv_configs"]["join_timeout"] == 1800
+    primary = profile["pod_template"]["spec"]["containers"][0]
+    assert primary["image"] == "repo/img:1"
+    assert primary["resources"]["limits"]["nvidia.com/gpu"] == 4
+
+
+def test_list_plain_when_piped():
+    result = invoke("list", "--platform", PLATFORM, "--team", TEAM)
+    lines = {line.split()[0]: line.split()[1] for line in result.output.splitlines()}
+    assert lines["gpu-large"] == "builtin,platform,team"
+    assert lines["gpu-small"] == "platform"
+    assert lines["cpu-small"] == "builtin"
+
+
+def test_list_json():
+    rows = json.loads(invoke("list", "-o", "json", "--team", TEAM).output)
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["gpu-large"]["layers"] == ["builtin", "team"]
+    assert by_name["vision-finetune"]["description"] == "Fine-tuning on a single multi-GPU node"
+
+
+def test_bad_file_exits_1_with_location_and_no_traceback(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "gpu-large.yaml").write_text("elastic:\n  nproc_per_node: eight\n", encoding="utf-8")
+    proc = run("render", "gpu-large", "--team", str(team))
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"{team / 'gpu-large.yaml'}:2:19: [team] elastic.nproc_per_node: ")
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_key_suggests_the_field(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "gpu-large.yaml").write_text("elastic:\n  nproc_per_nod: 8\n", encoding="utf-8")
+    proc = run("render", "gpu-large", "--team", str(team))
+    assert proc.returncode == 1
+    assert "2:3: [team] elastic.nproc_per_nod: unknown field `nproc_per_nod`; did you mean `nproc_per_node`?" in proc.stderr
+
+
+def test_usage_mistake_exits_2():
+    proc = run("render")
+    assert proc.returncode == 2
+    assert "Missing argument" in proc.stderr
+
+
+def test_unknown_profile_exits_1():
+    proc = run("render", "no-such-profile")
+    assert proc.returncode == 1
+    assert "no profile named 'no-such-profile'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("argument", ["elastic.nnodes", "a..b=1", "x[name=y]=1", "pod_template.spec.containers[bad].image=x"])
+def test_bad_set_exits_1(argument):
+    proc = run("render", "gpu-large", "--set", argument)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"--set {argument}: ")
+
+
+def test_render_does_not_import_flytekit_or_the_kubernetes_client():
+    code = (
+        "import sys, runpy; sys.argv = ['kfdefaults', 'render', 'gpu-large']\n"
+        "try:\n    runpy.run_module('kfdefaults.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('flytekit', 'kubernetes', 'torch'))\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert "HEAVY []" in proc.stderr, proc.stderr

@@ -1,0 +1,172 @@
+"""Layer discovery (flags, environment, pyproject.toml, entry points) and extends expansion."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+from conftest import PLATFORM, TEAM
+
+import kfdefaults
+from kfdefaults import ProfileError
+from kfdefaults._layers import builtin_folder
+from kfdefaults._resolve import Catalog, expand
+
+
+def profile(folder, name: str, text: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return str(path)
+
+
+def layer_files(resolved) -> list[tuple[str, str]]:
+    return [(f.layer, os.path.basename(f.source)) for f in resolved.fragments]
+
+
+def test_builtin_profiles_exist_and_describe_themselves():
+    catalog = Catalog.discover()
+    assert {"elastic-gpu-default", "gpu-large", "cpu-small"} <= set(catalog.names())
+    for name in ("elastic-gpu-default", "gpu-large", "cpu-small"):
+        definition = catalog.definition(name, "builtin")
+        assert definition.fragment.description, name
+        assert definition.file.startswith(builtin_folder())
+
+
+def test_flags_give_platform_and_team_layers_in_order():
+    resolved = kfdefaults.resolve("gpu-large", platform=[PLATFORM], team=[TEAM])
+    assert layer_files(resolved) == [
+        ("builtin", "elastic-gpu-default.yaml"),
+        ("builtin", "gpu-large.yaml"),
+        ("platform", "gpu-large.yaml"),
+        ("team", "gpu-large.yaml"),
+    ]
+
+
+def test_environment_variables_are_path_lists(monkeypatch, tmp_path):
+    extra = tmp_path / "extra"
+    profile(extra, "gpu-large.yaml", "elastic: {max_restarts: 9}\n")
+    monkeypatch.setenv("KFDEFAULTS_PLATFORM_PATH", os.pathsep.join([PLATFORM, str(extra)]))
+    monkeypatch.setenv("KFDEFAULTS_TEAM_PATH", TEAM)
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-large")
+    # both platform folders are one layer: two definitions of gpu-large there are an error naming both files
+    message = str(excinfo.value)
+    assert "defined twice in the platform layer" in message
+    assert os.path.join(PLATFORM, "gpu-large.yaml") in message and str(extra / "gpu-large.yaml") in message
+
+    monkeypatch.setenv("KFDEFAULTS_PLATFORM_PATH", str(extra))
+    resolved = kfdefaults.resolve("gpu-large")
+    assert resolved.elastic_settings["max_restarts"] == 9
+    assert [f.layer for f in resolved.fragments] == ["builtin", "builtin", "platform", "team"]
+
+
+def test_nearest_pyproject_gives_team_folders(monkeypatch, tmp_path):
+    project = tmp_path / "project"
+    profile(project / "profiles", "gpu-large.yaml", "pod_template: {labels: {team: nlp}}\n")
+    (project / "pyproject.toml").write_text('[tool.kfdefaults]\nteam = ["profiles"]\n', encoding="utf-8")
+    (project / "src" / "pkg").mkdir(parents=True)
+    monkeypatch.chdir(project / "src" / "pkg")
+    resolved = kfdefaults.resolve("gpu-large")
+    assert resolved.labels == {"team": "nlp"}
+    assert resolved.fragments[-1].source == str(project / "profiles" / "gpu-large.yaml")
+
+
+def test_pyproject_typo_is_located(monkeypatch, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.kfdefaults]\nteams = ["p"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-large")
+    assert str(excinfo.value).startswith(f"{tmp_path / 'pyproject.toml'}:5:1: tool.kfdefaults.teams: unknown key")
+
+
+def test_missing_folder_is_an_error():
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-large", team=["/nonexistent/profiles"])
+    assert "team folder (from --team) does not exist" in str(excinfo.value)
+
+
+def install_profile_package(site, name: str, value: str, files: dict[str, str]) -> None:
+    """Lay out an installed distribution as an installer does: the package and its .dist-info."""
+    package = site / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    for filename, text in files.items():
+        (package / filename).write_text(textwrap.dedent(text), encoding="utf-8")
+    dist = site / f"{name}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text(f"[kfdefaults.platform]\n{name} = {value}\n", encoding="utf-8")
+    (dist / "RECORD").write_text("", encoding="utf-8")
+
+
+def test_entry_point_packages_are_platform_folders(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "acme_profiles", "acme_profiles", {
+        "gpu-large.yaml": "description: ACME's GPU pool\nelastic: {nnodes: '2:8'}\n",
+        "acme-debug.toml": 'description = "ACME debugging"\n[elastic]\nnproc_per_node = 1\n',
+    })
+    monkeypatch.syspath_prepend(str(site))
+    resolved = kfdefaults.resolve("gpu-large")
+    assert resolved.elastic_settings["nnodes"] == "2:8"
+    assert resolved.description == "ACME's GPU pool"
+    assert resolved.fragments[-1].layer == "platform"
+    assert "acme-debug" in Catalog.discover().names()
+
+
+def test_entry_point_may_name_a_path_attribute(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "beta_profiles", "beta_profiles:FOLDER", {})
+    folder = tmp_path / "elsewhere"
+    profile(folder, "beta.yaml", "description: beta\nelastic: {nnodes: 1}\n")
+    (site / "beta_profiles" / "__init__.py").write_text(f"FOLDER = {str(folder)!r}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    assert kfdefaults.resolve("beta").description == "beta"
+
+
+def test_name_may_differ_from_the_file_stem(tmp_path):
+    team = tmp_path / "team"
+    profile(team, "any_file_name.yaml", "name: renamed\ndescription: renamed profile\nelastic: {nnodes: 1}\n")
+    profile(team, "flow.yaml", "{name: flowing, elastic: {nnodes: 1}}\n")
+    catalog = Catalog.discover(team=[str(team)])
+    assert {"renamed", "flowing"} <= set(catalog.names())
+    assert "any_file_name" not in catalog.names()
+
+
+def test_extends_expands_parents_fully_layered_in_order(tmp_path):
+    team = tmp_path / "team"
+    profile(team, "base-a.yaml", "elastic: {max_restarts: 1}\n")
+    profile(team, "base-b.yaml", "elastic: {max_restarts: 2, nproc_per_node: 3}\n")
+    profile(team, "child.yaml", "extends: [base-a, base-b]\nelastic: {nproc_per_node: 4}\n")
+    resolved = kfdefaults.resolve("child", team=[str(team)])
+    assert [os.path.basename(f.source) for f in resolved.fragments] == ["base-a.yaml", "base-b.yaml", "child.yaml"]
+    assert resolved.elastic_settings["max_restarts"] == 2
+    assert resolved.elastic_settings["nproc_per_node"] == 4
+
+
+def test_extends_cycle_names_the_files(tmp_path):
+    team = tmp_path / "team"
+    a = profile(team, "a.yaml", "extends: b\nelastic: {nnodes: 1}\n")
+    b = profile(team, "b.yaml", "extends: [a]\nelastic: {nnodes: 1}\n")
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("a", team=[str(team)])
+    message = str(excinfo.value)
+    assert "`extends` forms a cycle" in message
+    assert a in message and b in message
+
+
+def test_unknown_parent_names_the_file(tmp_path):
+    team = tmp_path / "team"
+    child = profile(team, "child.yaml", "description: x\nextends: [no-such-parent]\n")
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("child", team=[str(team)])
+    message = str(excinfo.value)
+    assert message.startswith(f"{child}:2:")
+    assert "unknown parent profile 'no-such-parent'" in message
+
+
+def test_unknown_profile_suggests_a_near_name():
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-larg")
+    assert "did you mean 'gpu-large'?" in str(excinfo.value)
