@@ -132,8 +132,10 @@ class SchemaType:
     """A schema node seen the way apimachinery's ``PatchMetaFromStruct`` sees a Go type.
 
     ``kind`` is ``"struct"`` (an object with properties), ``"map"`` (an object with free keys), ``"slice"``
-    or ``"scalar"``. Struct-typed fields are treated as pointers, which is what most optional struct fields
-    of the core API are: a struct field given a list on both sides is replaced, not rejected.
+    or ``"scalar"``. A field given a list on both sides of a patch where the schema has an object or a scalar is
+    rejected, as kubectl rejects it for non-pointer Go fields (``metadata``, ``resources``, ``image``). For
+    pointer fields (``affinity``, ``securityContext``) kubectl replaces the value instead; the schema does not
+    say which fields are pointers, and rejecting is the safe reading.
     """
 
     __slots__ = ("_version", "kind", "name", "_props", "_items", "_values", "_cache")
@@ -220,8 +222,6 @@ class SchemaType:
             if elem.kind == "slice":
                 raise SchemaLookupError("unexpected slice of slice")
             return elem, meta
-        if field_type.kind == "struct":
-            return field_type, meta
         raise SchemaLookupError(f"expected slice or array type, but got: {self.go_kind()}")
 
 

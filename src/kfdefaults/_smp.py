@@ -11,8 +11,9 @@ Being identical to kubectl means keeping what is surprising about it:
 * Go values are typed: ``80`` and ``"80"`` are different merge keys, ``1`` and ``True`` differ, and
   comparing two maps (say, two merge keys that are objects) crashes kubectl; here it raises
   :class:`~kfdefaults.MergeError`.
-* Numbers are read as Kubernetes' JSON decoder reads them: an integral number is an int64, any other a
-  float64, so ``2.0`` comes back as ``2``.
+* Numbers are read as kubectl reads them: the object to patch makes a round trip through JSON first, so
+  its integral numbers are int64 (``2.0`` is ``2``); the patch's ``2.0`` stays a float64, a different merge
+  key from ``2``. The result prints integral floats as ints, as kubectl does.
 * Go slices share their backing arrays. apimachinery deletes list items by shifting them inside the array
   and appends into spare capacity, and later reads the old slice header to order the result. The
   :class:`_Slice` type below reproduces Go's slices, including the capacity that Go's JSON decoder and
@@ -198,17 +199,29 @@ def _go_key(v: Any) -> tuple[str | None, Any]:
     return (t, v)
 
 
-def _from_plain(value: Any, path: str = "") -> Any:
-    """Plain Python data -> Go values, as kubectl's JSON decoder would read the same document."""
+def _int64_or_float(value: float) -> Any:
+    """What Go's JSON round trip makes of a float64: an int64 when integral and in range (``2.0`` -> ``2``)."""
+    if value.is_integer() and _INT64_MIN <= value < 2**63:
+        return int(value)
+    return value
+
+
+def _from_plain(value: Any, path: str = "", *, floats_stay: bool = False) -> Any:
+    """Plain Python data -> Go values, as kubectl reads the same document.
+
+    kubectl reads the object to patch into an unstructured object and writes it out again before merging,
+    so an integral float there comes back an int64 (``80.0`` -> ``80``); the patch is read once, so its
+    floats stay float64 (``floats_stay=True``) and ``80.0`` is not the merge key ``80``.
+    """
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise MergeError(path, f"object keys must be strings, not {type(k).__name__} {k!r}")
-            out[k] = _from_plain(v, f"{path}.{k}" if path else k)
+            out[k] = _from_plain(v, f"{path}.{k}" if path else k, floats_stay=floats_stay)
         return out
     if isinstance(value, (list, tuple)):
-        return _Slice.decoded([_from_plain(v, f"{path}[{i}]") for i, v in enumerate(value)])
+        return _Slice.decoded([_from_plain(v, f"{path}[{i}]", floats_stay=floats_stay) for i, v in enumerate(value)])
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
@@ -216,17 +229,18 @@ def _from_plain(value: Any, path: str = "") -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise MergeError(path, f"{value} is not a JSON number")
-        if value.is_integer() and _INT64_MIN <= value < 2**63:
-            return int(value)
-        return value
+        return value if floats_stay else _int64_or_float(value)
     raise MergeError(path, f"not JSON data: {type(value).__name__}")
 
 
 def _to_plain(value: Any) -> Any:
+    """Go values -> plain Python data, as kubectl prints the result (integral floats print as ints)."""
     if isinstance(value, dict):
         return {k: _to_plain(v) for k, v in value.items()}
     if isinstance(value, _Slice):
         return [_to_plain(v) for v in value]
+    if isinstance(value, float):
+        return _int64_or_float(value)
     return value
 
 
@@ -832,7 +846,7 @@ def strategic_merge_patch(
         raise MergeError("", f"the original must be an object, not {type(original).__name__}")
     if not isinstance(patch, Mapping):
         raise MergeError("", f"a patch must be an object, not {type(patch).__name__}")
-    go_original, go_patch = _from_plain(original), _from_plain(patch)
+    go_original, go_patch = _from_plain(original), _from_plain(patch, floats_stay=True)
     try:
         merged = _Merger().merge_map(go_original, go_patch, schema, "")
     except _Panic as e:
