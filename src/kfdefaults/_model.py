@@ -31,21 +31,36 @@ PLUGIN_ELASTIC_DEFAULTS: dict[str, Any] = {
 Kept here so that rendering does not import flytekit; a test compares them with the installed plugin.
 """
 
-RDZV_INT_SECONDS = (
-    "join_timeout",
-    "last_call_timeout",
-    "close_timeout",
-    "heartbeat_timeout",
-    "keep_alive_interval",
-    "read_timeout",
-    "timeout",
-)
-"""Rendezvous settings in whole seconds. c10d reads ``join_timeout`` (default 600), ``last_call_timeout`` (30),
-``close_timeout`` (30), ``heartbeat_timeout`` (5 x keep_alive_interval) and ``read_timeout`` (TCPStore, 60);
-``timeout`` is read by the static and etcd backends only."""
+RDZV_SETTINGS: dict[str, tuple[str, str]] = {
+    "join_timeout": ("seconds", "c10d: time for every node to join the rendezvous; torch's default 600 s "
+                     "(dynamic_rendezvous.RendezvousTimeout)"),
+    "last_call_timeout": ("seconds", "c10d: extra wait once nnodes MIN have joined; default 30 s"),
+    "close_timeout": ("seconds", "c10d: time for the rendezvous to close; default 30 s"),
+    "heartbeat_timeout": ("seconds", "c10d: time for a keep-alive heartbeat to complete; default 5 s"),
+    "keep_alive_interval": ("seconds", "c10d: seconds between keep-alive heartbeats; default 5"),
+    "keep_alive_max_attempt": ("count", "c10d: missed heartbeats before a node counts as dead; default 3"),
+    "read_timeout": ("seconds", "c10d TCPStore: time for a store read; default 60 s "
+                     "(c10d_rendezvous_backend._create_tcp_store)"),
+    "is_host": ("bool", "c10d TCPStore: whether this node hosts the store; guessed from the hostname if unset"),
+    "store_type": ("store", "c10d: the store, tcp (default) or file"),
+    "timeout": ("seconds", "torch.distributed.launcher.LaunchConfig (default 900 s); read by the static and "
+                "etcd backends, not by c10d, which the kfpytorch plugin uses"),
+}
+"""Every ``rdzv_configs`` key that the rendezvous of a kfpytorch task reads, with its kind and what reads it.
 
-RDZV_KEYS = RDZV_INT_SECONDS + ("keep_alive_max_attempt", "is_host", "store_type")
+The plugin always uses the c10d backend (``rdzv_backend="c10d"``): ``DynamicRendezvousHandler`` reads the
+``*_timeout`` keys through ``RendezvousParameters.get_as_int`` and the keep-alive settings;
+``C10dRendezvousBackend`` reads ``read_timeout``, ``is_host`` and ``store_type``. Kinds: ``seconds`` (an
+int > 0), ``count`` (an int >= 1), ``bool``, ``store`` (``tcp`` or ``file``)."""
+
+RDZV_INT_SECONDS = tuple(k for k, (kind, _) in RDZV_SETTINGS.items() if kind == "seconds")
+"""Rendezvous settings in whole seconds."""
+
+RDZV_KEYS = tuple(RDZV_SETTINGS)
 """Every ``rdzv_configs`` key that torch's rendezvous backends read (torch.distributed.elastic.rendezvous)."""
+
+RDZV_STORE_TYPES = ("tcp", "file")
+"""``store_type`` values c10d accepts (``c10d_rendezvous_backend.create_backend``)."""
 
 _MIN_MAX = re.compile(r"([0-9]+):([0-9]+)")
 
@@ -81,6 +96,13 @@ class ElasticSection(_Strict):
         None,
         description='Number of nodes (an int >= 1), or a range "MIN:MAX" with 1 <= MIN <= MAX. '
         "1 runs in a single pod; anything else is a PyTorchJob.",
+        json_schema_extra={
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": r"^\s*([0-9]+|[0-9]+:[0-9]+)\s*$"},
+                {"type": "null"},
+            ]
+        },
     )
     nproc_per_node: Optional[int] = Field(None, ge=1, description="Worker processes per node (one per GPU).")
     start_method: Optional[Literal["spawn", "fork"]] = Field(
@@ -121,19 +143,8 @@ class ElasticSection(_Strict):
             return f"{lo}:{hi}"
         raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX", got {type(v).__name__}')
 
-    @field_validator("rdzv_configs")
-    @classmethod
-    def _rdzv(cls, v: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-        if v is None:
-            return v
-        for key, value in v.items():
-            if value is None:
-                continue
-            if key not in RDZV_KEYS:
-                raise ValueError(f"unknown rendezvous setting {key!r}")
-            if key in RDZV_INT_SECONDS and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ValueError(f"{key} must be a positive whole number of seconds, got {value!r}")
-        return v
+    # ``rdzv_configs`` keys and values are checked one by one, each at its own position, by
+    # kfdefaults._validate.check_rdzv_configs (called wherever a profile body is validated).
 
 
 class PodTemplateSection(_Strict):
@@ -141,7 +152,7 @@ class PodTemplateSection(_Strict):
 
     primary_container_name: Optional[str] = Field(
         None,
-        pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",  # a DNS label; pydantic patterns search, hence ^ and $
         max_length=63,
         description="Name of the container that runs the task (flytekit's default: primary).",
     )
@@ -156,7 +167,7 @@ class ProfileFile(_Strict):
     """One profile file (YAML or TOML)."""
 
     name: Optional[str] = Field(
-        None, pattern=NAME_PATTERN, description="Profile name; defaults to the file stem."
+        None, pattern=f"^{NAME_PATTERN}$", description="Profile name; defaults to the file stem."
     )
     description: Optional[str] = Field(None, description="One line shown by `kfdefaults list`.")
     extends: Optional[Union[str, List[str]]] = Field(

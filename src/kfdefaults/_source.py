@@ -4,7 +4,9 @@ YAML is read with the YAML 1.2 core schema, whatever the file's YAML version: ``
 strings, ``1234567`` is an int, ``2024-01-01`` is a string. Plain scalars are resolved here, not by the YAML
 library, so that what a value means does not depend on the library's version. The reader is defensive:
 explicit tags, duplicate keys and several documents are errors, aliases may not expand past a node budget
-(a "billion laughs" file fails fast) and a file may not exceed :data:`MAX_FILE_BYTES`.
+(a "billion laughs" file fails fast), values may not nest deeper than :data:`MAX_DEPTH` and a file may not
+exceed :data:`MAX_FILE_BYTES`. The budgets bound the work a hostile file causes: the YAML parser is pure
+Python, and with them a file at the size cap is read or rejected in a second or two.
 
 TOML is parsed by :mod:`tomllib` (``tomli`` before Python 3.11), which is authoritative for its syntax;
 a small scanner then finds where each key and value was written, since tomllib keeps no positions.
@@ -22,11 +24,14 @@ from typing import Any, Iterator
 
 from ._errors import Finding, Location, ProfileError
 
-MAX_FILE_BYTES = 1 << 20
-"""Largest profile file read, in bytes (1 MiB); a profile is a few kilobytes."""
+MAX_FILE_BYTES = 256 << 10
+"""Largest profile file read, in bytes (256 KiB); a profile is a few kilobytes."""
 
-MAX_NODES = 100_000
-"""Largest number of values one file may expand to, aliases included."""
+MAX_NODES = 10_000
+"""Largest number of values one file may hold or expand to, aliases included; a profile holds a few hundred."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists in one file; a PodSpec fragment nests about a dozen levels."""
 
 YAML_SUFFIXES = (".yaml", ".yml")
 TOML_SUFFIXES = (".toml",)
@@ -44,12 +49,15 @@ class Document:
         data: The document as plain data (dicts, lists, str, int, float, bool, None).
         keys: Path -> (line, column) of the key that holds the value at that path (1-based).
         values: Path -> (line, column) where the value at that path starts (1-based); list items too.
+        plain_text: Path -> the text of a plain YAML scalar that was read as something else than a string
+            (``0755`` read as 755, ``True`` read as true), for messages that say what to quote.
     """
 
     file: str
     data: Any
     keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
     values: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    plain_text: dict[Path, str] = field(default_factory=dict)
 
     def location(self, path: Path, *, key: bool = False) -> Location:
         """Where the value (or, with ``key=True``, the key) at ``path`` was written.
@@ -148,30 +156,75 @@ def resolve_plain_scalar(value: str) -> Any:
     return value
 
 
+class _LimitExceeded(Exception):
+    """A node budget or the depth limit was exceeded while composing; carries the position."""
+
+    def __init__(self, mark: Any, message: str) -> None:
+        super().__init__(message)
+        self.mark = mark
+        self.message = message
+
+
+_PLAIN_TAG: Any = None
+"""The tag object the YAML reader gives plain (unquoted, untagged) scalars, to tell them from tagged ones."""
+
+
 def _yaml_loader() -> Any:
+    global _PLAIN_TAG
     from ruamel.yaml import YAML
+    from ruamel.yaml.composer import Composer
     from ruamel.yaml.nodes import ScalarNode
     from ruamel.yaml.resolver import VersionedResolver
+    from ruamel.yaml.tag import Tag
+
+    if _PLAIN_TAG is None:
+        _PLAIN_TAG = Tag(suffix="tag:yaml.org,2002:str")
 
     class _PlainResolver(VersionedResolver):
         """Leaves every plain scalar a string; :func:`resolve_plain_scalar` gives it its 1.2 meaning."""
 
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
             if kind is ScalarNode and implicit[0]:
-                return self.DEFAULT_SCALAR_TAG
+                return _PLAIN_TAG
             return super().resolve(kind, value, implicit)
+
+    class _BudgetComposer(Composer):
+        """Stops composing as soon as the file holds more than MAX_NODES values or nests deeper than MAX_DEPTH."""
+
+        _count = 0
+        _depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._count += 1
+            self._depth += 1
+            try:
+                if self._count > MAX_NODES:
+                    raise _LimitExceeded(self.parser.peek_event().start_mark, f"file holds more than {MAX_NODES} values")
+                if self._depth > MAX_DEPTH:
+                    raise _LimitExceeded(self.parser.peek_event().start_mark, f"values nest deeper than {MAX_DEPTH} levels")
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
 
     yaml = YAML(typ="rt", pure=True)
     yaml.Resolver = _PlainResolver
+    yaml.Composer = _BudgetComposer
     return yaml
 
 
 def _parse_yaml(text: str, file: str) -> Document:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    overrun = _flow_depth_overrun(text)
+    if overrun is not None:
+        raise _error(file, *overrun, f"values nest deeper than {MAX_DEPTH} levels")
     yaml = _yaml_loader()
     try:
         nodes = list(yaml.compose_all(io.StringIO(text)))
+    except _LimitExceeded as e:
+        raise _error(file, e.mark.line + 1, e.mark.column + 1, e.message) from None
+    except RecursionError:
+        raise _error(file, 1, 1, f"values nest deeper than {MAX_DEPTH} levels") from None
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -192,6 +245,62 @@ def _parse_yaml(text: str, file: str) -> Document:
     return doc
 
 
+_FLOW_SPECIAL = re.compile(r"[\[\]{}\"'#\n]")
+_TOKEN_START = " \t\n[{,:-?"
+
+
+def _flow_depth_overrun(text: str) -> tuple[int, int] | None:
+    """Where YAML flow collections (``[[[...``) first nest deeper than MAX_DEPTH, if they do.
+
+    The YAML scanner looks ahead up to 1024 characters for a key after every ``[`` and ``{``, which makes
+    deeply nested flow collections take seconds to reject; this pass finds them first. Brackets in quoted
+    scalars and comments do not count, nor brackets inside a plain scalar (``image: repo/x[1]``).
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth = 0
+    i = 0
+    last_open = -2  # where the last counted bracket was: "[[" opens twice, "x[[" not at all
+    while True:
+        m = _FLOW_SPECIAL.search(text, i)
+        if m is None:
+            return None
+        i = m.start()
+        c = text[i]
+        at_token = i == 0 or text[i - 1] in _TOKEN_START and (text[i - 1] not in "[{" or last_open == i - 1)
+        if c in "[{" and at_token:
+            last_open = i
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, i) + 1
+                return line, i - (text.rfind("\n", 0, i) + 1) + 1
+        elif c in "]}" and depth:
+            depth -= 1
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif c in "\"'" and at_token:
+            j = i + 1
+            while True:
+                j = text.find(c, j)
+                if j < 0:
+                    return None  # unterminated: the YAML reader says so
+                if c == '"':
+                    k = j
+                    while k > i + 1 and text[k - 1] == "\\":
+                        k -= 1
+                    if (j - k) % 2:
+                        j += 1
+                        continue
+                if c == "'" and text.startswith("''", j):
+                    j += 2
+                    continue
+                break
+            i = j
+        i += 1
+
+
 def _expanded_size(node: Any, memo: dict[int, int]) -> int:
     """How many values ``node`` stands for once its aliases are expanded (shared nodes counted once each)."""
     known = memo.get(id(node))
@@ -209,6 +318,13 @@ def _expanded_size(node: Any, memo: dict[int, int]) -> int:
     return size
 
 
+def _explicit_tag(node: Any) -> bool:
+    """Whether a scalar node was written with a tag (``!!str 1``, ``!foo x``) rather than plain or quoted."""
+    from ruamel.yaml.resolver import BaseResolver
+
+    return node.ctag is not _PLAIN_TAG and node.ctag is not BaseResolver.DEFAULT_SCALAR_TAG
+
+
 class _YamlConverter:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
@@ -222,9 +338,14 @@ class _YamlConverter:
         self.doc.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         tag = str(node.tag)
         if isinstance(node, ScalarNode):
-            if tag != "tag:yaml.org,2002:str":
-                raise self.fail(node, f"YAML tags are not supported here ({node.tag}); write a plain value")
-            return resolve_plain_scalar(node.value) if node.style is None else node.value
+            if _explicit_tag(node):
+                raise self.fail(node, f"YAML tags are not supported here ({node.tag}); write a plain or quoted value")
+            if node.ctag is not _PLAIN_TAG:
+                return node.value
+            value = resolve_plain_scalar(node.value)
+            if not isinstance(value, str):
+                self.doc.plain_text[path] = node.value
+            return value
         if isinstance(node, SequenceNode):
             if tag != "tag:yaml.org,2002:seq":
                 raise self.fail(node, f"YAML tags are not supported here ({node.tag})")
@@ -236,6 +357,8 @@ class _YamlConverter:
             for key_node, value_node in node.value:
                 if not isinstance(key_node, ScalarNode):
                     raise self.fail(key_node, "mapping keys must be plain strings")
+                if _explicit_tag(key_node):
+                    raise self.fail(key_node, f"YAML tags are not supported here ({key_node.tag}); write a plain key")
                 key = key_node.value
                 if key_node.style is None and key == "<<":
                     raise self.fail(key_node, "YAML merge keys (<<) are not supported; write the keys out")
@@ -271,12 +394,37 @@ def _parse_toml(text: str, file: str) -> Document:
         m = _TOML_ERROR_POS.search(msg)
         line, col = (int(m.group(1)), int(m.group(2))) if m else (text.count("\n") + 1, 1)
         raise _error(file, line, col, f"invalid TOML: {_TOML_ERROR_POS.sub('', msg).strip()}") from None
-    doc = Document(file, _untomlify(data))
+    except RecursionError:
+        raise _error(file, 1, 1, f"values nest deeper than {MAX_DEPTH} levels") from None
+    over = _over_budget(data)
+    doc = Document(file, None)
     try:
         _TomlScanner(text, doc).scan()
-    except (IndexError, ValueError):
+    except (IndexError, ValueError, RecursionError):
         pass  # positions are a convenience; tomllib already accepted the file
+    if over is not None:
+        where = doc.location(over[0])
+        raise _error(file, where.line, where.column, over[1])
+    doc.data = _untomlify(data)
     return doc
+
+
+def _over_budget(data: Any) -> tuple[Path, str] | None:
+    """The first path where ``data`` nests deeper than MAX_DEPTH, or the path past MAX_NODES values, if any."""
+    count = 0
+    stack: list[tuple[Path, Any]] = [((), data)]
+    while stack:
+        path, value = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            return path, f"file holds more than {MAX_NODES} values"
+        if len(path) > MAX_DEPTH:
+            return path, f"values nest deeper than {MAX_DEPTH} levels"
+        if isinstance(value, dict):
+            stack.extend((path + (k,), v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((path + (i,), v) for i, v in reversed(list(enumerate(value))))
+    return None
 
 
 def _untomlify(value: Any) -> Any:

@@ -1,0 +1,462 @@
+"""Checking a PodSpec fragment against the Kubernetes schema, in strict mode.
+
+The rules come from the strict JSON Schemas that kubernetes-validate ships (:func:`kfdefaults._k8s_schema.definitions`
+with ``strict=True``), walked directly as dicts: no jsonschema import, no field names written here. A fragment is
+a strategic merge patch, not a whole object, so:
+
+* no field is required, and ``null`` is legal anywhere (it deletes what a lower layer set);
+* the patch directives ``$patch``, ``$retainKeys``, ``$setElementOrder/FIELD`` and
+  ``$deleteFromPrimitiveList/FIELD`` are legal where kubectl accepts them;
+* everything else follows the schema: unknown fields, wrong types, integer ranges (``int32``/``int64``),
+  resource quantities (apimachinery's grammar, :mod:`kfdefaults._quantity`) and enumerations.
+
+The schemas carry no ``enum`` for core fields; the allowed values are read from the field's own description
+("One of Always, Never, IfNotPresent.", "Valid operators are Exists and Equal."), see :func:`enum_values`.
+
+Findings name list items by their patch merge key: ``pod_template.spec.containers[name=primary].env[name=FLAG].value``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any, Iterable
+
+from ._errors import Finding
+from ._source import Document
+
+PathT = tuple
+
+_QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_INT_OR_STRING_DEF = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
+_POD_SPEC = "io.k8s.api.core.v1.PodSpec"
+
+PATCH_DIRECTIVE_VALUES = ("replace", "merge", "delete")
+"""Values of ``$patch`` (apimachinery strategicpatch: ``replaceDirective``, ``mergeDirective``, ``deleteDirective``)."""
+
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+"""Resource names Kubernetes accepts without a domain, besides ``hugepages-<size>``
+(apimachinery ``IsStandardContainerResourceName``); any other resource must be fully qualified (``nvidia.com/gpu``)."""
+
+# The description of emptyDir.medium lists "" and Memory only; the kubelet's emptyDir plugin also mounts
+# hugetlbfs for HugePages and HugePages-<size> (k8s.io/kubernetes pkg/volume/emptydir). The one value set the
+# schema's text leaves incomplete.
+_ENUM_EXTRA = {("io.k8s.api.core.v1.EmptyDirVolumeSource", "medium"): re.compile(r"HugePages(-[0-9A-Za-z]+)?")}
+
+# --- enumerations from descriptions ---------------------------------------------------------------------------
+
+_ENUM_TRIGGER = re.compile(r"\b(?:One of|Must be|[Vv]alid (?:values|operators) are|[Aa]llowed values are)\s+")
+_ENUM_ITEM = re.compile(r"'([^'\s]*)'|\"([^\"\s]*)\"|([A-Z][A-Za-z0-9]*)\b|(an empty string(?: \(default\))?)")
+_ENUM_SEP = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+_ENUM_NEXT_SENTENCE = re.compile(r"\.\s+")
+
+
+@functools.lru_cache(maxsize=None)
+def enum_values(description: str) -> frozenset[str] | None:
+    """The values a field's description lists as the only ones allowed, or ``None`` when it lists none.
+
+    Recognises the phrasings of the Kubernetes API documentation: "One of A, B, C.", "Must be A, B, or C.",
+    "Valid values are 'A', 'B' or 'C'.", "Valid operators are A and B.", "allowed values are A, B and C.",
+    "Must be an empty string (default) or Memory." A list must have two values or more, written as quoted
+    strings or capitalised identifiers, and end a sentence; anything else is not taken for an enumeration.
+
+    Args:
+        description: The ``description`` of a property in the Kubernetes schema.
+
+    Returns:
+        The allowed values (``""`` stands for "an empty string"), or ``None``.
+    """
+    for trigger in _ENUM_TRIGGER.finditer(description):
+        values = _enum_list(description, trigger.end())
+        if values:
+            return frozenset(values)
+    return None
+
+
+def _enum_list(text: str, pos: int) -> list[str] | None:
+    values: list[str] = []
+    while True:
+        item = _ENUM_ITEM.match(text, pos)
+        if not item:
+            return None
+        quoted1, quoted2, ident, empty = item.groups()
+        values.append("" if empty else next(v for v in (quoted1, quoted2, ident) if v is not None))
+        pos = item.end()
+        sep = _ENUM_SEP.match(text, pos)
+        if sep:
+            pos = sep.end()
+            continue
+        # "In, NotIn, Exists, DoesNotExist. Gt, and Lt.": a list that runs on after a full stop
+        nxt = _ENUM_NEXT_SENTENCE.match(text, pos)
+        if nxt:
+            after = _ENUM_ITEM.match(text, nxt.end())
+            if after and _ENUM_SEP.match(text, after.end()):
+                pos = nxt.end()
+                continue
+        break
+    if len(values) < 2 or (pos < len(text) and text[pos] not in ".;)"):
+        return None
+    return values
+
+
+# --- naming ---------------------------------------------------------------------------------------------------
+
+
+def key_name(key: str) -> str:
+    """A key as it appears in a dotted path: quoted when it holds a dot (``"nvidia.com/gpu"``), as ``--set`` takes it."""
+    return f'"{key}"' if "." in key or "[" in key else key
+
+
+def join(name: str, key: str) -> str:
+    """``pod_template.spec`` + ``containers`` -> ``pod_template.spec.containers``."""
+    return f"{name}.{key_name(key)}" if name else key_name(key)
+
+
+def describe(value: Any) -> str:
+    """How a value reads in a message: ``the number 8``, ``the string "8"``, ``true``, ``a list``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+}
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    t = schema.get("type")
+    if t is None:
+        return set()
+    return ({t} if isinstance(t, str) else set(t)) - {"null"}
+
+
+def _matches(types: set[str], value: Any) -> bool:
+    if not types:
+        return True
+    if isinstance(value, bool):
+        return "boolean" in types
+    if isinstance(value, int):
+        return "integer" in types or "number" in types
+    if isinstance(value, float):
+        return "number" in types
+    if isinstance(value, str):
+        return "string" in types
+    if isinstance(value, dict):
+        return "object" in types
+    if isinstance(value, list):
+        return "array" in types
+    return False
+
+
+# --- the walker ---------------------------------------------------------------------------------------------
+
+
+class FragmentChecker:
+    """Checks values against one Kubernetes version's strict schema and collects :class:`Finding` objects.
+
+    Args:
+        document: The parsed file the values come from, for positions (and for the text of plain scalars).
+        layer: The layer the file belongs to, named in every finding.
+        kubernetes_version: Kubernetes minor version of the schema (``"1.32"``); ``None`` for the default.
+    """
+
+    def __init__(self, document: Document, layer: str | None, kubernetes_version: str | None = None) -> None:
+        from ._k8s_schema import definitions
+
+        self.doc = document
+        self.layer = layer
+        self.defs = definitions(kubernetes_version, strict=True)
+        self.findings: list[Finding] = []
+
+    # -- reporting
+
+    def report(self, path: PathT, name: str, message: str, *, key: bool = False, severity: str = "error") -> None:
+        self.findings.append(Finding(self.doc.location(path, key=key), name, message, severity, self.layer))
+
+    def _written(self, path: PathT, value: Any) -> str:
+        """The value as written in the file (``0755``, ``yes``), for "quote it" hints."""
+        raw = getattr(self.doc, "plain_text", {}).get(tuple(path))
+        if raw is not None:
+            return raw
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    # -- entry points
+
+    def check(self, value: Any, definition: str, path: PathT, name: str) -> list[Finding]:
+        """Check ``value`` as a fragment of the definition ``definition`` (``"io.k8s.api.core.v1.PodSpec"``).
+
+        Args:
+            value: The fragment, as plain data.
+            definition: Full name of the schema definition.
+            path: Where the fragment sits in the document (``("pod_template", "spec")``).
+            name: Its dotted name in messages (``"pod_template.spec"``).
+
+        Returns:
+            The findings so far (this call's and earlier ones').
+        """
+        self._value({"$ref": "#/$defs/" + definition}, value, tuple(path), name, None, None)
+        return self.findings
+
+    # -- values
+
+    def _value(self, schema: dict[str, Any], value: Any, path: PathT, name: str, owner: str | None, field: str | None) -> None:
+        if value is None:
+            return  # null deletes what a lower layer set
+        description = schema.get("description", "")
+        ref = schema.get("$ref")
+        target = ref.rsplit("/", 1)[-1] if ref else None
+        if target is not None:
+            if target == _QUANTITY_DEF:
+                self._quantity(value, path, name, owner, field)
+                return
+            if target == _INT_OR_STRING_DEF:
+                if isinstance(value, bool) or not isinstance(value, (int, str)):
+                    self.report(path, name, f"expected an integer or a string (a port number or name), got {describe(value)}")
+                return
+            schema = self.defs.get(target, {})
+        if "properties" in schema:
+            self._struct(schema, value, path, name, target or "")
+        elif isinstance(schema.get("additionalProperties"), dict) or (_types(schema) == {"object"} and "items" not in schema):
+            self._map(schema, value, path, name, owner, field)
+        elif "items" in schema or _types(schema) == {"array"}:
+            self._list(schema, value, path, name)
+        elif "oneOf" in schema or "anyOf" in schema:
+            branches = schema.get("oneOf") or schema.get("anyOf") or []
+            if not any(_matches(_types(b), value) for b in branches):
+                wanted = sorted({w for b in branches for w in _types(b)})
+                self._wrong_type(wanted, value, path, name)
+        else:
+            self._scalar(schema, value, path, name, owner, field, description)
+
+    def _wrong_type(self, wanted: Iterable[str], value: Any, path: PathT, name: str) -> None:
+        wanted = list(wanted)
+        words = " or ".join(_TYPE_WORDS.get(w, w) for w in wanted)
+        message = f"expected {words}, got {describe(value)}"
+        if wanted == ["string"] and isinstance(value, (bool, int, float)):
+            message += f'; quote it: "{self._written(path, value)}"'
+        elif isinstance(value, str) and wanted in (["integer"], ["number"], ["integer", "number"]):
+            message += "; write it without quotes" if re.fullmatch(r"[-+]?[0-9]+(\.[0-9]*)?", value.strip()) else ""
+        elif isinstance(value, str) and wanted == ["boolean"]:
+            message += "; write true or false without quotes (YAML 1.2 reads yes, no, on, off as strings)"
+        self.report(path, name, message)
+
+    def _scalar(self, schema: dict[str, Any], value: Any, path: PathT, name: str, owner: str | None, field: str | None,
+                description: str) -> None:
+        types = _types(schema)
+        if not _matches(types, value) or (types == {"integer"} and isinstance(value, float)):
+            self._wrong_type(sorted(types), value, path, name)
+            return
+        fmt = schema.get("format")
+        if isinstance(value, int) and not isinstance(value, bool) and fmt in _INT_RANGES:
+            lo, hi = _INT_RANGES[fmt]
+            if not lo <= value <= hi:
+                self.report(path, name, f"{value} is out of range for an {fmt} ({lo} to {hi})")
+        if isinstance(value, str) and value and "string" in types:
+            allowed = enum_values(description) if description else None
+            extra = _ENUM_EXTRA.get((owner or "", field or ""))
+            if allowed and value not in allowed and not (extra and extra.fullmatch(value)):
+                from ._suggest import closest
+
+                listed = ", ".join(sorted(v for v in allowed if v)) + (" or empty" if "" in allowed else "")
+                hint = closest(value, [v for v in allowed if v])
+                message = f"`{value}` is not one of {listed} (values are case-sensitive)"
+                self.report(path, name, message + (f"; did you mean `{hint}`?" if hint else ""))
+
+    def _quantity(self, value: Any, path: PathT, name: str, owner: str | None, field: str | None) -> None:
+        from ._quantity import quantity_problem, quantity_value
+
+        problem = quantity_problem(value)
+        if problem:
+            self.report(path, name, problem)
+            return
+        amount = quantity_value(value)
+        if amount is not None and amount < 0:
+            self.report(path, name, f"`{value}` is negative; Kubernetes rejects negative resource quantities")
+
+    # -- containers
+
+    def _struct(self, schema: dict[str, Any], value: Any, path: PathT, name: str, definition: str) -> None:
+        if not isinstance(value, dict):
+            self._wrong_type(["object"], value, path, name)
+            return
+        props: dict[str, Any] = schema["properties"]
+        for key, item in value.items():
+            if not isinstance(key, str):
+                self.report(path, name, f"keys must be strings, got {describe(key)}")
+                continue
+            key_path, key_label = path + (key,), join(name, key)
+            if key.startswith("$"):
+                self._directive(props, key, item, key_path, key_label)
+            elif key in props:
+                self._value(props[key], item, key_path, key_label, definition, key)
+            else:
+                self.report(key_path, key_label, self._unknown_field(key, props, definition), key=True)
+        retain = value.get("$retainKeys")
+        if isinstance(retain, list):
+            for key in value:
+                if not key.startswith("$") and key not in retain and value[key] is not None:
+                    # apimachinery validatePatchWithRetainKeys: kubectl rejects the patch once it merges
+                    self.report(path + ("$retainKeys",), join(name, "$retainKeys"),
+                                f"`$retainKeys` does not list `{key}`, which this mapping sets; kubectl rejects the patch")
+
+    def _unknown_field(self, key: str, props: dict[str, Any], definition: str) -> str:
+        from ._suggest import unknown_key_message
+
+        short = definition.rsplit(".", 1)[-1]
+        if definition == _POD_SPEC and key in ("labels", "annotations", "metadata"):
+            return f"unknown field `{key}`; pod labels and annotations go in `pod_template.labels` / `pod_template.annotations`"
+        camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key)
+        if camel != key and camel in props:
+            return f"unknown field `{key}`; did you mean `{camel}`? (fields are camelCase, as in a manifest)"
+        message = unknown_key_message(key, props)
+        return message if "did you mean" in message else f"{message} ({short} has no such field)"
+
+    def _directive(self, props: dict[str, Any] | None, key: str, value: Any, path: PathT, name: str) -> None:
+        from ._suggest import closest
+
+        if key == "$patch":
+            if value not in PATCH_DIRECTIVE_VALUES:
+                self.report(path, name, f"`$patch` must be replace, merge or delete, got {describe(value)}")
+            return
+        if props is None:
+            self.report(path, name, f"`{key}` is not a directive of this mapping; only `$patch` is", key=True)
+            return
+        if key == "$retainKeys":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                self.report(path, name, "`$retainKeys` must be a list of field names")
+                return
+            for i, field in enumerate(value):
+                if field not in props:
+                    hint = closest(field, props)
+                    self.report(path + (i,), f"{name}[{i}]", f"`$retainKeys` names an unknown field `{field}`"
+                                + (f"; did you mean `{hint}`?" if hint else ""))
+            return
+        prefix, slash, field = key.partition("/")
+        if slash and prefix in ("$setElementOrder", "$deleteFromPrimitiveList"):
+            target = props.get(field)
+            if target is None:
+                hint = closest(field, props)
+                self.report(path, name, f"`{key}` names an unknown field `{field}`" + (f"; did you mean `{hint}`?" if hint else ""),
+                            key=True)
+                return
+            items = target.get("items")
+            if items is None:
+                self.report(path, name, f"`{key}`: `{field}` is not a list", key=True)
+                return
+            if not isinstance(value, list):
+                self._wrong_type(["array"], value, path, name)
+                return
+            if prefix == "$deleteFromPrimitiveList":
+                if "$ref" in items or "properties" in items:
+                    self.report(path, name, f"`{key}`: `{field}` is a list of objects; delete items with `$patch: delete`", key=True)
+                    return
+                for i, item in enumerate(value):
+                    self._value(items, item, path + (i,), f"{name}[{i}]", None, None)
+            return
+        self.report(path, name, f"unknown directive `{key}`; fragments take `$patch`, `$retainKeys`, "
+                    "`$setElementOrder/FIELD` and `$deleteFromPrimitiveList/FIELD`", key=True)
+
+    def _map(self, schema: dict[str, Any], value: Any, path: PathT, name: str, owner: str | None, field: str | None) -> None:
+        if not isinstance(value, dict):
+            self._wrong_type(["object"], value, path, name)
+            return
+        values = schema.get("additionalProperties")
+        resources = owner == _RESOURCE_REQUIREMENTS or (owner == _POD_SPEC and field == "overhead")
+        for key, item in value.items():
+            if not isinstance(key, str):
+                self.report(path, name, f"keys must be strings, got {describe(key)}")
+                continue
+            key_path, key_label = path + (key,), join(name, key)
+            if key.startswith("$"):
+                self._directive(None, key, item, key_path, key_label)
+                continue
+            if resources and isinstance(values, dict):
+                self._resource_name(key, item, key_path, key_label)
+            if isinstance(values, dict):
+                self._value(values, item, key_path, key_label, owner, field)
+
+    def _resource_name(self, key: str, value: Any, path: PathT, name: str) -> None:
+        from ._quantity import quantity_value
+        from ._suggest import closest
+
+        if "/" in key:
+            amount = quantity_value(value)
+            if amount is not None and amount.denominator != 1 and not key.startswith(("kubernetes.io/", "hugepages-")):
+                self.report(path, name, f"`{value}` is not a whole number; Kubernetes counts extended resources such as "
+                            f"`{key}` in whole units")
+            return
+        if key in STANDARD_RESOURCES or re.fullmatch(r"hugepages-.+", key):
+            return
+        hint = "nvidia.com/gpu" if "gpu" in key.lower() else closest(key, STANDARD_RESOURCES)
+        self.report(path, name, f"`{key}` is not a Kubernetes resource name: use cpu, memory, ephemeral-storage, "
+                    "hugepages-<size> or a fully qualified name such as nvidia.com/gpu"
+                    + (f"; did you mean `{hint}`?" if hint else ""), key=True)
+
+    def _list(self, schema: dict[str, Any], value: Any, path: PathT, name: str) -> None:
+        if not isinstance(value, list):
+            self._wrong_type(["array"], value, path, name)
+            return
+        items = schema.get("items") or {}
+        merge_key = schema.get("x-kubernetes-patch-merge-key")
+        list_keys = [merge_key] if merge_key else list(schema.get("x-kubernetes-list-map-keys") or [])
+        seen: dict[Any, int] = {}
+        merges = merge_key and "merge" in str(schema.get("x-kubernetes-patch-strategy", "")).split(",")
+        for i, item in enumerate(value):
+            label = f"{name}[{i}]"
+            if merges and isinstance(item, dict) and merge_key not in item and not all(k.startswith("$") for k in item):
+                # kubectl: "map: ... does not contain declared merge key" as soon as a lower layer has this list
+                self.report(path + (i,), label, f"this item has no `{merge_key}`: items of this list are merged by "
+                            f"`{merge_key}`, so each needs one")
+            if isinstance(item, dict) and list_keys and all(k in item for k in list_keys):
+                selector = ",".join(f"{k}={item[k]}" for k in list_keys)
+                label = f"{name}[{selector}]"
+                if merge_key and "$patch" not in item and isinstance(item[merge_key], (str, int)):
+                    mark = (type(item[merge_key]).__name__, item[merge_key])
+                    if mark in seen and "$patch" not in value[seen[mark]]:
+                        first = self.doc.location(path + (seen[mark],))
+                        self.report(path + (i, merge_key), label, f"a second item with {selector} (first at line {first.line}); "
+                                    f"items of this list are merged by `{merge_key}`, so give each its own")
+                    seen.setdefault(mark, i)
+            self._value(items, item, path + (i,), label, None, None)
+
+
+def check_pod_spec(document: Document, spec: Any, layer: str | None, *, kubernetes_version: str | None = None,
+                   path: PathT = ("pod_template", "spec")) -> list[Finding]:
+    """Check a profile's PodSpec fragment (``pod_template.spec``) against the strict Kubernetes schema.
+
+    Args:
+        document: The parsed profile file (for positions).
+        spec: The fragment as plain data; anything but a mapping is left to the section's own type check.
+        layer: The file's layer, named in the findings.
+        kubernetes_version: Kubernetes minor version of the schema; ``None`` for the default (1.32).
+        path: Where the fragment sits in the document.
+
+    Returns:
+        One finding per problem, in document order, each located at the offending key or value.
+    """
+    if not isinstance(spec, dict):
+        return []
+    checker = FragmentChecker(document, layer, kubernetes_version)
+    return checker.check(spec, _POD_SPEC, path, ".".join(path))

@@ -1,0 +1,93 @@
+"""kfdefaults schema: a JSON Schema of the profile file that editors can use; checked with the jsonschema package."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+from jsonschema.exceptions import best_match
+
+from kfdefaults._layers import builtin_folder
+from kfdefaults._source import read_document
+from kfdefaults.cli import main
+
+PROFILES = sorted(glob.glob(os.path.join(builtin_folder(), "*")) + glob.glob(os.path.join(FIXTURES, "*", "*")))
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    result = CliRunner().invoke(main, ["schema"], catch_exceptions=False)
+    assert result.exit_code == 0
+    schema = json.loads(result.output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_schema_names_its_dialect_and_bundles_the_podspec(validator):
+    schema = validator.schema
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert "io.k8s.api.core.v1.PodSpec" in schema["$defs"]
+    assert "io.k8s.api.core.v1.Container" in schema["$defs"]
+    # a fragment: nothing required anywhere
+    assert '"required"' not in json.dumps(schema["$defs"]["io.k8s.api.core.v1.PodSpec"])
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=os.path.basename)
+def test_builtin_and_fixture_profiles_validate(validator, path):
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(read_document(path).data)]
+    assert errors == []
+
+
+def test_fragment_features_validate(validator):
+    profile = {
+        "pod_template": {
+            "spec": {
+                "$setElementOrder/containers": [{"name": "primary"}],
+                "containers": [
+                    {"name": "primary", "$patch": "merge", "resources": {"limits": {"memory": "16Gi", "nvidia.com/gpu": 8}},
+                     "securityContext": None, "imagePullPolicy": "Always"},
+                    {"name": "gone", "$patch": "delete"},
+                ],
+                "volumes": [{"name": "dshm", "$retainKeys": ["name", "emptyDir"], "emptyDir": {"medium": "HugePages-1Gi"}}],
+                "nodeSelector": {"$patch": "replace", "pool": "a100"},
+                "tolerations": None,
+            }
+        },
+        "elastic": {"nnodes": "1:4", "rdzv_configs": {"join_timeout": 900, "timeout": None}},
+    }
+    assert list(validator.iter_errors(profile)) == []
+
+
+@pytest.mark.parametrize("profile, where", [
+    ({"pod_template": {"spec": {"containers": [{"name": "p", "volumeMount": []}]}}},
+     ["pod_template", "spec", "containers", 0]),
+    ({"pod_template": {"spec": {"containers": [{"name": "p", "resources": {"limits": {"memory": "16GB"}}}]}}},
+     ["pod_template", "spec", "containers", 0, "resources", "limits", "memory"]),
+    ({"pod_template": {"spec": {"containers": [{"name": "p", "env": [{"name": "A", "value": 1}]}]}}},
+     ["pod_template", "spec", "containers", 0, "env", 0, "value"]),
+    ({"pod_template": {"spec": {"containers": [{"name": "p", "imagePullPolicy": "always"}]}}},
+     ["pod_template", "spec", "containers", 0, "imagePullPolicy"]),
+    ({"pod_template": {"spec": {"priority": 2**40}}}, ["pod_template", "spec", "priority"]),
+    ({"pod_template": {"spec": {"$patch": "remove"}}}, ["pod_template", "spec", "$patch"]),
+    ({"elastic": {"rdzv_configs": {"heartbeat": 5}}}, ["elastic", "rdzv_configs"]),
+    ({"elastic": {"nnodes": "a:b"}}, ["elastic", "nnodes"]),
+    ({"elastic": {"nproc_per_node": 0}}, ["elastic", "nproc_per_node"]),
+    ({"elastic": {"monitor_interval": 0}}, ["elastic", "monitor_interval"]),
+    ({"elastc": {}}, []),
+])
+def test_bad_profiles_fail_at_the_right_place(validator, profile, where):
+    error = best_match(validator.iter_errors(profile))
+    assert error is not None
+    assert list(error.absolute_path) == where
+
+
+def test_schema_for_another_kubernetes_version():
+    result = CliRunner().invoke(main, ["schema", "--kubernetes-version", "1.31"], catch_exceptions=False)
+    schema = json.loads(result.output)
+    assert "resources" not in schema["$defs"]["io.k8s.api.core.v1.PodSpec"]["properties"]
+    assert CliRunner().invoke(main, ["schema", "--kubernetes-version", "9.9"]).exit_code == 2

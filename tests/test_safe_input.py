@@ -1,0 +1,93 @@
+"""Hostile input fails fast with a located ProfileError: aliases, nesting, size, tags, duplicates."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kfdefaults import ProfileError
+from kfdefaults._source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, parse_text, read_document
+
+
+def rejected(text: str, name: str = "bad.yaml") -> tuple[str, float]:
+    start = time.perf_counter()
+    with pytest.raises(ProfileError) as excinfo:
+        parse_text(text, name)
+    [finding] = excinfo.value.findings
+    return str(finding), time.perf_counter() - start
+
+
+def test_billion_laughs_is_rejected_in_under_a_second():
+    parse_text("warm: up\n", "warm.yaml")
+    lines = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    message, seconds = rejected("\n".join(lines) + "\n")  # 10**9 values once expanded
+    assert f"expands to more than {MAX_NODES} values" in message
+    assert seconds < 1.0
+
+
+@pytest.mark.parametrize("text, where", [
+    ("a: " + "[" * 2000 + "]" * 2000 + "\n", ":1:68:"),
+    ("a: " + "{b: " * 200 + "1" + "}" * 200 + "\n", ":1:260:"),
+    ("".join("  " * i + "-\n" for i in range(MAX_DEPTH + 5)) + "x\n", f":{MAX_DEPTH + 1}:"),
+])
+def test_deep_nesting_is_rejected_fast(text, where):
+    parse_text("warm: up\n", "warm.yaml")
+    message, seconds = rejected(text)
+    assert where in message and f"nest deeper than {MAX_DEPTH} levels" in message
+    assert seconds < 1.0
+
+
+def test_deep_toml_nesting_is_located():
+    message, _ = rejected("a = " + "[" * 100 + "]" * 100 + "\n", "bad.toml")
+    assert message.startswith("bad.toml:1:") and "nest deeper" in message
+    message, _ = rejected("a = " + "[" * 5000 + "]" * 5000 + "\n", "bad.toml")
+    assert "nest deeper" in message
+
+
+def test_brackets_in_strings_and_comments_do_not_count_as_nesting():
+    text = "a: '" + "[" * 100 + "'\nb: x" + "[" * 100 + "\n# " + "{" * 100 + "\nc: \"\\\"" + "[" * 100 + "\"\n"
+    doc = parse_text(text, "ok.yaml")
+    assert doc.data["a"] == "[" * 100 and doc.data["b"] == "x" + "[" * 100
+
+
+def test_too_many_values_are_rejected_fast():
+    parse_text("warm: up\n", "warm.yaml")
+    message, seconds = rejected("a: [" + "1, " * (MAX_NODES + 10) + "]\n")
+    assert f"more than {MAX_NODES} values" in message
+    assert seconds < 5.0  # about a second on a loaded 2-core machine: the budget stops the parser early
+
+
+def test_size_cap(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("# " + "x" * MAX_FILE_BYTES + "\n", encoding="utf-8")
+    with pytest.raises(ProfileError) as excinfo:
+        read_document(str(path))
+    assert str(excinfo.value).startswith(f"{path}:1:1: file is larger than {MAX_FILE_BYTES // 1024} KiB")
+
+
+@pytest.mark.parametrize("text, where, words", [
+    ("a: !!str 1\n", ":1:4:", "tags are not supported"),
+    ("a: !!binary aGVsbG8=\n", ":1:4:", "tags are not supported"),
+    ("a: !!python/name:os.system x\n", ":1:4:", "tags are not supported"),
+    ("!!python/name:os.system a: 1\n", ":1:1:", "tags are not supported"),
+    ("? [a, b]\n: 1\n", ":1:3:", "mapping keys must be plain strings"),
+    ("a: !custom x\n", ":1:4:", "tags are not supported"),
+    ("a: {b: 1, b: 2}\n", ":1:11:", "duplicate key 'b'"),
+])
+def test_tags_and_duplicates(text, where, words):
+    message, _ = rejected(text)
+    assert where in message and words in message
+
+
+def test_quoted_and_plain_scalars_keep_their_meaning_and_text():
+    doc = parse_text("a: '1'\nb: 1\nc: 0755\nd: True\ne: no\n", "ok.yaml")
+    assert doc.data == {"a": "1", "b": 1, "c": 755, "d": True, "e": "no"}
+    assert doc.plain_text == {("b",): "1", ("c",): "0755", ("d",): "True"}
+
+
+def test_toml_duplicate_key_is_located():
+    message, _ = rejected("[elastic]\nnnodes = 2\nnnodes = 4\n", "bad.toml")
+    assert message.startswith("bad.toml:3:") and "invalid TOML" in message

@@ -1,0 +1,362 @@
+"""kfdefaults validate and the checks behind it: rendezvous settings, PodSpec fragments, merged-profile warnings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+from conftest import PLATFORM, TEAM
+
+import kfdefaults
+from kfdefaults import ProfileError
+from kfdefaults._layers import builtin_folder
+from kfdefaults._validate import validate_paths
+from kfdefaults.cli import main
+
+KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*KFDEFAULTS, *args], capture_output=True, text=True, env=env)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def write(folder, name: str, text: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return str(path)
+
+
+# --- clean input -------------------------------------------------------------------------------------------------
+
+
+def test_builtin_profiles_and_fixtures_are_clean():
+    report = validate_paths([builtin_folder()], layer="platform")
+    assert report.findings == []
+    assert set(report.profiles) >= {"elastic-gpu-default", "gpu-large", "cpu-small"}
+    assert validate_paths([PLATFORM], layer="platform").findings == []
+    assert validate_paths([TEAM], platform=[PLATFORM]).findings == []
+
+
+def test_directives_nulls_and_every_value_kind_are_legal_in_fragments(tmp_path):
+    path = write(tmp_path, "legal.yaml", """\
+        elastic:
+          nnodes: " 2:4 "
+          monitor_interval: 0.5
+          rdzv_configs: {join_timeout: 900, keep_alive_max_attempt: 3, is_host: false, store_type: tcp, close_timeout: null}
+        pod_template:
+          labels: {team: "no"}
+          spec:
+            $setElementOrder/containers: [{name: primary}, {name: sidecar}]
+            containers:
+              - name: primary
+                imagePullPolicy: IfNotPresent
+                env:
+                  - {name: FLAG, value: "on"}
+                  - {name: GONE, $patch: delete}
+                args: [--epochs, "3"]
+                $deleteFromPrimitiveList/command: [python]
+                resources:
+                  limits: {nvidia.com/gpu: 8, memory: 1.5e3, cpu: 500m, hugepages-2Mi: 1Gi}
+                  requests: {cpu: 0.5, ephemeral-storage: "10G"}
+                ports:
+                  - {containerPort: 29500, protocol: TCP}
+                livenessProbe:
+                  httpGet: {port: http, path: /healthz}
+                securityContext: null
+              - name: sidecar
+                $patch: replace
+            volumes:
+              - name: dshm
+                $retainKeys: [name, emptyDir]
+                emptyDir: {medium: HugePages-2Mi, sizeLimit: null}
+            tolerations:
+              - $patch: replace
+              - {key: nvidia.com/gpu, operator: Exists, effect: ""}
+            affinity:
+              nodeAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  nodeSelectorTerms:
+                    - matchExpressions:
+                        - {key: gpus, operator: Gt, values: ["4"]}
+            nodeSelector:
+              $patch: replace
+              pool: a100
+        """)
+    report = validate_paths([path])
+    assert report.errors == [], "\n".join(map(str, report.errors))
+
+
+# --- rendezvous settings ------------------------------------------------------------------------------------------
+
+
+def test_rdzv_keys_are_the_ones_c10d_reads():
+    """Every key listed is read by torch's c10d rendezvous code installed here (or is the launcher's timeout)."""
+    import inspect
+
+    from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend, dynamic_rendezvous
+
+    from kfdefaults._model import RDZV_SETTINGS
+
+    source = inspect.getsource(dynamic_rendezvous) + inspect.getsource(c10d_rendezvous_backend)
+    for key in RDZV_SETTINGS:
+        if key == "timeout":
+            continue
+        if key.endswith("_timeout") and key != "read_timeout":
+            assert f'_get_timeout(params, "{key[: -len("_timeout")]}")' in source, key
+        else:
+            assert f'"{key}"' in source, key
+    assert '"timeout"' not in inspect.getsource(dynamic_rendezvous.create_handler)
+
+
+def test_timeout_without_join_timeout_is_a_warning(tmp_path):
+    path = write(tmp_path, "slow.yaml", "elastic:\n  rdzv_configs:\n    timeout: 1800\n")
+    report = validate_paths([path])
+    assert report.errors == []
+    [warning] = report.warnings
+    assert str(warning).startswith(f"{path}:3:5: [team] elastic.rdzv_configs.timeout: warning: c10d does not read `timeout`")
+    assert "join_timeout" in warning.message
+
+
+def test_merged_timeout_without_any_join_timeout_names_torchs_600_seconds(tmp_path):
+    path = write(tmp_path, "nojoin.yaml", "elastic:\n  rdzv_configs:\n    join_timeout: null\n")
+    report = validate_paths([path])
+    [warning] = [w for w in report.warnings if "600" in w.message]
+    assert "c10d ignores `timeout`" in warning.message
+    assert warning.layer == "builtin" or warning.location.file.endswith("nojoin.yaml") or "profile" in str(warning.location)
+
+
+# --- merged-profile warnings --------------------------------------------------------------------------------------
+
+
+def test_nproc_per_node_above_the_gpu_limit_warns_at_the_higher_layer(tmp_path):
+    team = tmp_path / "team"
+    path = write(team, "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                resources:
+                  limits: {nvidia.com/gpu: 4}
+        """)
+    report = validate_paths([str(team)])
+    [warning] = report.warnings
+    assert warning.severity == "warning" and warning.layer == "team"
+    assert str(warning).startswith(f"{path}:6:36: [team] elastic.nproc_per_node: warning: nproc_per_node is 8 ([builtin] ")
+    assert os.path.join(builtin_folder(), "gpu-large.yaml") + ":5:19" in warning.message
+    assert "4 `nvidia.com/gpu`" in warning.message
+
+
+def test_shm_size_limit_above_the_memory_limit(tmp_path):
+    path = write(tmp_path / "team", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                resources:
+                  limits: {memory: 32Gi}
+            volumes:
+              - name: dshm
+                emptyDir: {sizeLimit: 64Gi}
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(f"{path}:9:31: [team] pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit: warning: ")
+    assert "sizeLimit 64Gi" in warning.message and "memory limit 32Gi" in warning.message
+    assert f"{path}:6:28" in warning.message
+
+
+def test_two_shm_mounts_in_one_container(tmp_path):
+    path = write(tmp_path / "team", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                volumeMounts:
+                  - {name: shm, mountPath: /dev/shm/}
+            volumes:
+              - {name: shm, emptyDir: {medium: Memory}}
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(
+        f"{path}:6:13: [team] pod_template.spec.containers[name=primary].volumeMounts[mountPath=/dev/shm/]: warning: "
+        "container `primary` mounts /dev/shm 2 times")
+    assert os.path.join(builtin_folder(), "elastic-gpu-default.yaml") in warning.message
+
+
+def test_containers_that_never_name_the_primary_container(tmp_path):
+    path = write(tmp_path / "team", "trainer.yaml", """\
+        pod_template:
+          primary_container_name: trainer
+          spec:
+            containers:
+              - name: trainers
+                image: repo/train:1
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(f"{path}:2:27: [team] pod_template.primary_container_name: warning: "
+                                   "no container is named `trainer`")
+    assert "did you mean `trainers`?" in warning.message
+
+
+def test_warnings_exit_0_unless_strict(tmp_path):
+    path = write(tmp_path, "slow.yaml", "elastic:\n  rdzv_configs:\n    timeout: 1800\n")
+    proc = run("validate", path)
+    assert proc.returncode == 0
+    assert f"{path}:3:5: [team] elastic.rdzv_configs.timeout: warning: " in proc.stderr
+    assert "1 files, 1 profiles: 0 errors, 1 warning" in proc.stderr
+    assert run("validate", "--strict", path).returncode == 1
+
+
+# --- the command ----------------------------------------------------------------------------------------------------
+
+
+def test_one_bad_file_does_not_stop_the_others(tmp_path):
+    folder = tmp_path / "profiles"
+    bad = write(folder, "a-bad.yaml", "elastic:\n  nnodes: 0\n")
+    worse = write(folder, "b-worse.yaml", "elastic: {nnodes: 2\n")
+    good = write(folder, "c-good.yaml", "extends: gpu-large\npod_template:\n  spec:\n    containers:\n      - name: primary\n        imagePullPolicy: always\n")
+    proc = run("validate", str(folder))
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith(f"{bad}:2:11: [team] elastic.nnodes: ")
+    assert lines[1].startswith(f"{worse}:2:1: invalid YAML")
+    assert lines[2].startswith(f"{good}:6:26: [team] pod_template.spec.containers[name=primary].imagePullPolicy: ")
+    assert "3 files, 3 profiles: 3 errors" in lines[-1]
+
+
+def test_json_format(tmp_path):
+    path = write(tmp_path, "p.yaml", "elastic:\n  rdzv_configs: {heartbeat: 30}\n")
+    result = invoke("validate", "--format", "json", path)
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["errors"] == 1 and report["files"] == [path] and report["profiles"] == ["p"]
+    [finding] = report["findings"]
+    assert finding == {
+        "file": path, "line": 2, "column": 18, "layer": "team", "path": "elastic.rdzv_configs.heartbeat",
+        "severity": "error", "message": "unknown rendezvous setting `heartbeat`; did you mean `heartbeat_timeout`?",
+        "text": f"{path}:2:18: [team] elastic.rdzv_configs.heartbeat: unknown rendezvous setting `heartbeat`; "
+                "did you mean `heartbeat_timeout`?",
+    }
+
+
+def test_extends_parents_must_be_among_the_paths_or_builtin(tmp_path):
+    platform = tmp_path / "platform"
+    write(platform, "base.yaml", "elastic: {max_restarts: 1}\n")
+    team = tmp_path / "team"
+    child = write(team, "child.yaml", "extends: [gpu-large, base]\n")
+    report = validate_paths([str(team)])
+    [error] = report.errors
+    assert str(error).startswith(f"{child}:1:22: [team] extends: unknown parent profile 'base'")
+    # given as a context folder, or among the paths, the parent is found
+    assert validate_paths([str(team)], platform=[str(platform)]).errors == []
+    assert validate_paths([str(team), str(platform)]).errors == []
+
+
+def test_two_files_defining_one_profile(tmp_path):
+    a = write(tmp_path / "a", "gpu-large.yaml", "elastic: {nnodes: 2}\n")
+    b = write(tmp_path / "b", "big.yaml", "name: gpu-large\nelastic: {nnodes: 3}\n")
+    [error] = validate_paths([a, b]).errors
+    assert "defined twice in the team layer" in error.message and a in error.message and b in error.message
+
+
+def test_without_paths_every_visible_layer_is_checked(tmp_path):
+    team = tmp_path / "team"
+    bad = write(team, "gpu-large.yaml", "pod_template:\n  spec:\n    containers:\n      - name: primary\n        resource: {}\n")
+    env = {**os.environ, "KFDEFAULTS_TEAM_PATH": str(team)}
+    proc = run("validate", env=env)
+    assert proc.returncode == 1
+    assert f"{bad}:5:9: [team] pod_template.spec.containers[name=primary].resource: unknown field `resource`; " \
+           "did you mean `resources`?" in proc.stderr
+
+
+def test_missing_paths_and_other_files_are_errors(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    proc = run("validate", str(tmp_path / "nope"), str(tmp_path / "notes.txt"))
+    assert proc.returncode == 1
+    assert f"{tmp_path / 'nope'}: no such file or folder" in proc.stderr
+    assert f"{tmp_path / 'notes.txt'}:1:1: not a profile file" in proc.stderr
+
+
+def test_usage_mistakes_exit_2(tmp_path):
+    assert run("validate", "--kubernetes-version", "0.1", str(tmp_path)).returncode == 2
+    assert run("validate", "--layer", "task", str(tmp_path)).returncode == 2
+
+
+def test_kubernetes_version_decides_which_fields_exist(tmp_path):
+    # PodSpec.resources (pod-level resources) appeared in Kubernetes 1.32
+    path = write(tmp_path, "pod-resources.yaml", "pod_template:\n  spec:\n    resources: {limits: {cpu: 2}}\n")
+    assert validate_paths([path], kubernetes_version="1.32").errors == []
+    [error] = validate_paths([path], kubernetes_version="1.31").errors
+    assert "unknown field `resources`" in error.message
+
+
+def test_pre_commit_hook_runs_validate():
+    import yaml
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, ".pre-commit-hooks.yaml"), encoding="utf-8") as f:
+        [hook] = yaml.safe_load(f)
+    assert hook["id"] == "kfdefaults-validate"
+    assert hook["entry"] == "kfdefaults validate"
+    assert hook["language"] == "python"
+    assert hook["pass_filenames"] is False
+
+
+# --- the same checks on the render path and in Python ----------------------------------------------------------------
+
+
+def test_render_reports_fragment_errors_and_prints_warnings(tmp_path):
+    team = tmp_path / "team"
+    path = write(team, "gpu-large.yaml", "pod_template:\n  spec:\n    containers:\n      - name: primary\n"
+                                          "        resources: {limits: {memory: 16GB}}\n")
+    proc = run("render", "gpu-large", "--team", str(team))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith(f"{path}:5:38: [team] pod_template.spec.containers[name=primary].resources.limits.memory: "
+                                  "`16GB` is not a Kubernetes quantity; did you mean `16G`")
+    write(team, "gpu-large.yaml", "elastic:\n  rdzv_configs: {timeout: 1200}\n")
+    proc = run("render", "gpu-large", "--team", str(team))
+    assert proc.returncode == 0 and proc.stdout.startswith("name: gpu-large")
+    assert f"{path}:2:18: [team] elastic.rdzv_configs.timeout: warning: " in proc.stderr
+
+
+def test_set_values_are_checked_like_files():
+    proc = run("render", "gpu-large", "--set", "pod_template.spec.containers[name=primary].imagePullPolicy=always")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("--set pod_template.spec.containers[name=primary].imagePullPolicy=always: [task] ")
+    assert "did you mean `Always`?" in proc.stderr
+
+
+def test_resolve_raises_profile_error_for_bad_overrides():
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-large", overrides={"elastic": {"rdzv_configs": {"heartbeat": 5, "join_timeout": "15m"}}})
+    messages = [f.message for f in excinfo.value.findings]
+    assert any("did you mean `heartbeat_timeout`?" in m for m in messages)
+    assert any("`join_timeout` must be a whole number of seconds" in m for m in messages)
+
+
+def test_nnodes_string_one_is_the_int_one(tmp_path):
+    write(tmp_path / "team", "single.yaml", "elastic:\n  nnodes: \"1\"\n")
+    resolved = kfdefaults.resolve("single", team=[str(tmp_path / "team")])
+    assert resolved.elastic_settings["nnodes"] == 1 and type(resolved.elastic_settings["nnodes"]) is int
+
+
+def test_render_and_validate_import_neither_jsonschema_nor_heavy_packages(tmp_path):
+    code = (
+        "import sys, runpy\n"
+        "for argv in (['kfdefaults', 'render', 'gpu-large'], ['kfdefaults', 'validate', sys.argv[1]]):\n"
+        "    sys.argv = argv\n"
+        "    try:\n        runpy.run_module('kfdefaults.cli', run_name='__main__')\n    except SystemExit:\n        pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('jsonschema', 'flytekit', 'kubernetes', 'torch'))\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, TEAM], capture_output=True, text=True)
+    assert "HEAVY []" in proc.stderr, proc.stderr
