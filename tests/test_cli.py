@@ -69,7 +69,7 @@ def test_set_is_the_task_layer():
         "--set", 'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"=4',
     )
     assert result.exit_code == 0, result.output
-    profile = json.loads(result.output)
+    profile = json.loads(result.stdout)  # warnings (4 GPUs, 8 workers) go to standard error
     assert profile["elastic"]["nnodes"] == 2
     assert profile["elastic"]["rdzv_configs"]["join_timeout"] == 1800
     primary = profile["pod_template"]["spec"]["containers"][0]

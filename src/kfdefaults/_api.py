@@ -37,6 +37,7 @@ def task_fragment(
         return None
     from ._resolve import _validate_body, fragment_from_body
     from ._source import Document
+    from ._validate import task_label
 
     allowed = {k: v for k, v in overrides.items()}
     doc = Document(source, allowed)
@@ -45,7 +46,7 @@ def task_fragment(
         from ._errors import Location, ProfileError
 
         for f in findings:
-            label = (labels or {}).get(f.path.split("[", 1)[0]) or source
+            label = task_label(f.path, labels or {}) or source
             f.location = Location(label)
         raise ProfileError(findings)
     fragment = fragment_from_body(name, "task", source, body, None)

@@ -150,6 +150,7 @@ def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]:
             findings.append(Finding(Location(label), "", str(e)))
             continue
         labels[dotted_key(key.strip())] = label
+        labels.setdefault(key.strip(), label)  # the key as written, selectors kept: tells two items apart
     if findings:
         raise ProfileError(findings)
     return tree, labels

@@ -13,6 +13,7 @@ The steps, in order:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -81,6 +82,7 @@ class Definition:
         document: The parsed file.
         parents: Names in ``extends``, in order.
         fragment: The file's own body as a :class:`Fragment`.
+        warnings: What the file's checks warn about (the file is valid nonetheless).
     """
 
     name: str
@@ -89,6 +91,7 @@ class Definition:
     document: Document
     parents: list[str]
     fragment: Fragment
+    warnings: list[Finding] = field(default_factory=list)
 
 
 def pod_template_patch(section: Mapping[str, Any] | None) -> tuple[dict[str, Any], str | None]:
@@ -107,38 +110,83 @@ def pod_template_patch(section: Mapping[str, Any] | None) -> tuple[dict[str, Any
     return patch, section.get("primary_container_name")
 
 
-def _validate_body(doc: Document, data: Any, layer: str) -> tuple[Any, list[Finding]]:
-    """Validate a profile body with the pydantic models; findings carry positions from ``doc``."""
+def _validate_body(
+    doc: Document,
+    data: Any,
+    layer: str,
+    kubernetes_version: str | None = None,
+    *,
+    warnings: list[Finding] | None = None,
+) -> tuple[Any, list[Finding]]:
+    """Validate a profile body: the pydantic models, then :func:`kfdefaults._validate.check_body`
+    (``rdzv_configs`` key by key, the PodSpec fragment against the strict Kubernetes schema).
+
+    Args:
+        doc: The parsed file; findings carry its positions.
+        data: The body.
+        layer: The layer, named in findings.
+        kubernetes_version: Kubernetes minor version of the schema for ``pod_template.spec``.
+        warnings: If given, the warnings found are appended to it.
+
+    Returns:
+        ``(body, errors)``: the validated :class:`~kfdefaults._model.ProfileFile` and ``[]``, or ``None`` and every
+        error found, in file order.
+    """
     from pydantic import ValidationError
 
     from ._model import ProfileFile
+    from ._validate import check_body, sorted_findings
 
     if not isinstance(data, dict) or not data:
         what = "empty" if not data else f"a {type(data).__name__}"
         return None, [Finding(doc.location(()), "", f"a profile must be a mapping that says something; this file is {what}", layer=layer)]
+    findings = check_body(doc, data, layer, kubernetes_version)
     try:
-        return ProfileFile.model_validate(data), []
+        body = ProfileFile.model_validate(data)
     except ValidationError as e:
-        return None, [_finding_from_pydantic(doc, err, layer) for err in e.errors(include_url=False)]
+        body = None
+        by_path: dict[str, Finding] = {}
+        for err in e.errors(include_url=False):
+            finding = _finding_from_pydantic(doc, err, layer)
+            by_path[finding.path] = finding  # one per value: of a union's members, the last one pydantic tried
+        findings += by_path.values()
+    findings = sorted_findings(findings)
+    errors = [f for f in findings if f.severity == "error"]
+    if warnings is not None:
+        warnings.extend(f for f in findings if f.severity != "error")
+    return (None if errors else body), errors
 
 
 def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) -> Finding:
     loc = tuple(err["loc"])
-    # pydantic appends the union member it tried (``int``, ``str``, ``function-before[...]``); drop those
-    path = tuple(p for p in loc if isinstance(p, int) or not (p in ("int", "str", "float", "list[str]", "bool") or "[" in p))
+    # pydantic puts the union member it tried (``int``, ``str``, ``function-before[...]``) into ``loc``: keep the
+    # parts that are keys or indices of the data, which a user's key such as ``int`` or ``a[b`` also is
+    path_parts: list[Any] = []
+    node = doc.data
+    for part in loc:
+        if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path_parts.append(part)
+            node = node[part]
+    path = tuple(path_parts)
     kind = err.get("type", "")
     msg = err.get("msg", "invalid value")
     if kind == "extra_forbidden":
         from ._suggest import unknown_key_message
 
-        key = path[-1]
+        key = path[-1] if path else loc[-1]
         known = _known_keys(path[:-1])
         return Finding(doc.location(path, key=True), _dotted(path), unknown_key_message(str(key), known), layer=layer)
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     value = err.get("input")
-    if kind not in ("missing",) and not isinstance(value, (dict, list)):
+    said = f"got {value}" in msg or f"got {value!r}" in msg or msg.startswith(repr(value))
+    if kind not in ("missing",) and not isinstance(value, (dict, list)) and not said:
         msg = f"{msg} (got {value!r})"
+    if kind in ("int_type", "float_type") and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        msg = f"{msg}; write it without quotes"
+    if kind == "string_type" and isinstance(value, (bool, int, float)):
+        written = doc.plain_text.get(path, str(value).lower() if isinstance(value, bool) else str(value))
+        msg = f'{msg}; quote it: "{written}"'
     return Finding(doc.location(path), _dotted(path), msg, layer=layer)
 
 
@@ -170,6 +218,8 @@ class Catalog:
         self.folders = folders
         self._index: dict[str, dict[str, list[str]]] | None = None
         self._definitions: dict[str, Definition] = {}
+        self.kubernetes_version: str | None = None
+        """Kubernetes minor version of the schema that PodSpec fragments are checked against (default 1.32)."""
 
     @classmethod
     def discover(
@@ -251,14 +301,25 @@ class Catalog:
         if cached is not None:
             return cached
         doc = read_document(file)
-        body, findings = _validate_body(doc, doc.data, layer)
+        warnings: list[Finding] = []
+        body, findings = _validate_body(doc, doc.data, layer, self.kubernetes_version, warnings=warnings)
         if findings:
             raise ProfileError(findings)
         stem = os.path.splitext(os.path.basename(file))[0]
         name = body.name or stem
-        definition = Definition(name, layer, file, doc, body.parents(), fragment_from_body(name, layer, file, body, doc))
+        definition = Definition(name, layer, file, doc, body.parents(), fragment_from_body(name, layer, file, body, doc),
+                                warnings)
         self._definitions[file] = definition
         return definition
+
+
+def _extends_location(definition: Definition, parent: str) -> Location:
+    """Where ``parent`` is written in the definition's ``extends`` (the list item, when a list)."""
+    data = definition.document.data
+    raw = data.get("extends") if isinstance(data, dict) else None
+    if isinstance(raw, list) and parent in raw:
+        return definition.document.location(("extends", raw.index(parent)))
+    return definition.document.location(("extends",))
 
 
 def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tuple[tuple[str, str], ...] = ()) -> list[Fragment]:
@@ -282,10 +343,10 @@ def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tu
             chain = [n for n, _ in _stack] + [name]
             if parent in chain:
                 files = " -> ".join(f"{n} ({f})" for n, f in _stack + ((name, definition.file),))
-                raise ProfileError([Finding(definition.document.location(("extends",)), "extends",
+                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
                                             f"`extends` forms a cycle: {files} -> {parent}", layer=layer)])
             if not catalog.layers_defining(parent):
-                raise ProfileError([Finding(definition.document.location(("extends",)), "extends",
+                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
                                             f"unknown parent profile {parent!r} (extended by {definition.file})",
                                             layer=layer)])
             fragments.extend(expand(catalog, parent, None, _stack + ((name, definition.file),)))
@@ -327,37 +388,149 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
 
     The ``elastic`` sections merge key by key over the plugin's defaults (:func:`kfdefaults._model.merge_elastic`);
     pod templates merge with :func:`kfdefaults.strategic_merge_patch` (kind ``PodTemplateSpec``), starting
-    from an empty one.
+    from an empty one. One :func:`merge_step` per fragment from :meth:`MergeState.initial`, then
+    :func:`fill_plugin_defaults`: :mod:`kfdefaults._explain` replays these same steps for provenance, so
+    keep the merge in them.
+
+    Raises:
+        ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
+    """
+    fragments = assign_primary_container(fragments)
+    state = MergeState.initial()
+    for fragment in fragments:
+        state = merge_step(state, fragment, kubernetes_version=kubernetes_version)
+    return Merged(name, state.description, fill_plugin_defaults(state.elastic), state.pod, state.primary, fragments)
+
+
+DEFAULT_PRIMARY_CONTAINER_NAME = "primary"
+"""flytekit's default ``primary_container_name``, in effect until a layer sets one."""
+
+
+@dataclass
+class MergeState:
+    """What :func:`merge_fragments` has built after some of the fragments (the layers below the next one).
+
+    Attributes:
+        elastic: ``elastic`` settings so far, starting from the plugin's defaults.
+        pod: The PodTemplateSpec so far (``{"metadata": ..., "spec": ...}``), starting from ``{}``.
+        description: The description so far, ``None`` until a fragment gives one.
+        primary: The primary container name so far.
+    """
+
+    elastic: dict[str, Any]
+    pod: dict[str, Any]
+    description: str | None = None
+    primary: str = DEFAULT_PRIMARY_CONTAINER_NAME
+
+    @classmethod
+    def initial(cls) -> MergeState:
+        """The state below every layer: the plugin's ``Elastic`` defaults and an empty pod template."""
+        import copy
+
+        from ._model import PLUGIN_ELASTIC_DEFAULTS
+
+        return cls(copy.deepcopy(PLUGIN_ELASTIC_DEFAULTS), {})
+
+
+def merge_step(state: MergeState, fragment: Fragment, *, kubernetes_version: str | None = None) -> MergeState:
+    """Apply one fragment on top of ``state``: one step of :func:`merge_fragments`.
+
+    Args:
+        state: What the fragments below built; not modified.
+        fragment: The next fragment, its containers already named as :func:`assign_primary_container` names them.
+        kubernetes_version: Kubernetes minor version of the strategic merge patch schema.
+
+    Returns:
+        The new state.
 
     Raises:
         ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
     """
     from ._errors import MergeError
-    from ._model import PLUGIN_ELASTIC_DEFAULTS, merge_elastic
+    from ._model import merge_elastic
     from ._smp import strategic_merge_patch
 
-    elastic: dict[str, Any] = dict(PLUGIN_ELASTIC_DEFAULTS)
-    pod: dict[str, Any] = {}
-    description: str | None = None
-    primary = "primary"
-    for fragment in fragments:
-        if fragment.description is not None:
-            description = fragment.description
-        if fragment.primary_container_name is not None:
-            primary = fragment.primary_container_name
-        if fragment.elastic:
-            elastic = merge_elastic(elastic, fragment.elastic)
-        if fragment.pod_template:
-            try:
-                pod = strategic_merge_patch(pod, fragment.pod_template, kubernetes_version=kubernetes_version)
-            except MergeError as e:
-                file_path = _file_path_of(e.path)
-                raise ProfileError([Finding(fragment.location(file_path), _dotted(file_path) or "pod_template",
-                                            e.reason, layer=fragment.layer)]) from None
+    new = MergeState(state.elastic, state.pod, state.description, state.primary)
+    if fragment.description is not None:
+        new.description = fragment.description
+    if fragment.primary_container_name is not None:
+        new.primary = fragment.primary_container_name
+    if fragment.elastic:
+        new.elastic = merge_elastic(state.elastic, fragment.elastic)
+    if fragment.pod_template:
+        try:
+            new.pod = strategic_merge_patch(state.pod, fragment.pod_template, kubernetes_version=kubernetes_version)
+        except MergeError as e:
+            file_path = _file_path_of(e.path)
+            raise ProfileError([Finding(fragment.location(file_path), _dotted(file_path) or "pod_template",
+                                        e.reason, layer=fragment.layer)]) from None
+    return new
+
+
+def fill_plugin_defaults(elastic: dict[str, Any]) -> dict[str, Any]:
+    """``elastic`` with every key a layer deleted (``null``) set back to the plugin's default, in place.
+
+    ``rdzv_configs`` comes back as ``{}``: deleting it means "no rendezvous settings", not the defaults.
+    """
+    from ._model import PLUGIN_ELASTIC_DEFAULTS
+
     for key, default in PLUGIN_ELASTIC_DEFAULTS.items():
         if key not in elastic:
             elastic[key] = {} if key == "rdzv_configs" else default
-    return Merged(name, description, elastic, pod, primary, fragments)
+    return elastic
+
+
+PYTORCH_JOB_CONTAINER = "pytorch"
+"""The container name a PyTorchJob requires; Flyte's backend gives it to the primary container."""
+
+
+def assign_primary_container(fragments: list[Fragment]) -> list[Fragment]:
+    """Make "the primary container" a role, not a name: name it the same in every fragment.
+
+    Each fragment refers to its primary container by the ``primary_container_name`` in effect for it (its
+    own, else the one below it, else flytekit's default ``primary``). The highest layer's name wins; in every
+    other fragment, the container holding the primary role is renamed to it before merging, so that a task
+    choosing ``primary_container_name="main"`` gets the profile's ``/dev/shm`` mount and GPUs on ``main``, not
+    on a stray container called ``primary``. A fragment without its primary container but with a container
+    named ``pytorch`` (the name a PyTorchJob gives the primary container) means that one.
+
+    Returns:
+        The fragments, the renamed ones replaced by copies (the originals are not changed).
+    """
+    final = "primary"
+    for fragment in fragments:
+        if fragment.primary_container_name is not None:
+            final = fragment.primary_container_name
+    out = []
+    view = "primary"
+    for fragment in fragments:
+        view = fragment.primary_container_name or view
+        renamed = _rename_primary(fragment.pod_template, view, final)
+        out.append(fragment if renamed is fragment.pod_template else dataclasses.replace(fragment, pod_template=renamed))
+    return out
+
+
+def _rename_primary(patch: dict[str, Any], source: str, target: str) -> dict[str, Any]:
+    spec = patch.get("spec") if isinstance(patch, dict) else None
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if not isinstance(containers, list):
+        return patch
+    names = [c.get("name") for c in containers if isinstance(c, dict)]
+    if source not in names and PYTORCH_JOB_CONTAINER in names:
+        source = PYTORCH_JOB_CONTAINER
+    if source == target or source not in names or target in names:
+        return patch
+
+    def rename(items: Any) -> Any:
+        if not isinstance(items, list):
+            return items
+        return [dict(c, name=target) if isinstance(c, dict) and c.get("name") == source else c for c in items]
+
+    new_spec = dict(spec, containers=rename(containers))
+    order_key = "$setElementOrder/containers"
+    if order_key in new_spec:
+        new_spec[order_key] = rename(new_spec[order_key])
+    return dict(patch, spec=new_spec)
 
 
 def _file_path_of(smp_path: str) -> PathT:

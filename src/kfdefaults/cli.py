@@ -22,23 +22,23 @@ def _report(findings: Sequence[Any]) -> None:
         click.echo(str(finding), err=True)
 
 
-def _run(fn: Callable[[], int | None]) -> None:
-    """Run a command body; turn kfdefaults errors into messages and exit 1."""
+def _run(fn: Callable[[], int | None], error_code: int = 1) -> None:
+    """Run a command body; turn kfdefaults errors into messages and exit ``error_code`` (1; 2 for ``diff``)."""
     try:
         code = fn()
     except ProfileError as e:
         _report(e.findings)
-        sys.exit(1)
+        sys.exit(error_code)
     except KfdefaultsError as e:
         click.echo(f"kfdefaults: {e}", err=True)
-        sys.exit(1)
+        sys.exit(error_code)
     except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as e:  # a bug: say so plainly, keep the traceback for whoever asks
         if os.environ.get("KFDEFAULTS_DEBUG"):
             raise
         click.echo(f"kfdefaults: internal error: {type(e).__name__}: {e} (KFDEFAULTS_DEBUG=1 shows the traceback)", err=True)
-        sys.exit(1)
+        sys.exit(error_code)
     sys.exit(code or 0)
 
 
@@ -62,23 +62,49 @@ def main() -> None:
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Task-layer value (repeatable): elastic.nnodes=2, 'pod_template.spec.containers[name=primary].image=img:1'.")
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
-@click.option("--as", "as_", type=click.Choice(["profile", "podtemplate"]), default="profile", show_default=True,
-              help="profile: the merged profile; podtemplate: a Kubernetes v1 PodTemplate manifest.")
+@click.option("--as", "as_", type=click.Choice(["profile", "podtemplate", "flyte"]), default="profile", show_default=True,
+              help="profile: the merged profile; podtemplate: a Kubernetes v1 PodTemplate manifest; "
+                   "flyte: the TaskTemplate flytekit registers for a task on the profile (imports flytekit).")
 @click.option("--kubernetes-version", default=None, metavar="X.Y", help="Schema version for merging (default 1.32).")
+@click.option("--explain", is_flag=True,
+              help="For every leaf: the value, the layer and FILE:LINE that set it, and values a layer removed "
+                   "(a table on a terminal, plain text when piped, -o json / -o yaml for scripts).")
 def render(name: str, platform: tuple[str, ...], team: tuple[str, ...], sets: tuple[str, ...], output: str,
-           as_: str, kubernetes_version: str | None) -> None:
+           as_: str, kubernetes_version: str | None, explain: bool = False) -> None:
     """Print profile NAME merged across its layers (builtin, platform, team, --set)."""
+    if explain and as_ != "profile":
+        raise click.UsageError(f"--explain shows the merged profile; it does not combine with --as {as_}")
+    explain_format = None
+    if explain:
+        from click.core import ParameterSource
+
+        explicit = click.get_current_context().get_parameter_source("output") is not ParameterSource.DEFAULT
+        explain_format = output if explicit else ("table" if sys.stdout.isatty() else "text")
 
     def body() -> None:
         from ._api import Resolved, task_fragment
         from ._output import order_k8s, order_profile, to_json, to_yaml
         from ._overrides import parse_sets
         from ._resolve import Catalog, expand, merge_fragments
+        from ._validate import render_warnings
 
         tree, labels = parse_sets(sets)
+        if as_ == "flyte":
+            from ._flyte_preview import flyte_task_template
+
+            data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
+            click.echo(to_json(data) if output == "json" else to_yaml(data), nl=False)
+            return
         catalog = Catalog.discover(platform, team)
+        catalog.kubernetes_version = kubernetes_version
         task = task_fragment(name, tree, source="--set", labels=labels)
         resolved = Resolved(merge_fragments(name, expand(catalog, name, task), kubernetes_version=kubernetes_version))
+        _report(render_warnings(catalog, resolved))  # on standard error; the output stays clean
+        if explain_format is not None:
+            from ._explain import show_explain
+
+            show_explain(resolved, explain_format, kubernetes_version=kubernetes_version)
+            return
         if as_ == "podtemplate":
             from ._k8s_schema import schema_type
 
@@ -98,20 +124,22 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
     """List every visible profile: name, the layers that define it, its description."""
 
     def body() -> None:
-        from ._resolve import Catalog
+        from ._resolve import Catalog, expand
 
         catalog = Catalog.discover(platform, team)
         rows = []
         for name in catalog.names():
             layers = catalog.layers_defining(name)
             description = ""
-            for layer in reversed(layers):
-                files = catalog.files(name, layer)
-                if len(files) == 1:
-                    d = catalog.load(files[0], layer).fragment.description
-                    if d:
-                        description = d
-                        break
+            try:  # the description render shows: the highest fragment's, parents (``extends``) included
+                fragments = expand(catalog, name)
+            except ProfileError:  # a broken ``extends``: the files' own descriptions
+                fragments = [catalog.load(f, layer).fragment for layer in layers
+                             for f in catalog.files(name, layer)[:1]]
+            for fragment in reversed(fragments):
+                if fragment.description:
+                    description = fragment.description
+                    break
             rows.append({"name": name, "layers": layers, "description": description})
         if output == "json":
             from ._output import to_json
@@ -130,6 +158,116 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
             lwidth = max((len(",".join(r["layers"])) for r in rows), default=6)
             for row in rows:
                 click.echo(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {row['description']}".rstrip())
+
+    _run(body)
+
+
+@main.command()
+@click.argument("name_a")
+@click.argument("name_b", required=False)
+@_layer_options
+@click.option("--platform-against", "platform_against", multiple=True, type=_FOLDER, metavar="DIR",
+              help="Platform folders of side B (repeatable), compared with --platform; the platform layer then "
+                   "reads only these flags (no KFDEFAULTS_PLATFORM_PATH, no entry points).")
+@click.option("--team-against", "team_against", multiple=True, type=_FOLDER, metavar="DIR",
+              help="Team folders of side B (repeatable), compared with --team; the team layer then reads only "
+                   "these flags (no KFDEFAULTS_TEAM_PATH, no pyproject.toml).")
+@click.option("-o", "--output", "--format", "output", type=click.Choice(["table", "text", "json", "yaml", "markdown"]),
+              default=None, help="table (the default on a terminal), text (the default when piped), json, yaml, "
+                                 "or markdown (a table for a pull-request comment).")
+@click.option("--kubernetes-version", default=None, metavar="X.Y", help="Schema version for merging (default 1.32).")
+def diff(name_a: str, name_b: str | None, platform: tuple[str, ...], team: tuple[str, ...],
+         platform_against: tuple[str, ...], team_against: tuple[str, ...], output: str | None,
+         kubernetes_version: str | None) -> None:
+    """Show what differs between two merged profiles, leaf by leaf.
+
+    \b
+    kfdefaults diff NAME_A NAME_B                              two profiles
+    kfdefaults diff NAME --team OLD_DIR --team-against NEW_DIR  one profile, two sets of folders
+
+    Exit status as diff's: 0 equal, 1 different, 2 trouble (a bad file, an unknown profile, a usage mistake).
+    """
+    if name_b is None and not (platform_against or team_against):
+        raise click.UsageError("give NAME_B, or --team-against / --platform-against to compare NAME under two sets of folders")
+
+    def body() -> int:
+        from ._diff import compare, show_diff
+
+        a, b = compare(name_a, name_b, platform=platform, team=team,
+                       platform_against=platform_against or None, team_against=team_against or None,
+                       kubernetes_version=kubernetes_version)
+        return show_diff(a, b, output or ("table" if sys.stdout.isatty() else "text"))
+
+    _run(body, error_code=2)
+
+
+def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from ._k8s_schema import normalize_version
+
+    try:
+        return normalize_version(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str), metavar="[PATH]...")
+@_layer_options
+@click.option("--layer", type=click.Choice(["platform", "team"]), default="team", show_default=True,
+              help="The layer the PATHs belong to (their profiles are merged on top of the lower layers).")
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: FILE:LINE:COLUMN lines on standard error; json: a report on standard output.")
+@click.option("--strict", is_flag=True, help="Warnings fail the run too (exit 1).")
+@click.option("--kubernetes-version", default=None, metavar="X.Y", callback=_kubernetes_version,
+              help="Schema version the PodSpec fragments are checked against (default 1.32).")
+def validate(paths: tuple[str, ...], platform: tuple[str, ...], team: tuple[str, ...], layer: str, format_: str,
+             strict: bool, kubernetes_version: str | None) -> None:
+    """Check profile files and folders of them, for CI and pre-commit.
+
+    Each file is checked on its own (syntax, sections, rendezvous settings, the PodSpec fragment against the
+    Kubernetes schema), then each profile the files define is merged over the builtin profiles (and the
+    --platform / --team folders given) and checked again. Without PATH, every folder that render would read
+    is checked. Every problem of every file is reported; a broken file does not stop the others.
+
+    Exit status: 0 no errors (warnings are printed), 1 errors (or warnings with --strict), 2 a usage mistake.
+    """
+
+    def body() -> int:
+        from ._validate import validate_paths
+
+        report = validate_paths(paths, layer=layer, platform=platform, team=team, kubernetes_version=kubernetes_version)
+        if format_ == "json":
+            from ._output import to_json
+
+            click.echo(to_json(report.to_dict()), nl=False)
+        else:
+            _report(report.findings)
+            errors, warnings = len(report.errors), len(report.warnings)
+            click.echo(f"kfdefaults validate: {len(report.files)} files, {len(report.profiles)} profiles: "
+                       f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", err=True)
+        return 1 if report.errors or (strict and report.warnings) else 0
+
+    _run(body)
+
+
+@main.command()
+@click.option("--kubernetes-version", default=None, metavar="X.Y", callback=_kubernetes_version,
+              help="Kubernetes version of the bundled PodSpec schema (default 1.32).")
+def schema(kubernetes_version: str | None) -> None:
+    """Print the JSON Schema of a profile file, for editors.
+
+    \b
+    kfdefaults schema > .kfdefaults.schema.json
+    # yaml-language-server: $schema=./.kfdefaults.schema.json     (first line of a profile)
+    """
+
+    def body() -> None:
+        from ._jsonschema import profile_schema
+        from ._output import to_json
+
+        click.echo(to_json(profile_schema(kubernetes_version)), nl=False)
 
     _run(body)
 

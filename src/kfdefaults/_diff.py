@@ -1,0 +1,282 @@
+"""Structural differences between two merged profiles, leaf by leaf.
+
+Both sides are flattened into leaves as ``render --explain`` names them (:mod:`kfdefaults._leaves`): list items
+by their patch merge key where the list has one (``containers[name=primary]``), by index otherwise
+(``tolerations[1]``). A difference is a leaf path whose value is only on one side or differs (typed:
+``8`` and ``"8"`` differ). ``name`` is not compared (it is what was asked for); where a value came from is
+not a difference either, but each difference carries the origin of both sides, so that a reviewer sees which
+file caused it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ._explain import Entry, Origin, explain, skeleton
+from ._leaves import PathT, format_path, format_value, tree_order
+
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
+"""Stands for "no value at this path on this side"."""
+
+
+@dataclass
+class Side:
+    """One side of a comparison.
+
+    Attributes:
+        label: How to name it in output (``gpu-large``, ``before``).
+        name: The profile name.
+        folders: Layer -> the folders that side read, for the record.
+        entries: The live leaves from :func:`kfdefaults._explain.explain` (removed ones left out).
+    """
+
+    label: str
+    name: str
+    folders: dict[str, list[str]]
+    entries: list[Entry]
+
+    def leaves(self) -> dict[PathT, Entry]:
+        return {e.path: e for e in self.entries if not e.removed}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.name, "folders": self.folders}
+
+
+@dataclass
+class Difference:
+    """One leaf that differs.
+
+    Attributes:
+        path: The leaf path.
+        change: ``"added"`` (only in B), ``"removed"`` (only in A) or ``"changed"``.
+        before: The value in A, or :data:`ABSENT`.
+        after: The value in B, or :data:`ABSENT`.
+        before_origin: Who set it in A, ``None`` when absent.
+        after_origin: Who set it in B, ``None`` when absent.
+        after_removed_by: When B has no value here because a layer of B removed it: who did.
+    """
+
+    path: PathT
+    change: str
+    before: Any
+    after: Any
+    before_origin: Origin | None
+    after_origin: Origin | None
+    after_removed_by: Origin | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"path", "change", "a"?, "b"?, "a_set_by"?, "b_set_by"?}``: a side's keys are left out where it has no value."""
+        out: dict[str, Any] = {"path": format_path(self.path), "change": self.change}
+        if self.before is not ABSENT:
+            out["a"] = self.before
+        if self.after is not ABSENT:
+            out["b"] = self.after
+        if self.before_origin is not None:
+            out["a_set_by"] = self.before_origin.to_dict()
+        if self.after_origin is not None:
+            out["b_set_by"] = self.after_origin.to_dict()
+        if self.after_removed_by is not None:
+            out["b_removed_by"] = self.after_removed_by.to_dict()
+        return out
+
+    def where(self) -> tuple[str, Origin | None]:
+        """What to show as the cause: ``("", B's origin)``, ``("removed by", who)`` or ``("was", A's origin)``."""
+        if self.after_origin is not None:
+            return "", self.after_origin
+        if self.after_removed_by is not None:
+            return "removed by ", self.after_removed_by
+        return "was ", self.before_origin
+
+
+def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]], *, kubernetes_version: str | None = None) -> Side:
+    """A :class:`Side` from a :class:`~kfdefaults.Resolved` profile."""
+    entries = explain(resolved, kubernetes_version=kubernetes_version)
+    return Side(label, resolved.name, {k: list(v) for k, v in folders.items()}, entries)
+
+
+def differences(a: Side, b: Side) -> list[Difference]:
+    """Leaves that differ between ``a`` and ``b``, in output order (B's order, then what only A has).
+
+    Returns:
+        One :class:`Difference` per leaf path; ``[]`` when the two merged profiles carry the same data.
+    """
+    from ._leaves import same
+
+    left, right = a.leaves(), b.leaves()
+    removed_in_b = {e.path: e.removed_by for e in b.entries if e.removed_by is not None}
+    out = []
+    for path in tree_order(set(left) | set(right), skeleton() + list(right) + list(left)):
+        x, y = left.get(path), right.get(path)
+        if x is not None and y is not None:
+            if same(x.value, y.value):
+                continue
+            out.append(Difference(path, "changed", x.value, y.value, x.set_by, y.set_by))
+        elif x is not None:
+            out.append(Difference(path, "removed", x.value, ABSENT, x.set_by, None, removed_in_b.get(path)))
+        else:
+            assert y is not None
+            out.append(Difference(path, "added", ABSENT, y.value, None, y.set_by))
+    return out
+
+
+def diff_document(a: Side, b: Side, diffs: Sequence[Difference]) -> dict[str, Any]:
+    """The JSON / YAML form: ``{"a": {...}, "b": {...}, "equal": bool, "differences": [...]}``."""
+    return {"a": a.to_dict(), "b": b.to_dict(), "equal": not diffs, "differences": [d.to_dict() for d in diffs]}
+
+
+_MARK = {"added": "+", "removed": "-", "changed": "~"}
+
+
+def diff_lines(diffs: Sequence[Difference]) -> list[str]:
+    """Plain text, one line per difference, stable::
+
+        ~ elastic.nnodes: "2:4" -> 2
+        - pod_template.spec.tolerations[1].key: pool
+        + pod_template.labels.team: vision
+
+    ``-`` only in A, ``+`` only in B, ``~`` in both with different values; values as
+    :func:`kfdefaults._leaves.format_value` writes them.
+    """
+    lines = []
+    for d in diffs:
+        path = format_path(d.path)
+        if d.change == "changed":
+            lines.append(f"~ {path}: {format_value(d.before)} -> {format_value(d.after)}")
+        elif d.change == "removed":
+            lines.append(f"- {path}: {format_value(d.before)}")
+        else:
+            lines.append(f"+ {path}: {format_value(d.after)}")
+    return lines
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span that survives a table cell (pipes escaped, backticks fenced)."""
+    text = text.replace("|", "\\|")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
+    """A Markdown summary and table, ready to paste into a pull-request comment.
+
+    Columns: the change (``+``, ``-``, ``~``), the leaf path, the value on each side, and where the value
+    that is now in effect was set (B's origin; A's for a value B no longer has).
+    """
+    title = f"**kfdefaults diff** {_code(a.label)} → {_code(b.label)}"
+    if not diffs:
+        return f"{title}: no differences.\n"
+    noun = "difference" if len(diffs) == 1 else "differences"
+    head_a, head_b = (side_.label.replace("|", "\\|") for side_ in (a, b))
+    lines = [f"{title}: {len(diffs)} {noun}.", "", f"| | path | {head_a} | {head_b} | set by |", "|---|---|---|---|---|"]
+    for d in diffs:
+        before = _code(format_value(d.before)) if d.before is not ABSENT else ""
+        after = _code(format_value(d.after)) if d.after is not ABSENT else ""
+        prefix, origin = d.where()
+        where = f"{prefix}{origin.layer} {_code(origin.where)}" if origin is not None else ""
+        lines.append(f"| {_MARK[d.change]} | {_code(format_path(d.path))} | {before} | {after} | {where} |")
+    return "\n".join(lines) + "\n"
+
+
+def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
+    """A rich table on the terminal: additions green, removals red, changes yellow."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    if not diffs:
+        console.print(f"{a.label} and {b.label}: no differences")
+        return
+    table = Table(title=f"{a.label} → {b.label}: {len(diffs)} differences", title_justify="left")
+    for column in ("", "path", a.label, b.label, "set by"):
+        table.add_column(column, overflow="fold")
+    styles = {"added": "green", "removed": "red", "changed": "yellow"}
+    for d in diffs:
+        prefix, origin = d.where()
+        where = f"{prefix}{origin.layer} {origin.where}" if origin is not None else ""
+        table.add_row(Text(_MARK[d.change], style=styles[d.change]), format_path(d.path),
+                      Text(format_value(d.before) if d.before is not ABSENT else "", style="red" if d.before is not ABSENT else ""),
+                      Text(format_value(d.after) if d.after is not ABSENT else "", style="green" if d.after is not ABSENT else ""),
+                      Text(where, style="dim"))
+    console.print(table)
+
+
+def compare(
+    name_a: str,
+    name_b: str | None = None,
+    *,
+    platform: Sequence[str] = (),
+    team: Sequence[str] = (),
+    platform_against: Sequence[str] | None = None,
+    team_against: Sequence[str] | None = None,
+    kubernetes_version: str | None = None,
+) -> tuple[Side, Side]:
+    """Resolve both sides of a comparison.
+
+    A is ``name_a`` with ``platform`` and ``team``; B is ``name_b`` (default: ``name_a``) with the same
+    folders, except that ``platform_against`` / ``team_against``, when given, replace that layer's folders.
+    A layer compared that way is read from the given folders only, on both sides: its environment variable,
+    the ``kfdefaults.platform`` entry points (platform) and pyproject.toml (team) are left out, since they
+    would add the same folder to both sides (or the new folder to the old side).
+
+    Raises:
+        ProfileError: a profile is unknown or a file is invalid, on either side.
+    """
+    import os
+
+    from ._api import Resolved
+    from ._layers import PLATFORM_ENV, TEAM_ENV
+    from ._resolve import Catalog, expand, merge_fragments
+
+    kwargs: dict[str, Any] = {}
+    environ = dict(os.environ)
+    if platform_against is not None:
+        environ.pop(PLATFORM_ENV, None)
+        kwargs["entry_points"] = False
+    if team_against is not None:
+        environ.pop(TEAM_ENV, None)
+        kwargs["pyproject"] = False
+    if kwargs:
+        kwargs["environ"] = environ
+    b_name = name_b or name_a
+    label_a, label_b = name_a, b_name
+    if label_a == label_b:
+        label_a, label_b = f"{name_a} (before)", f"{b_name} (after)"
+    sides = []
+    for label, name, plat, tm in ((label_a, name_a, platform, team),
+                                  (label_b, b_name, platform if platform_against is None else platform_against,
+                                   team if team_against is None else team_against)):
+        catalog = Catalog.discover(plat, tm, **kwargs)
+        resolved = Resolved(merge_fragments(name, expand(catalog, name), kubernetes_version=kubernetes_version))
+        folders = {layer: [f.path for f in catalog.folders.get(layer, [])] for layer in ("platform", "team")}
+        sides.append(side(label, resolved, folders, kubernetes_version=kubernetes_version))
+    return sides[0], sides[1]
+
+
+def show_diff(a: Side, b: Side, output: str) -> int:
+    """Print the differences between ``a`` and ``b``.
+
+    Args:
+        output: ``table`` (rich, for a terminal), ``text`` (stable plain text), ``json``, ``yaml`` or ``markdown``.
+
+    Returns:
+        The exit status, as ``diff`` gives it: 0 when equal, 1 when different.
+    """
+    import click
+
+    diffs = differences(a, b)
+    if output == "table":
+        print_diff_table(a, b, diffs)
+    elif output in ("json", "yaml"):
+        from ._output import to_json, to_yaml
+
+        document = diff_document(a, b, diffs)
+        click.echo(to_json(document) if output == "json" else to_yaml(document), nl=False)
+    elif output == "markdown":
+        click.echo(diff_markdown(a, b, diffs), nl=False)
+    else:
+        for line in diff_lines(diffs):
+            click.echo(line)
+    return 1 if diffs else 0

@@ -1,0 +1,160 @@
+"""``kfdefaults diff``: leaf-by-leaf differences, diff's exit codes, a Markdown table for pull requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from conftest import PLATFORM, TEAM
+
+from kfdefaults.cli import main
+
+
+def invoke(*args: str, **kwargs):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False, **kwargs)
+
+
+def test_equal_profiles_exit_0_and_print_nothing():
+    result = invoke("diff", "gpu-large", "gpu-large", "--platform", PLATFORM, "--team", TEAM)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+
+
+def test_two_profiles_differ_exit_1_with_one_line_per_leaf():
+    result = invoke("diff", "gpu-large", "gpu-small", "--platform", PLATFORM)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert '~ elastic.nnodes: "2:4" -> 1' in lines
+    assert '~ pod_template.labels."platform.example.com/pool": a100 -> t4' in lines
+    assert "- pod_template.spec.tolerations[1].key: pool" in lines
+    assert '- pod_template.spec.containers[name=primary].resources.limits.memory: 320Gi' in lines
+    assert all(line[:2] in ("~ ", "- ", "+ ") for line in lines)
+    assert "\x1b[" not in result.stdout
+    # name is what was asked for, not a difference
+    assert not any(line.startswith(("~ name", "- name", "+ name")) for line in lines)
+
+
+def test_added_values_are_marked_plus():
+    result = invoke("diff", "gpu-small", "gpu-large", "--platform", PLATFORM, "--team", TEAM)
+    assert result.exit_code == 1
+    assert "+ pod_template.labels.team: vision" in result.stdout.splitlines()
+
+
+@pytest.fixture
+def pr(tmp_path):
+    """A pull request on the team folder: old and new copies, the new one replacing the tolerations."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(TEAM, old)
+    shutil.copytree(TEAM, new)
+    text = (new / "gpu-large.yaml").read_text(encoding="utf-8")
+    text = text.replace("  nproc_per_node: 8\n", "  nproc_per_node: 4\n")
+    text += "    tolerations:\n      - key: team-gpu\n        operator: Exists\n"
+    (new / "gpu-large.yaml").write_text(text, encoding="utf-8")
+    return str(old), str(new)
+
+
+def test_one_profile_under_two_sets_of_folders(pr):
+    old, new = pr
+    result = invoke("diff", "gpu-large", "--platform", PLATFORM, "--team", old, "--team-against", new)
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert "~ elastic.nproc_per_node: 8 -> 4" in lines
+    assert "~ pod_template.spec.tolerations[0].key: nvidia.com/gpu -> team-gpu" in lines
+    assert "- pod_template.spec.tolerations[1].key: pool" in lines
+    # unchanged files, unchanged leaves: the rest of the profile is not reported
+    assert not any("NCCL_DEBUG" in line or "labels" in line for line in lines)
+    same = invoke("diff", "gpu-large", "--platform", PLATFORM, "--team", old, "--team-against", old)
+    assert same.exit_code == 0 and same.stdout == ""
+
+
+def test_markdown_table_for_a_pull_request(pr):
+    old, new = pr
+    result = invoke("diff", "gpu-large", "--platform", PLATFORM, "--team", old, "--team-against", new, "--format", "markdown")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == "**kfdefaults diff** `gpu-large (before)` → `gpu-large (after)`: 7 differences."
+    assert lines[2] == "| | path | gpu-large (before) | gpu-large (after) | set by |"
+    assert lines[3] == "|---|---|---|---|---|"
+    new_file = os.path.join(new, "gpu-large.yaml")
+    assert f"| ~ | `elastic.nproc_per_node` | `8` | `4` | team `{new_file}:3` |" in lines
+    assert f"| - | `pod_template.spec.tolerations[1].key` | `pool` |  | removed by team `{new_file}:22` |" in lines
+    assert all(line.count("|") == 6 for line in lines[2:])
+
+
+def test_markdown_when_equal():
+    result = invoke("diff", "cpu-small", "cpu-small", "-o", "markdown")
+    assert result.exit_code == 0
+    assert result.stdout == "**kfdefaults diff** `cpu-small (before)` → `cpu-small (after)`: no differences.\n"
+
+
+def test_markdown_escapes_pipes(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "cpu-small.yaml").write_text('pod_template:\n  annotations:\n    note: "a|b`c"\n', encoding="utf-8")
+    result = invoke("diff", "cpu-small", "--team-against", str(team), "-o", "markdown")
+    assert result.exit_code == 1
+    row = [line for line in result.stdout.splitlines() if "note" in line][0]
+    assert "``a\\|b`c``" in row and row.count("|") - row.count("\\|") == 6
+
+
+def test_json_for_scripts(pr):
+    old, new = pr
+    result = invoke("diff", "gpu-large", "--platform", PLATFORM, "--team", old, "--team-against", new, "-o", "json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["equal"] is False
+    assert data["a"]["folders"]["team"] == [old] and data["b"]["folders"]["team"] == [new]
+    by_path = {d["path"]: d for d in data["differences"]}
+    nproc = by_path["elastic.nproc_per_node"]
+    assert (nproc["change"], nproc["a"], nproc["b"]) == ("changed", 8, 4)
+    assert nproc["b_set_by"]["file"] == os.path.join(new, "gpu-large.yaml") and nproc["b_set_by"]["line"] == 3
+    gone = by_path["pod_template.spec.tolerations[1].value"]
+    assert gone["change"] == "removed" and "b" not in gone and gone["b_removed_by"]["layer"] == "team"
+
+
+def test_compared_layer_ignores_pyproject_and_environment(pr, tmp_path, monkeypatch):
+    """A repository whose pyproject.toml names the new folder: the old side must not see it too."""
+    old, new = pr
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text(f'[tool.kfdefaults]\nteam = ["{new}"]\n', encoding="utf-8")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("KFDEFAULTS_TEAM_PATH", new)
+    result = invoke("diff", "gpu-large", "--platform", PLATFORM, "--team", old, "--team-against", new)
+    assert result.exit_code == 1, result.output
+    assert "~ elastic.nproc_per_node: 8 -> 4" in result.stdout.splitlines()
+
+
+def test_trouble_exits_2():
+    result = CliRunner().invoke(main, ["diff", "gpu-large", "no-such-profile"])
+    assert result.exit_code == 2
+    assert "no profile named 'no-such-profile'" in result.output
+
+
+def test_bad_file_exits_2_with_its_location(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "gpu-large.yaml").write_text("elastic:\n  nproc_per_node: eight\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["diff", "gpu-large", "--team-against", str(team)])
+    assert result.exit_code == 2
+    assert f"{team / 'gpu-large.yaml'}:2:19: [team] elastic.nproc_per_node: " in result.output
+
+
+def test_nothing_to_compare_is_a_usage_mistake():
+    result = CliRunner().invoke(main, ["diff", "gpu-large"])
+    assert result.exit_code == 2
+    assert "NAME_B" in result.output
+
+
+def test_table_on_a_terminal(pr, capsys, monkeypatch):
+    from kfdefaults._diff import compare, show_diff
+
+    monkeypatch.setenv("COLUMNS", "300")
+    old, new = pr
+    a, b = compare("gpu-large", platform=[PLATFORM], team=[old], team_against=[new])
+    assert show_diff(a, b, "table") == 1
+    out = capsys.readouterr().out
+    assert "elastic.nproc_per_node" in out and "removed by team" in out

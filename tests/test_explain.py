@@ -1,0 +1,347 @@
+"""Provenance: ``render --explain`` names, for every leaf, the layer and a real FILE:LINE holding the value."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import PLATFORM, TEAM
+
+from kfdefaults._leaves import Select, format_path, format_value, profile_leaves
+from kfdefaults.cli import main
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def explain_json(*args: str) -> list[dict]:
+    result = invoke("render", *args, "--explain", "-o", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["leaves"]
+
+
+def read_line(file: str, line: int) -> str:
+    with open(file, encoding="utf-8") as f:
+        return f.read().splitlines()[line - 1]
+
+
+def last_key(path: str) -> str:
+    """The last mapping key of a dotted leaf path (quotes removed)."""
+    tail = re.split(r"\.(?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", re.sub(r"\[[^\]]*\]", "", path))[-1]
+    return tail.strip('"')
+
+
+def assert_line_holds(origin: dict, path: str, value) -> None:
+    """The line ``origin`` names holds the value as written (a string bare or quoted, a number as digits)."""
+    assert origin["file"] and origin["line"], origin
+    assert os.path.isfile(origin["file"]), origin
+    text = read_line(origin["file"], origin["line"])
+    written = value if isinstance(value, str) else format_value(value)
+    assert written in text, f"{path}: {written!r} not on {origin['file']}:{origin['line']}: {text!r}"
+    assert last_key(path) in text, f"{path}: key {last_key(path)!r} not on {origin['file']}:{origin['line']}: {text!r}"
+
+
+# --- the acceptance check -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["gpu-large", "vision-finetune", "gpu-small"])
+def test_every_leaf_names_a_layer_and_a_real_file_line_holding_its_value(name):
+    leaves = explain_json(name, "--platform", PLATFORM, "--team", TEAM)
+    assert leaves
+    for leaf in leaves:
+        assert leaf["set_by"]["layer"] in ("default", "builtin", "platform", "team"), leaf
+        assert_line_holds(leaf["set_by"], leaf["path"], leaf["value"])
+
+
+def test_three_layer_profile_is_explained_from_all_three_layers_plain_text():
+    result = invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM, "--explain")
+    assert result.exit_code == 0, result.output
+    assert "\x1b[" not in result.stdout  # no colour when piped
+    layers = set()
+    for line in result.stdout.splitlines():
+        cells = re.split(r"\s{2,}", line)
+        path, value, layer, where = cells[:4]
+        layers.add(layer)
+        file, _, number = where.rpartition(":")
+        text = read_line(file, int(number))
+        assert (value.strip('"') in text) or (json.loads(value) in text), (line, text)
+    assert {"builtin", "platform", "team"} <= layers
+
+
+def test_explain_names_who_set_each_value():
+    by_path = {leaf["path"]: leaf for leaf in explain_json("gpu-large", "--platform", PLATFORM, "--team", TEAM)}
+    assert by_path["elastic.nnodes"]["value"] == "2:4"
+    assert by_path["elastic.nnodes"]["set_by"]["layer"] == "platform"
+    assert by_path["elastic.nnodes"]["set_by"]["file"] == os.path.join(PLATFORM, "gpu-large.yaml")
+    assert by_path["elastic.nnodes"]["set_by"]["line"] == 4
+    # overridden below: the team's INFO over the platform's WARN, with the history
+    nccl = by_path["pod_template.spec.containers[name=primary].env[name=NCCL_DEBUG].value"]
+    assert (nccl["value"], nccl["set_by"]["layer"], nccl["set_by"]["line"]) == ("INFO", "team", 17)
+    assert [(o["value"], o["set_by"]["layer"]) for o in nccl["overrides"]] == [("WARN", "platform")]
+    # a value written again by a higher layer is that layer's, even when equal
+    toleration = by_path["pod_template.spec.tolerations[0].key"]
+    assert (toleration["value"], toleration["set_by"]["layer"]) == ("nvidia.com/gpu", "platform")
+    # labels live under pod_template in the file
+    assert by_path["pod_template.labels.team"]["set_by"]["line"] == 8
+    # the plugin's defaults are the default layer
+    assert by_path["elastic.start_method"]["set_by"]["layer"] == "default"
+    assert by_path["elastic.start_method"]["set_by"]["source"] == "plugin default"
+
+
+def test_live_leaves_are_exactly_what_render_prints():
+    args = ("--platform", PLATFORM, "--team", TEAM, "--set", "elastic.max_restarts=null",
+            "--set", "pod_template.spec.containers[name=sidecar].image=busybox:1")
+    for name in ("gpu-large", "vision-finetune", "gpu-small", "cpu-small", "elastic-gpu-default"):
+        rendered = json.loads(invoke("render", name, *args, "-o", "json").stdout)
+        expected = {format_path(p): v for p, v in profile_leaves(rendered).items()}
+        leaves = [leaf for leaf in explain_json(name, *args) if leaf["status"] == "set"]
+        assert [leaf["path"] for leaf in leaves] == list(expected), name  # same leaves, same order
+        assert {leaf["path"]: leaf["value"] for leaf in leaves} == expected
+
+
+# --- removed values -------------------------------------------------------------------------------------------
+
+
+def test_delete_directive_shows_as_removed_with_who_removed_it():
+    leaves = explain_json("vision-finetune", "--platform", PLATFORM, "--team", TEAM)
+    removed = [leaf for leaf in leaves if leaf["status"] == "removed"]
+    assert {leaf["path"] for leaf in removed} == {
+        "pod_template.spec.containers[name=log-shipper].name",
+        "pod_template.spec.containers[name=log-shipper].image",
+    }
+    for leaf in removed:
+        assert leaf["set_by"]["layer"] == "team"
+        assert_line_holds(leaf["set_by"], leaf["path"], leaf["value"])
+        by = leaf["removed_by"]
+        assert by["layer"] == "team" and by["file"] == os.path.join(TEAM, "vision-finetune.yaml")
+        assert read_line(by["file"], by["line"]).strip() == "$patch: delete"
+
+
+REPLACING_TEAM = """\
+elastic:
+  max_restarts: null
+  rdzv_configs:
+    timeout: null
+pod_template:
+  labels:
+    platform.example.com/pool: ~
+  spec:
+    nodeSelector:
+      $patch: replace
+      team: vision
+    tolerations:
+      - key: team-gpu
+        operator: Exists
+    containers:
+      - name: primary
+        resources:
+          limits: null
+    volumes:
+      - name: dshm
+        $retainKeys: [name, hostPath]
+        hostPath: {path: /dev/shm}
+"""
+
+
+@pytest.fixture
+def replacing_team(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "gpu-large.yaml").write_text(REPLACING_TEAM, encoding="utf-8")
+    return str(team)
+
+
+def test_null_replace_retain_keys_and_a_replaced_atomic_list_show_as_removed(replacing_team):
+    leaves = explain_json("gpu-large", "--platform", PLATFORM, "--team", replacing_team)
+    removed = {}
+    for leaf in leaves:
+        if leaf["status"] == "removed":
+            removed.setdefault(leaf["path"], []).append(leaf)
+    file = os.path.join(replacing_team, "gpu-large.yaml")
+    expected_cause_line = {
+        "elastic.max_restarts": "  max_restarts: null",
+        "elastic.rdzv_configs.timeout": "    timeout: null",
+        'pod_template.labels."platform.example.com/pool"': "    platform.example.com/pool: ~",
+        'pod_template.spec.nodeSelector."cloud.example.com/gpu"': "      $patch: replace",
+        "pod_template.spec.containers[name=primary].resources.limits.memory": "          limits: null",
+        'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"': "          limits: null",
+        "pod_template.spec.volumes[name=dshm].emptyDir.medium": "        $retainKeys: [name, hostPath]",
+        "pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit": "        $retainKeys: [name, hostPath]",
+        # the team replaced the platform's tolerations: every value it dropped is shown, at the list
+        "pod_template.spec.tolerations[0].key": "    tolerations:",
+        "pod_template.spec.tolerations[0].effect": "    tolerations:",
+        "pod_template.spec.tolerations[1].key": "    tolerations:",
+        "pod_template.spec.tolerations[1].operator": "    tolerations:",
+        "pod_template.spec.tolerations[1].value": "    tolerations:",
+        "pod_template.spec.tolerations[1].effect": "    tolerations:",
+    }
+    assert set(removed) == set(expected_cause_line)
+    for path, entries in removed.items():
+        for leaf in entries:
+            by = leaf["removed_by"]
+            assert (by["layer"], by["file"]) == ("team", file), path
+            assert read_line(file, by["line"]) == expected_cause_line[path], path
+            assert leaf["set_by"]["layer"] in ("builtin", "platform"), path
+            assert_line_holds(leaf["set_by"], path, leaf["value"])
+    # what replaced them is the team's, and what survived a replaced list unchanged is the team's too
+    by_path = {leaf["path"]: leaf for leaf in leaves if leaf["status"] == "set"}
+    assert by_path["pod_template.spec.tolerations[0].key"]["value"] == "team-gpu"
+    assert by_path["pod_template.spec.tolerations[0].operator"]["set_by"]["layer"] == "team"
+    assert "pod_template.spec.tolerations[1].key" not in by_path
+    # a deleted elastic key comes back as the plugin's default
+    assert by_path["elastic.max_restarts"]["value"] == 0
+    assert by_path["elastic.max_restarts"]["set_by"]["layer"] == "default"
+
+
+def test_removed_lines_in_plain_text_say_who_removed_them(replacing_team):
+    result = invoke("render", "gpu-large", "--platform", PLATFORM, "--team", replacing_team, "--explain")
+    file = os.path.join(replacing_team, "gpu-large.yaml")
+    lines = [ln for ln in result.stdout.splitlines() if ln.startswith("pod_template.spec.tolerations[1].key")]
+    assert len(lines) == 1
+    assert re.fullmatch(rf"pod_template\.spec\.tolerations\[1\]\.key\s+pool\s+platform\s+\S+gpu-large\.yaml:26"
+                        rf"\s+removed by team {re.escape(file)}:12", lines[0]), lines[0]
+    # a removed value sorts next to the value now at its path
+    paths = [re.split(r"\s{2,}", ln)[0] for ln in result.stdout.splitlines()]
+    i = paths.index("pod_template.spec.tolerations[0].key")
+    assert paths[i + 1] == "pod_template.spec.tolerations[0].key"
+
+
+def test_toml_profile_positions():
+    leaves = explain_json("gpu-small", "--platform", PLATFORM)
+    by_path = {leaf["path"]: leaf for leaf in leaves}
+    gpu = by_path['pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"']
+    assert (gpu["value"], gpu["set_by"]["line"]) == (1, 16)
+    assert by_path["pod_template.spec.tolerations[0].effect"]["set_by"]["line"] == 21
+
+
+# --- the task layer -------------------------------------------------------------------------------------------
+
+
+def test_set_values_name_their_set_argument():
+    sets = ["elastic.nnodes=2",
+            "pod_template.spec.containers[name=primary].image=repo/img:1",
+            "pod_template.spec.containers[name=sidecar].image=busybox:1",
+            'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"=4',
+            "pod_template.labels={a: b}",
+            "elastic.rdzv_configs.join_timeout=null"]
+    args = [a for s in sets for a in ("--set", s)]
+    leaves = explain_json("gpu-large", "--platform", PLATFORM, "--team", TEAM, *args)
+    by_path = {leaf["path"]: leaf for leaf in leaves if leaf["status"] == "set"}
+    expect = {
+        "elastic.nnodes": sets[0],
+        "pod_template.spec.containers[name=primary].image": sets[1],
+        "pod_template.spec.containers[name=sidecar].image": sets[2],
+        "pod_template.spec.containers[name=sidecar].name": sets[2],
+        'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"': sets[3],
+        "pod_template.labels.a": sets[4],
+    }
+    for path, argument in expect.items():
+        set_by = by_path[path]["set_by"]
+        assert (set_by["layer"], set_by["source"], set_by["file"], set_by["line"]) == ("task", f"--set {argument}", None, None), path
+    removed = [leaf for leaf in leaves if leaf["status"] == "removed" and leaf["path"] == "elastic.rdzv_configs.join_timeout"]
+    assert [leaf["removed_by"]["source"] for leaf in removed] == [f"--set {sets[5]}"]
+    # the overridden image is kept in the history
+    image = by_path["pod_template.spec.containers[name=primary].image"]
+    assert [o["set_by"]["layer"] for o in image["overrides"]] == ["team"]
+
+
+def test_explain_paths_are_set_keys():
+    """A path printed by --explain, given back to --set, sets that very leaf."""
+    leaves = explain_json("gpu-large", "--platform", PLATFORM, "--team", TEAM)
+    for leaf in leaves:
+        if leaf["status"] != "set" or "[" in leaf["path"].split(".")[-1] or re.search(r"\[\d+\]", leaf["path"]):
+            continue
+        if isinstance(leaf["value"], (dict, list)) or re.search(r"\[(\w+)=[^\]]*\]\.\1$", leaf["path"]):
+            continue  # an item's merge key names the item; it is set by whoever created the item
+        again = explain_json("gpu-large", "--platform", PLATFORM, "--team", TEAM, "--set", f"{leaf['path']}={format_value(leaf['value'])}")
+        same = [x for x in again if x["path"] == leaf["path"] and x["status"] == "set"]
+        assert len(same) == 1 and same[0]["value"] == leaf["value"], leaf["path"]
+        assert same[0]["set_by"]["layer"] == "task", leaf["path"]
+
+
+# --- formats --------------------------------------------------------------------------------------------------
+
+
+def test_explain_json_and_yaml_carry_the_same_data():
+    base = ("render", "vision-finetune", "--platform", PLATFORM, "--team", TEAM, "--explain")
+    as_json = json.loads(invoke(*base, "-o", "json").stdout)
+    as_yaml = yaml.safe_load(invoke(*base, "-o", "yaml").stdout)
+    assert as_json == as_yaml
+    assert as_json["name"] == "vision-finetune"
+    assert set(as_json["leaves"][0]) == {"path", "value", "status", "set_by", "overrides"}
+
+
+def test_explain_plain_text_is_stable():
+    first = invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM, "--explain").stdout
+    assert first == invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM, "--explain").stdout
+
+
+def test_explain_table_on_a_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    from kfdefaults._api import resolve
+    from kfdefaults._explain import explain, print_explain_table
+
+    resolved = resolve("vision-finetune", platform=[PLATFORM], team=[TEAM])
+    print_explain_table(resolved.name, explain(resolved))
+    out = capsys.readouterr().out
+    assert "removed by" in out and "log-shipper" in out and "vision-finetune.yaml:9" in out
+
+
+def test_explain_does_not_combine_with_as_podtemplate():
+    result = CliRunner().invoke(main, ["render", "gpu-large", "--explain", "--as", "podtemplate"])
+    assert result.exit_code == 2
+    assert "--explain" in result.output
+
+
+def test_explain_and_diff_do_not_import_flytekit_or_the_kubernetes_client():
+    for argv in (["render", "gpu-large", "--explain"], ["diff", "gpu-large", "cpu-small", "-o", "markdown"]):
+        code = (
+            f"import sys, runpy; sys.argv = ['kfdefaults'] + {argv!r}\n"
+            "try:\n    runpy.run_module('kfdefaults.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('flytekit', 'kubernetes', 'torch'))\n"
+            "print('HEAVY', heavy, file=sys.stderr)\n"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+        assert "HEAVY []" in proc.stderr, proc.stderr
+
+
+# --- leaves ---------------------------------------------------------------------------------------------------
+
+
+def test_leaf_paths_use_merge_keys_from_the_schema_and_indices_for_atomic_lists():
+    leaves = profile_leaves({"pod_template": {"spec": {
+        "containers": [{"name": "a", "args": ["x", "y"], "ports": [{"containerPort": 80}],
+                        "volumeMounts": [{"name": "v", "mountPath": "/m"}]}],
+        "tolerations": [{"key": "k"}],
+        "volumes": [{"name": "v", "emptyDir": {}}],
+    }}})
+    assert list(map(format_path, leaves)) == [
+        "pod_template.spec.containers[name=a].name",
+        "pod_template.spec.containers[name=a].args[0]",
+        "pod_template.spec.containers[name=a].args[1]",
+        "pod_template.spec.containers[name=a].ports[containerPort=80].containerPort",
+        "pod_template.spec.containers[name=a].volumeMounts[mountPath=/m].name",
+        "pod_template.spec.containers[name=a].volumeMounts[mountPath=/m].mountPath",
+        "pod_template.spec.tolerations[0].key",
+        "pod_template.spec.volumes[name=v].name",
+        "pod_template.spec.volumes[name=v].emptyDir",
+    ]
+    assert leaves[("pod_template", "spec", "volumes", Select("name", "v"), "emptyDir")] == {}
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ("2:4", '"2:4"'), ("no", '"no"'), ("8", '"8"'), ("Memory", "Memory"), ("a b", '"a b"'), ("", '""'),
+    (8, "8"), (True, "true"), (None, "null"), ({}, "{}"), ([], "[]"), (1.5, "1.5"),
+])
+def test_values_are_written_as_set_reads_them(value, text):
+    from kfdefaults._overrides import parse_value
+
+    assert format_value(value) == text
+    assert parse_value(text) == value
