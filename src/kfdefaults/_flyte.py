@@ -1,14 +1,32 @@
 """``kfdefaults.Elastic``: the plugin's ``Elastic`` task config, filled in from a profile.
 
-``@task(task_config=Elastic(profile="gpu-large", nnodes=2))`` resolves the profile across its layers, with the
-keyword arguments as the task layer, and defines the task with :class:`ProfileElasticTask`, a
+``@task(task_config=Elastic(profile="gpu-large", nnodes=2))`` resolves the profile across its layers, with
+the keyword arguments as the task layer, and defines the task with :class:`ProfileElasticTask`, a
 ``PytorchElasticFunctionTask`` that carries the merged pod template (``@task(pod_template=...)`` applied on
 top, as part of the task layer). Importing this module imports flytekit and the kfpytorch plugin.
+
+What this module absorbs so that the task gets what ``kfdefaults render`` shows:
+
+* The plugin's deprecated ``increase_shared_mem`` is always off: the profile owns ``/dev/shm``. No second mount,
+  no ``ValueError`` for an existing one, no deprecation warning. ``@task(shared_memory=...)`` is the task
+  layer: it wins over the profile's ``/dev/shm`` mount, with a :class:`KfdefaultsWarning` saying so.
+* flytekit replaces the primary container's resources wholesale when the task sets requests or limits;
+  :meth:`ProfileElasticTask.get_k8s_pod` merges them per resource name instead, the task winning per key.
+* Objects passed in (``PodTemplate``, ``V1PodSpec``) are read, never changed.
+* In the pod, flytekit imports the task's module again, and the image may not hold the profile files. The
+  settings resolved at registration travel in the primary container's environment
+  (:data:`RUNTIME_ENV`), and ``Elastic(...)`` uses them there instead of reading files; a task of the same
+  module naming a profile the image lacks only fails if it is the one that runs.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import hashlib
+import json
+import os
+import warnings
 from typing import Any, Callable, Iterable
 
 from flytekit.extend import TaskPlugins
@@ -16,16 +34,24 @@ from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
 from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask, RunPolicy
 
 from ._api import Resolved, task_fragment
-from ._errors import ProfileError
-from ._flyte_objects import plugin_elastic, to_plain
+from ._errors import KfdefaultsError, ProfileError
+from ._flyte_objects import flytekit_pod_template, plugin_elastic, to_plain
+from ._model import PLUGIN_ELASTIC_DEFAULTS
 from ._resolve import Catalog, Fragment, expand, merge_fragments
 
+RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
+"""Environment variable of the primary container holding the settings resolved at registration (JSON)."""
+
+SHM_PATH = "/dev/shm"
 _ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
+_FLYTE_POD_SIGNAL = "FLYTE_INTERNAL_EXECUTION_ID"  # set by Flyte's backend in every task pod, never at registration
+
+
+class KfdefaultsWarning(UserWarning):
+    """A choice kfdefaults made for the user that they should know about."""
 
 
 def _run_policy_dict(policy: Any) -> Any:
-    if policy is None or isinstance(policy, dict):
-        return policy
     if isinstance(policy, RunPolicy):
         out = {k: v for k, v in dataclasses.asdict(policy).items() if v is not None}
         if policy.clean_pod_policy is not None:
@@ -34,11 +60,31 @@ def _run_policy_dict(policy: Any) -> Any:
     return policy
 
 
+def _runtime_key(profile: str, platform: list[str], team: list[str], overrides: dict[str, Any]) -> str:
+    """Identifies one ``Elastic(...)`` call of the source code, the same at registration and in the pod."""
+    text = json.dumps([profile, platform, team, overrides], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _embedded_settings(key: str) -> dict[str, Any] | None:
+    """The settings registered for ``key``, when running in a pod whose environment carries them."""
+    raw = os.environ.get(RUNTIME_ENV)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("elastic"), dict):
+        return data["elastic"]
+    return None
+
+
 class Elastic(PluginElastic):
     """``flytekitplugins.kfpytorch.Elastic`` with its settings taken from a profile.
 
     Usable wherever the plugin's ``Elastic`` is: it is a subclass, and a task defined with it is a
-    ``PytorchElasticFunctionTask`` that carries the profile's pod template.
+    ``PytorchElasticFunctionTask`` (:class:`ProfileElasticTask`) that carries the profile's pod template.
 
     Args:
         profile: Profile name, like ``"gpu-large"``.
@@ -48,49 +94,72 @@ class Elastic(PluginElastic):
             ``monitor_interval`` in seconds, ``max_restarts``, ``rdzv_configs``, ``run_policy``): the task layer,
             applied on top of the profile. ``rdzv_configs`` and ``run_policy`` merge per key.
 
+    Attributes:
+        profile: The profile name.
+        resolved: The merged profile (:class:`kfdefaults.Resolved`); ``None`` in a pod that runs on the
+            settings registered with the task.
+
     Raises:
         ProfileError: the profile is unknown or invalid, or an override is invalid (``FILE:LINE:COLUMN``
-            locations; overrides are named ``Elastic(key=...)``).
+            locations; overrides are named ``Elastic(key=...)``). In a Flyte pod, the error is kept and raised
+            only if this task runs (see :data:`RUNTIME_ENV`).
         TypeError: an unknown keyword argument. ``increase_shared_mem`` is not accepted: the profile owns
             ``/dev/shm``.
     """
 
-    def __init__(
-        self,
-        profile: str,
-        *,
-        platform: Iterable[str] = (),
-        team: Iterable[str] = (),
-        **overrides: Any,
-    ) -> None:
+    def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
         unknown = sorted(set(overrides) - set(_ELASTIC_FIELDS))
         if unknown:
             hint = " (kfdefaults profiles own /dev/shm)" if "increase_shared_mem" in unknown else ""
             raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}{hint}")
-        elastic_overrides = {k: (_run_policy_dict(v) if k == "run_policy" else v) for k, v in overrides.items()}
-        labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
+        platform, team = [os.fspath(p) for p in platform], [os.fspath(t) for t in team]
+        elastic_overrides = {k: (_run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
         self.profile = profile
-        self._catalog = Catalog.discover(platform, team)
-        self._task_layer = task_fragment(
-            profile, {"elastic": elastic_overrides} if elastic_overrides else None, source="Elastic(...)", labels=labels
-        )
-        self._fragments: list[Fragment] = expand(self._catalog, profile)
-        self.resolved = Resolved(merge_fragments(profile, self._fragments + ([self._task_layer] if self._task_layer else [])))
-        base = plugin_elastic(self.resolved.elastic_settings)
+        self.runtime_key = _runtime_key(profile, platform, team, elastic_overrides)
+        self.resolved: Resolved | None = None
+        self.deferred_error: ProfileError | None = None
+        self._fragments: list[Fragment] = []
+        self._task_layer: Fragment | None = None
+
+        settings = _embedded_settings(self.runtime_key)
+        if settings is None:
+            try:
+                settings = self._resolve(platform, team, elastic_overrides, overrides)
+            except ProfileError as e:
+                if _FLYTE_POD_SIGNAL not in os.environ:
+                    raise
+                # another task of this module may be the one running here: fail only if this one runs
+                self.deferred_error = e
+                settings = dict(PLUGIN_ELASTIC_DEFAULTS)
+        base = plugin_elastic(settings)
         super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
+
+    def _resolve(self, platform: list[str], team: list[str], elastic_overrides: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+        labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
+        catalog = Catalog.discover(platform, team)
+        self._task_layer = task_fragment(
+            self.profile, {"elastic": elastic_overrides} if elastic_overrides else None, source="Elastic(...)", labels=labels
+        )
+        self._fragments = expand(catalog, self.profile)
+        self.resolved = Resolved(merge_fragments(self.profile, self._fragments + ([self._task_layer] if self._task_layer else [])))
+        return self.resolved.elastic_settings
 
     def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer.
 
         Args:
             pod_template: A ``flytekit.PodTemplate`` or ``None``. Not modified.
+
+        Raises:
+            KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
         """
+        if self.resolved is None:
+            raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
         if pod_template is None:
             return self.resolved
-        spec = to_plain(pod_template.pod_spec) if pod_template.pod_spec is not None else None
         section: dict[str, Any] = {}
-        if spec is not None:
-            section["spec"] = spec
+        if pod_template.pod_spec is not None:
+            section["spec"] = to_plain(pod_template.pod_spec)
         if pod_template.labels:
             section["labels"] = dict(pod_template.labels)
         if pod_template.annotations:
@@ -101,17 +170,125 @@ class Elastic(PluginElastic):
         layers = self._fragments + [f for f in (self._task_layer, fragment) if f is not None]
         return Resolved(merge_fragments(self.profile, layers))
 
+    def runtime_env_value(self) -> str:
+        """The JSON the pod reads back: this call's key and its resolved settings."""
+        return json.dumps({"key": self.runtime_key, "profile": self.profile, "elastic": self.elastic_settings()},
+                          sort_keys=True, separators=(",", ":"))
+
+    def elastic_settings(self) -> dict[str, Any]:
+        """The settings this config runs with, as plain data."""
+        if self.resolved is not None:
+            return copy.deepcopy(self.resolved.elastic_settings)
+        out: dict[str, Any] = {k: copy.deepcopy(getattr(self, k)) for k in _ELASTIC_FIELDS if k != "run_policy"}
+        if self.run_policy is not None:
+            out["run_policy"] = _run_policy_dict(self.run_policy)
+        return out
+
+
+def _primary(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    containers = spec.setdefault("containers", [])
+    for container in containers:
+        if container.get("name") == name:
+            return container
+    container = {"name": name}
+    containers.append(container)
+    return container
+
+
+def _drop_shm_mounts(spec: dict[str, Any], primary_name: str) -> list[str]:
+    """Remove the primary container's ``/dev/shm`` mounts, and volumes no container mounts any more."""
+    primary = _primary(spec, primary_name)
+    mounts = primary.get("volumeMounts") or []
+    dropped = [m.get("name") for m in mounts if m.get("mountPath") == SHM_PATH]
+    if not dropped:
+        return []
+    primary["volumeMounts"] = [m for m in mounts if m.get("mountPath") != SHM_PATH]
+    if not primary["volumeMounts"]:
+        del primary["volumeMounts"]
+    still = {m.get("name") for c in spec.get("containers", []) + spec.get("initContainers", []) for m in c.get("volumeMounts") or []}
+    spec["volumes"] = [v for v in spec.get("volumes") or [] if v.get("name") not in dropped or v.get("name") in still]
+    if not spec["volumes"]:
+        del spec["volumes"]
+    return dropped
+
+
+def _set_env(container: dict[str, Any], name: str, value: str) -> None:
+    env = [e for e in container.get("env") or [] if e.get("name") != name]
+    env.append({"name": name, "value": value})
+    container["env"] = env
+
 
 class ProfileElasticTask(PytorchElasticFunctionTask):
-    """A ``PytorchElasticFunctionTask`` whose pod template is the profile's, merged with ``@task(pod_template=...)``."""
+    """A ``PytorchElasticFunctionTask`` whose pod template is the profile's, merged with ``@task(pod_template=...)``.
+
+    Attributes:
+        kfdefaults_resolved: The merged profile the task registers with (``None`` in a pod running on the
+            registered settings).
+    """
 
     def __init__(self, task_config: Elastic, task_function: Callable[..., Any], **kwargs: Any) -> None:
-        resolved = task_config.resolve_with_pod_template(kwargs.pop("pod_template", None))
-        self.kfdefaults_resolved = resolved
-        kwargs["pod_template"] = resolved.pod_template
+        user_template = kwargs.pop("pod_template", None)
+        self.kfdefaults_resolved: Resolved | None = None
+        if task_config.resolved is not None:
+            resolved = task_config.resolve_with_pod_template(user_template)
+            self.kfdefaults_resolved = resolved
+            spec = resolved.pod_spec
+            primary_name = resolved.primary_container_name
+            if kwargs.get("shared_memory"):
+                dropped = _drop_shm_mounts(spec, primary_name)
+                if dropped:
+                    warnings.warn(
+                        f"@task(shared_memory=...) wins over the {SHM_PATH} volume {', '.join(map(repr, dropped))} of "
+                        f"profile {task_config.profile!r}: the task gets Flyte's shared-memory volume instead",
+                        KfdefaultsWarning,
+                        stacklevel=3,
+                    )
+            _set_env(_primary(spec, primary_name), RUNTIME_ENV, task_config.runtime_env_value())
+            kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, resolved.annotations)
+        elif user_template is not None:
+            kwargs["pod_template"] = copy.deepcopy(user_template)
         super().__init__(task_config=task_config, task_function=task_function, **kwargs)
+
+    def get_k8s_pod(self, settings: Any) -> Any:
+        """flytekit's pod, with the profile's resources kept where the task sets no value for that resource.
+
+        flytekit replaces the primary container's ``resources`` wholesale when the task has requests or limits;
+        here they merge per resource name (``requests`` and ``limits`` separately), the task winning per key.
+        A task's ``gpu`` (flytekit's name, which Flyte maps to ``nvidia.com/gpu``) replaces the profile's
+        ``nvidia.com/gpu``.
+        """
+        pod = super().get_k8s_pod(settings)
+        resolved = self.kfdefaults_resolved
+        if pod is None or resolved is None:
+            return pod
+        profile_containers = {c.get("name"): c for c in resolved.pod_spec.get("containers", [])}
+        profile_resources = (profile_containers.get(resolved.primary_container_name) or {}).get("resources") or {}
+        if not profile_resources:
+            return pod
+        for container in pod.pod_spec.get("containers", []):
+            if container.get("name") != resolved.primary_container_name:
+                continue
+            task_resources = container.get("resources") or {}
+            merged = {}
+            for kind in ("limits", "requests"):
+                values = {k: str(v) for k, v in (profile_resources.get(kind) or {}).items()}
+                task_values = task_resources.get(kind) or {}
+                if "gpu" in task_values:
+                    values.pop("nvidia.com/gpu", None)
+                values.update(task_values)
+                if values:
+                    merged[kind] = values
+            container["resources"] = merged
+        return pod
+
+    def execute(self, **kwargs: Any) -> Any:
+        """Run the task; raises the profile error kept at import if this task's profile could not be read."""
+        config = self.task_config
+        if isinstance(config, Elastic) and config.deferred_error is not None:
+            raise config.deferred_error
+        return super().execute(**kwargs)
 
 
 TaskPlugins.register_pythontask_plugin(Elastic, ProfileElasticTask)
 
-__all__ = ["Elastic", "ProfileElasticTask", "ProfileError"]
+__all__ = ["Elastic", "KfdefaultsWarning", "ProfileElasticTask", "RUNTIME_ENV"]

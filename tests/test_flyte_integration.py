@@ -1,0 +1,317 @@
+"""What flytekit and the kfpytorch plugin would change in a task's pod, and how kfdefaults keeps it as rendered.
+
+Every assertion is on a TaskTemplate serialized by the real flytekit, or on a real run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+from collections import OrderedDict
+
+import pytest
+from flytekit import PodTemplate, Resources, task
+from flytekit.configuration import ImageConfig, SerializationSettings
+from flytekit.tools.translator import get_serializable
+from kubernetes.client import V1Container, V1EmptyDirVolumeSource, V1PodSpec, V1Volume, V1VolumeMount
+
+import kfdefaults
+from kfdefaults import Elastic
+from kfdefaults._flyte import RUNTIME_ENV, KfdefaultsWarning
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APPS = os.path.join(HERE, "flyte_apps")
+SETTINGS = SerializationSettings(image_config=ImageConfig.auto_default_image())
+
+
+def template(t):
+    return get_serializable(OrderedDict(), SETTINGS, t).template
+
+
+def containers(tt) -> dict[str, dict]:
+    return {c["name"]: c for c in tt.k8s_pod.pod_spec["containers"]}
+
+
+def primary_of(tt) -> dict:
+    return containers(tt)[tt.config["primary_container_name"]]
+
+
+def shm_mounts(tt) -> list[tuple[str, str]]:
+    return [(c["name"], m["name"]) for c in tt.k8s_pod.pod_spec["containers"]
+            for m in c.get("volumeMounts") or [] if m["mountPath"] == "/dev/shm"]
+
+
+def define(fn, **task_kwargs):
+    """Define a task from a module-level function, recording warnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = task(**task_kwargs)(fn)
+    return t, caught
+
+
+def body() -> None: ...
+
+
+# --- shared memory ------------------------------------------------------------------------------------
+
+
+def test_task_shared_memory_wins_over_the_profile_with_a_message():
+    t, caught = define(body, task_config=Elastic(profile="gpu-large"), shared_memory="16Gi")
+    tt = template(t)
+    assert shm_mounts(tt) == []  # the backend adds Flyte's own volume: one mount in the pod
+    assert tt.extended_resources.shared_memory.mount_path == "/dev/shm"
+    assert tt.extended_resources.shared_memory.size_limit == "16Gi"
+    assert "volumes" not in tt.k8s_pod.pod_spec
+    [warning] = [w for w in caught if issubclass(w.category, KfdefaultsWarning)]
+    assert "@task(shared_memory=...) wins over the /dev/shm volume 'dshm' of profile 'gpu-large'" in str(warning.message)
+    assert not [w for w in caught if "increase_shared_mem" in str(w.message)]
+
+
+def test_user_volume_named_shm_already_mounted_gives_one_mount_and_no_error():
+    user = PodTemplate(pod_spec=V1PodSpec(
+        containers=[V1Container(name="primary", volume_mounts=[V1VolumeMount(name="shm", mount_path="/dev/shm")])],
+        volumes=[V1Volume(name="shm", empty_dir=V1EmptyDirVolumeSource(medium="Memory", size_limit="8Gi"))],
+    ))
+    t, caught = define(body, task_config=Elastic(profile="cpu-small"), pod_template=user)
+    tt = template(t)
+    assert shm_mounts(tt) == [("primary", "shm")]
+    assert tt.k8s_pod.pod_spec["volumes"] == [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]
+    assert not [w for w in caught if "increase_shared_mem" in str(w.message)]
+
+
+# --- the primary container ----------------------------------------------------------------------------
+
+
+def test_custom_primary_container_name_without_containers_gets_the_profile_primary():
+    user = PodTemplate(primary_container_name="trainer")
+    t, _ = define(body, task_config=Elastic(profile="gpu-large"), pod_template=user)
+    tt = template(t)
+    assert tt.config["primary_container_name"] == "trainer"
+    assert list(containers(tt)) == ["trainer"]  # no stray "primary"
+    primary = primary_of(tt)
+    assert primary["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
+    assert primary["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert primary["args"][0] == "pyflyte-execute"
+
+
+def test_single_container_already_named_pytorch_is_the_primary():
+    user = PodTemplate(pod_spec=V1PodSpec(containers=[V1Container(name="pytorch", env=[{"name": "A", "value": "1"}])]))
+    t, _ = define(body, task_config=Elastic(profile="gpu-large"), pod_template=user)
+    tt = template(t)
+    assert list(containers(tt)) == ["primary"]  # the backend names the primary "pytorch" in the PyTorchJob
+    primary = primary_of(tt)
+    assert {"name": "A", "value": "1"} in primary["env"]
+    assert primary["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
+
+
+def test_sidecars_and_init_containers_are_kept():
+    user = PodTemplate(pod_spec=V1PodSpec(
+        containers=[V1Container(name="sidecar", image="proxy:1")],
+        init_containers=[V1Container(name="warmup", image="warm:1")],
+    ))
+    t, _ = define(body, task_config=Elastic(profile="gpu-large"), pod_template=user)
+    tt = template(t)
+    # strategic merge patch puts a patch's new items before the items it did not name, as kubectl does
+    assert list(containers(tt)) == ["sidecar", "primary"]
+    assert containers(tt)["sidecar"]["image"] == "proxy:1"
+    assert [c["name"] for c in tt.k8s_pod.pod_spec["initContainers"]] == ["warmup"]
+    assert shm_mounts(tt) == [("primary", "dshm")]
+
+
+# --- resources ----------------------------------------------------------------------------------------
+
+
+def test_profile_gpus_survive_task_requests():
+    t, _ = define(body, task_config=Elastic(profile="gpu-large"), requests=Resources(cpu="4"))
+    resources = primary_of(template(t))["resources"]
+    assert resources["requests"] == {"nvidia.com/gpu": "8", "cpu": "4"}
+    assert resources["limits"] == {"nvidia.com/gpu": "8"}
+
+
+def test_task_resources_win_per_key():
+    t, _ = define(body, task_config=Elastic(profile="cpu-small"), requests=Resources(cpu="1"), limits=Resources(mem="4Gi"))
+    resources = primary_of(template(t))["resources"]
+    assert resources["requests"] == {"cpu": "1", "memory": "2Gi"}
+    assert resources["limits"] == {"memory": "4Gi"}
+
+
+def test_task_gpu_replaces_the_profile_nvidia_gpu():
+    t, _ = define(body, task_config=Elastic(profile="gpu-large"), limits=Resources(gpu="2"))
+    resources = primary_of(template(t))["resources"]
+    assert resources["limits"] == {"gpu": "2"}
+    assert resources["requests"] == {"nvidia.com/gpu": "8"}
+
+
+# --- objects passed in are never changed -----------------------------------------------------------
+
+
+def test_one_pod_template_shared_by_an_elastic_and_a_plain_task():
+    shared = PodTemplate(
+        pod_spec=V1PodSpec(containers=[V1Container(name="primary", env=[{"name": "SHARED", "value": "1"}])]),
+        labels={"shared": "yes"},
+    )
+    before = shared.pod_spec.to_dict()
+    elastic_task, _ = define(body, task_config=Elastic(profile="gpu-large"), pod_template=shared)
+    plain_task, _ = define(body, pod_template=shared)
+    elastic_tt, plain_tt = template(elastic_task), template(plain_task)
+    assert shared.pod_spec.to_dict() == before
+    assert shm_mounts(elastic_tt) == [("primary", "dshm")]
+    assert shm_mounts(plain_tt) == []
+    assert "volumes" not in plain_tt.k8s_pod.pod_spec
+    assert plain_tt.k8s_pod.metadata.labels == {"shared": "yes"}
+    # a second elastic task on the same object works too (the plugin alone raises here)
+    again, _ = define(body, task_config=Elastic(profile="gpu-large"), pod_template=shared)
+    assert shm_mounts(template(again)) == [("primary", "dshm")]
+
+
+# --- run time equals registration -----------------------------------------------------------------
+
+
+APP = '''\
+import os
+
+from flytekit import task
+
+from kfdefaults import Elastic
+
+TEAM = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "team")]
+
+
+@task(task_config=Elastic(profile="fork-pair", team=TEAM, max_restarts=2))
+def reduce(x: int) -> int:
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    value = torch.tensor([x + dist.get_rank()])
+    dist.all_reduce(value)
+    dist.destroy_process_group()
+    return int(value.item())
+
+
+@task(task_config=Elastic(profile="registration-only", team=TEAM))
+def other(x: int) -> int:
+    return x
+'''
+
+TEAM_PROFILES = {
+    "fork-pair.yaml": """\
+        description: two forked CPU workers, custom rendezvous
+        elastic:
+          nnodes: 1
+          nproc_per_node: 2
+          start_method: fork
+          monitor_interval: 1
+          rdzv_configs: {join_timeout: 123, timeout: 124, read_timeout: 125}
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                env: [{name: FROM_PROFILE, value: "yes"}]
+        """,
+    "registration-only.yaml": "elastic: {nnodes: 1, nproc_per_node: 1}\n",
+}
+
+
+def test_pod_runs_on_the_settings_registered_without_profile_files(tmp_path):
+    app_dir = tmp_path / "image"
+    (app_dir / "team").mkdir(parents=True)
+    (app_dir / "kfd_pod_app.py").write_text(APP, encoding="utf-8")
+    for name, text in TEAM_PROFILES.items():
+        (app_dir / "team" / name).write_text(textwrap.dedent(text), encoding="utf-8")
+
+    sys.path.insert(0, str(app_dir))
+    try:
+        import kfd_pod_app
+
+        registered = kfd_pod_app.reduce.task_config.elastic_settings()
+        tt = template(kfd_pod_app.reduce)
+    finally:
+        sys.path.remove(str(app_dir))
+        sys.modules.pop("kfd_pod_app", None)
+    assert registered["rdzv_configs"] == {"join_timeout": 123, "timeout": 124, "read_timeout": 125}
+    primary = primary_of(tt)
+    env = {e["name"]: e["value"] for e in primary["env"]}
+    assert json.loads(env[RUNTIME_ENV])["elastic"] == registered
+
+    # the image holds the code but not the profiles
+    shutil.rmtree(app_dir / "team")
+    record = tmp_path / "launch.jsonl"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    pod_env = {**os.environ, **env, "FLYTE_INTERNAL_EXECUTION_ID": "kfd-test"}
+    proc = subprocess.run(
+        [sys.executable, os.path.join(APPS, "pod_runner.py"), str(record), str(workdir), "kfd_pod_app", "reduce", "10"],
+        cwd=app_dir, env=pod_env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "RESULT 21" in proc.stdout
+    [launched] = [json.loads(line) for line in record.read_text().splitlines()]
+    assert launched == {
+        "min_nodes": 1, "max_nodes": 1,
+        "nproc_per_node": registered["nproc_per_node"],
+        "start_method": registered["start_method"],
+        "monitor_interval": registered["monitor_interval"],
+        "max_restarts": registered["max_restarts"],
+        "rdzv_backend": "c10d",
+        "rdzv_configs": registered["rdzv_configs"],
+    }
+    assert registered["max_restarts"] == 2 and registered["start_method"] == "fork"
+
+
+def test_a_task_whose_profile_is_missing_in_the_pod_fails_only_when_it_runs(monkeypatch):
+    monkeypatch.setenv("FLYTE_INTERNAL_EXECUTION_ID", "kfd-test")
+    config = Elastic(profile="no-such-profile-in-this-image")
+    assert config.deferred_error is not None
+    t, _ = define(body, task_config=config)
+    with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
+        t.execute()
+    monkeypatch.delenv("FLYTE_INTERNAL_EXECUTION_ID")
+    with pytest.raises(kfdefaults.ProfileError):
+        Elastic(profile="no-such-profile-in-this-image")
+
+
+# --- a real local run ----------------------------------------------------------------------------
+
+
+def test_local_run_of_cpu_small_reduces_over_two_workers(tmp_path):
+    record = tmp_path / "launch.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "run_allreduce.py", str(record), "10"],
+        cwd=APPS, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # ranks 0 and 1 add 10 + 0 and 10 + 1; rank 0 returns sum * 100 + world size
+    assert "RESULT 2102" in proc.stdout
+    [launched] = [json.loads(line) for line in record.read_text().splitlines()]
+    rendered = kfdefaults.resolve("cpu-small").elastic_settings
+    assert launched["nproc_per_node"] == rendered["nproc_per_node"] == 2
+    assert launched["start_method"] == rendered["start_method"]
+    assert launched["rdzv_configs"] == rendered["rdzv_configs"] == {"join_timeout": 300, "timeout": 300}
+
+
+# --- render --as flyte ----------------------------------------------------------------------------
+
+
+def test_render_as_flyte_is_a_serialized_task_template():
+    from click.testing import CliRunner
+
+    from kfdefaults.cli import main
+
+    result = CliRunner().invoke(main, ["render", "gpu-large", "--as", "flyte", "-o", "json", "--set", "elastic.nnodes=2:3"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    tt = json.loads(result.output)
+    assert tt["type"] == "pytorch"
+    assert tt["custom"]["elasticConfig"]["minReplicas"] == 2 and tt["custom"]["elasticConfig"]["maxReplicas"] == 3
+    pod = tt["k8sPod"]["podSpec"]
+    assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    [primary] = pod["containers"]
+    assert primary["args"][0] == "pyflyte-execute"
+    env = {e["name"]: e["value"] for e in primary["env"]}
+    assert json.loads(env[RUNTIME_ENV])["elastic"]["nnodes"] == "2:3"
