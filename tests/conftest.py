@@ -18,9 +18,12 @@ sys.path.insert(0, HERE)  # the oracle and strategy helpers live next to the tes
 
 @pytest.fixture(autouse=True)
 def _isolated_layers(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No platform or team folders from the developer's environment or from a pyproject.toml above the cwd."""
+    """No platform or team folders from the developer's environment or from a pyproject.toml above the cwd;
+    a cache folder of the test session's own."""
     monkeypatch.delenv("KFDEFAULTS_PLATFORM_PATH", raising=False)
     monkeypatch.delenv("KFDEFAULTS_TEAM_PATH", raising=False)
+    monkeypatch.delenv("KFDEFAULTS_NO_CACHE", raising=False)
+    monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kfdefaults-cache"))
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 

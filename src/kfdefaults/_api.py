@@ -10,7 +10,7 @@ import copy
 import os
 from typing import Any, Iterable, Mapping
 
-from ._resolve import Catalog, Fragment, Merged, expand, merge_fragments
+from ._resolve import Fragment, Merged, discover_and_expand, merge_fragments
 
 TASK_SOURCE = "overrides"
 
@@ -180,6 +180,6 @@ def resolve(
         ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, or a pod template patch
             is rejected; every finding has a ``FILE:LINE:COLUMN`` location.
     """
-    catalog = Catalog.discover(platform, team)
-    fragments = expand(catalog, name, task_fragment(name, overrides))
-    return Resolved(merge_fragments(name, fragments, kubernetes_version=kubernetes_version))
+    fragments = discover_and_expand(name, platform, team, kubernetes_version=kubernetes_version)
+    task = task_fragment(name, overrides)
+    return Resolved(merge_fragments(name, fragments + ([task] if task else []), kubernetes_version=kubernetes_version))

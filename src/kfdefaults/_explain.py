@@ -329,9 +329,9 @@ def _selectors_equal(a: Sequence[Any], b: Sequence[Any]) -> bool:
 def _default_origin(path: PathT) -> Origin:
     """Where a value no layer set comes from: the plugin's defaults as kfdefaults writes them down."""
     if path[:1] == ("elastic",):
-        from . import _model
+        from . import _elastic
 
-        return Origin(DEFAULT_LAYER, "plugin default", _line_of(_model.__file__, rf'^\s*"{re.escape(str(path[1]))}"\s*:'))
+        return Origin(DEFAULT_LAYER, "plugin default", _line_of(_elastic.__file__, rf'^\s*"{re.escape(str(path[1]))}"\s*:'))
     if path == ("pod_template", "primary_container_name"):
         from . import _resolve
 

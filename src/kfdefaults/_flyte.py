@@ -36,8 +36,8 @@ from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask, RunPolicy
 from ._api import Resolved, task_fragment
 from ._errors import KfdefaultsError, ProfileError
 from ._flyte_objects import flytekit_pod_template, plugin_elastic, to_plain
-from ._model import PLUGIN_ELASTIC_DEFAULTS
-from ._resolve import Catalog, Fragment, expand, merge_fragments
+from ._elastic import PLUGIN_ELASTIC_DEFAULTS
+from ._resolve import Fragment, discover_and_expand, merge_fragments
 
 RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
 """Environment variable of the primary container holding the settings resolved at registration (JSON)."""
@@ -78,6 +78,10 @@ def _embedded_settings(key: str) -> dict[str, Any] | None:
     if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("elastic"), dict):
         return data["elastic"]
     return None
+
+
+_RESOLVED: dict[tuple[str, str], tuple[list[Fragment], Fragment | None, Resolved]] = {}
+"""(profile, overrides) -> the merged profile, reused while :func:`discover_and_expand` returns the same fragments."""
 
 
 class Elastic(PluginElastic):
@@ -135,14 +139,21 @@ class Elastic(PluginElastic):
         super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
 
     def _resolve(self, platform: list[str], team: list[str], elastic_overrides: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-        labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
-        catalog = Catalog.discover(platform, team)
-        self._task_layer = task_fragment(
-            self.profile, {"elastic": elastic_overrides} if elastic_overrides else None, source="Elastic(...)", labels=labels
-        )
-        self._fragments = expand(catalog, self.profile)
-        self.resolved = Resolved(merge_fragments(self.profile, self._fragments + ([self._task_layer] if self._task_layer else [])))
-        return self.resolved.elastic_settings
+        self._fragments = discover_and_expand(self.profile, platform, team)
+        memo_key = (self.profile, json.dumps(elastic_overrides, sort_keys=True, default=repr))
+        hit = _RESOLVED.get(memo_key)
+        if hit is not None and hit[0] is self._fragments:
+            _, self._task_layer, self.resolved = hit
+        else:
+            labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
+            self._task_layer = task_fragment(
+                self.profile, {"elastic": elastic_overrides} if elastic_overrides else None, source="Elastic(...)",
+                labels=labels,
+            )
+            layers = self._fragments + ([self._task_layer] if self._task_layer else [])
+            self.resolved = Resolved(merge_fragments(self.profile, layers))
+            _RESOLVED[memo_key] = (self._fragments, self._task_layer, self.resolved)
+        return copy.deepcopy(self.resolved.elastic_settings)
 
     def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer.

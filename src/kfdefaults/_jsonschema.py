@@ -113,7 +113,7 @@ def _fix_pydantic(node: Any) -> Any:
 
 
 def _rdzv_schema() -> dict[str, Any]:
-    from ._model import RDZV_SETTINGS, RDZV_STORE_TYPES
+    from ._elastic import RDZV_SETTINGS, RDZV_STORE_TYPES
 
     kinds = {
         "seconds": {"type": "integer", "minimum": 1},

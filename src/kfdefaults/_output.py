@@ -13,7 +13,6 @@ through kubectl therefore keeps strings strings.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from typing import Any
@@ -115,32 +114,97 @@ def to_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9_./(][A-Za-z0-9_./()@=+:;,~^$%<>!&*?|'\"\- ]*")
+
+
+def _yaml_scalar(value: Any) -> str:
+    """One scalar: plain where every YAML reader reads it back the same, else a JSON (double-quoted) string."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return ".nan"
+        if value in (float("inf"), float("-inf")):
+            return ".inf" if value > 0 else "-.inf"
+        text = repr(value)  # YAML 1.1 wants a dot in every float, also before an exponent: 1.0e-05
+        mantissa, e, exponent = text.partition("e")
+        return (mantissa if "." in mantissa else mantissa + ".0") + (e + exponent if e else "")
+    text = str(value)
+    plain = (
+        _PLAIN.fullmatch(text) is not None
+        and not text.endswith((" ", ":"))
+        and ": " not in text
+        and not needs_quotes_for_yaml11(text)
+        and _YAML12_NOT_STRING.fullmatch(text) is None
+    )
+    return text if plain else _NOT_YAML_PRINTABLE.sub(_escape, json.dumps(text, ensure_ascii=False))
+
+
+# Characters YAML does not allow unescaped (and line separators readers treat as line breaks).
+_NOT_YAML_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+_YAML12_NOT_STRING = re.compile(
+    r"~|null|Null|NULL|true|True|TRUE|false|False|FALSE|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+    r"|[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
+)
+
+
+def _emit(value: Any, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(value, dict):
+        for key, item in value.items():
+            head = f"{pad}{_yaml_scalar(str(key))}:"
+            if isinstance(item, (dict, list)) and item:
+                lines.append(head)
+                _emit(item, indent + 2, lines)
+            else:
+                lines.append(f"{head} {_yaml_inline(item)}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)) and item:
+                sub: list[str] = []
+                _emit(item, indent + 2, sub)
+                lines.append(f"{pad}- {sub[0][indent + 2 :]}")
+                lines.extend(sub[1:])
+            else:
+                lines.append(f"{pad}- {_yaml_inline(item)}")
+
+
+def _yaml_inline(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return _yaml_scalar(value)
+
+
 def to_yaml(data: Any) -> str:
-    """Block-style YAML 1.2 that YAML 1.1 readers read back the same, ending with a newline."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.representer import RoundTripRepresenter
+    """Block-style YAML that YAML 1.2 and YAML 1.1 readers (kubectl, PyYAML) read back the same.
 
-    class _Representer(RoundTripRepresenter):
-        pass
+    Strings stay plain where no reader could take them for anything else and are written as JSON strings
+    (valid YAML double-quoted scalars) otherwise; lists are indented under their key as ``kubectl`` users
+    write them. Written here rather than with a YAML library because rendering runs in editors and hooks on
+    every change, and the emitter of plain data is a few lines while a YAML library takes longer to import
+    than the whole rest of a render.
 
-    def represent_str(representer: Any, text: str) -> Any:
-        style = None
-        if "\n" in text:
-            style = "|"
-        elif needs_quotes_for_yaml11(text):
-            style = '"'
-        return representer.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+    Args:
+        data: Plain data: dicts with string keys, lists, str, int, float, bool, None.
 
-    def represent_none(representer: Any, _: None) -> Any:
-        return representer.represent_scalar("tag:yaml.org,2002:null", "null")
-
-    _Representer.add_representer(str, represent_str)
-    _Representer.add_representer(type(None), represent_none)
-    yaml = YAML(typ="rt", pure=True)
-    yaml.Representer = _Representer
-    yaml.default_flow_style = False
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    out = io.StringIO()
-    yaml.dump(data, out)
-    return out.getvalue()
+    Returns:
+        The document, ending with a newline.
+    """
+    if not isinstance(data, (dict, list)) or not data:
+        return _yaml_inline(data) + "\n"
+    lines: list[str] = []
+    _emit(data, 0, lines)
+    return "\n".join(lines) + "\n"

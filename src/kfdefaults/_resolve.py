@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 
 from ._errors import Finding, Location, ProfileError
 from ._layers import LAYERS, Folder, declared_name, discover_folders, layer_sources
-from ._source import Document, iter_profile_files, read_document
+from ._source import Document, parse_bytes, read_bytes, read_document
 
 PathT = tuple
 
@@ -207,6 +207,70 @@ def fragment_from_body(name: str, layer: str, source: str, body: Any, document: 
     return Fragment(name, layer, source, document, body.description, raw_elastic, patch, primary)
 
 
+def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
+    """``(file name, size, mtime_ns)`` of every profile file directly in ``folder``, sorted by name."""
+    from ._source import PROFILE_SUFFIXES
+
+    out = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(PROFILE_SUFFIXES) and not entry.name.startswith("."):
+                    try:
+                        if entry.is_file():
+                            st = entry.stat()
+                            out.append((entry.name, st.st_size, st.st_mtime_ns))
+                    except OSError:
+                        continue
+    except OSError:
+        return ()
+    return tuple(sorted(out))
+
+
+_FOLDER_NAMES: dict[str, list[tuple[str, str]]] = {}
+
+
+def folder_names(folder: str) -> list[tuple[str, str]]:
+    """``(file, profile name)`` for every profile file in ``folder``, in file-name order.
+
+    A file's profile name is its stem unless it declares another ``name``. Finding out reads each file (not
+    parses: :func:`kfdefaults._layers.declared_name`); the answer is kept, in this process and in the cache,
+    keyed by the folder's listing, so an unchanged folder of a thousand profiles costs one ``scandir``.
+    """
+    from . import _cache
+
+    listing = folder_listing(folder)
+    entry_key = _cache.key(repr(listing).encode(), "folder-names", os.path.abspath(folder))
+    known = _FOLDER_NAMES.get(entry_key)
+    if known is None:
+        stored = _cache.load(entry_key)
+        if isinstance(stored, list) and len(stored) == len(listing):
+            known = [(os.path.join(folder, file), name) for file, name in stored]
+        else:
+            known = [(os.path.join(folder, file), profile_name_of(os.path.join(folder, file))) for file, _, _ in listing]
+            _cache.store(entry_key, [[os.path.basename(path), name] for path, name in known])
+        _FOLDER_NAMES[entry_key] = known
+    return known
+
+
+def profile_name_of(path: str) -> str:
+    """The profile name a file defines: its declared `name`, else its stem."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return stem
+    declared = declared_name(path, text)
+    if declared is None:
+        try:
+            data = read_document(path).data
+        except ProfileError:
+            return stem
+        declared = data.get("name") if isinstance(data, dict) and isinstance(data.get("name"), str) else ""
+    return declared or stem
+
+
 class Catalog:
     """Every profile visible through a set of folders, indexed by name and layer.
 
@@ -242,27 +306,15 @@ class Catalog:
             for layer, folders in self.folders.items():
                 names: dict[str, list[str]] = {}
                 for folder in folders:
-                    for path in iter_profile_files(folder.path):
-                        names.setdefault(self._name_of(path), []).append(path)
+                    for path, name in folder_names(folder.path):
+                        names.setdefault(name, []).append(path)
                 index[layer] = names
             self._index = index
         return self._index
 
-    def _name_of(self, path: str) -> str:
-        stem = os.path.splitext(os.path.basename(path))[0]
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            return stem
-        declared = declared_name(path, text)
-        if declared is None:
-            try:
-                data = read_document(path).data
-            except ProfileError:
-                return stem
-            declared = data.get("name") if isinstance(data, dict) and isinstance(data.get("name"), str) else ""
-        return declared or stem
+    def signature(self) -> tuple:
+        """What the catalog's answers depend on: each folder's listing (names, sizes, times)."""
+        return tuple((folder.path, folder_listing(folder.path)) for folders in self.folders.values() for folder in folders)
 
     def names(self) -> list[str]:
         """Every profile name of every layer, sorted."""
@@ -300,17 +352,102 @@ class Catalog:
         cached = self._definitions.get(file)
         if cached is not None:
             return cached
-        doc = read_document(file)
-        warnings: list[Finding] = []
-        body, findings = _validate_body(doc, doc.data, layer, self.kubernetes_version, warnings=warnings)
-        if findings:
-            raise ProfileError(findings)
-        stem = os.path.splitext(os.path.basename(file))[0]
-        name = body.name or stem
-        definition = Definition(name, layer, file, doc, body.parents(), fragment_from_body(name, layer, file, body, doc),
-                                warnings)
+        from . import _cache
+        from ._k8s_schema import normalize_version
+
+        raw = read_bytes(file)
+        entry_key = _cache.key(raw, "profile", normalize_version(self.kubernetes_version))
+        entry = _cache.load(entry_key)
+        definition = _definition_from_entry(entry, file, layer) if entry is not None else None
+        if definition is None:
+            doc = parse_bytes(raw, file)
+            warnings: list[Finding] = []
+            body, findings = _validate_body(doc, doc.data, layer, self.kubernetes_version, warnings=warnings)
+            if findings:
+                raise ProfileError(findings)
+            stem = os.path.splitext(os.path.basename(file))[0]
+            name = body.name or stem
+            definition = Definition(name, layer, file, doc, body.parents(),
+                                    fragment_from_body(name, layer, file, body, doc), warnings)
+            _cache.store(entry_key, _definition_to_entry(definition))
         self._definitions[file] = definition
         return definition
+
+
+_EXPANDED: dict[tuple, tuple[tuple, list[Fragment]]] = {}
+
+
+def discover_and_expand(
+    name: str,
+    platform: Iterable[str | os.PathLike[str]] = (),
+    team: Iterable[str | os.PathLike[str]] = (),
+    *,
+    kubernetes_version: str | None = None,
+) -> list[Fragment]:
+    """:func:`expand` over a :meth:`Catalog.discover` catalog, remembered for the rest of the process.
+
+    ``Elastic(profile=...)`` runs at every import of a workflow module, often many times for one profile. The
+    answer is kept, keyed by the arguments and everything that names folders (the environment variables, the
+    working directory, ``sys.path``), and reused as long as no folder's listing and no pyproject.toml changed
+    (a few ``stat`` calls). A package of profiles installed while the process runs is seen by the next process.
+
+    Raises:
+        ProfileError: as :meth:`Catalog.discover` and :func:`expand`.
+    """
+    import sys
+
+    from ._layers import PLATFORM_ENV, TEAM_ENV, nearest_pyproject
+
+    cwd = os.getcwd()
+    key = (name, tuple(os.fspath(p) for p in platform), tuple(os.fspath(t) for t in team),
+           os.environ.get(PLATFORM_ENV, ""), os.environ.get(TEAM_ENV, ""), cwd, tuple(sys.path), kubernetes_version)
+
+    def pyproject_stamp() -> tuple:
+        path = nearest_pyproject(cwd)
+        try:
+            return (path, os.stat(path).st_mtime_ns) if path else (None,)
+        except OSError:
+            return (path, None)
+
+    hit = _EXPANDED.get(key)
+    if hit is not None:
+        (folders, signature, stamp), fragments = hit
+        if stamp == pyproject_stamp() and tuple((f, folder_listing(f)) for f in folders) == signature:
+            return fragments
+    catalog = Catalog.discover(platform, team)
+    catalog.kubernetes_version = kubernetes_version
+    fragments = expand(catalog, name)
+    signature = catalog.signature()
+    _EXPANDED[key] = ((tuple(f for f, _ in signature), signature, pyproject_stamp()), fragments)
+    return fragments
+
+
+def _definition_to_entry(definition: Definition) -> dict[str, Any]:
+    """What the cache keeps of a valid file: the parsed document and the validated fragment."""
+    fragment = definition.fragment
+    return {
+        "document": definition.document.to_json(),
+        "name": definition.name,
+        "parents": definition.parents,
+        "description": fragment.description,
+        "elastic": fragment.elastic,
+        "pod_template": fragment.pod_template,
+        "primary_container_name": fragment.primary_container_name,
+        "warnings": [[w.location.line, w.location.column, w.path, w.message, w.severity] for w in definition.warnings],
+    }
+
+
+def _definition_from_entry(entry: Any, file: str, layer: str) -> Definition | None:
+    """The inverse of :func:`_definition_to_entry`, for ``file`` in ``layer``; ``None`` if the entry is unusable."""
+    try:
+        doc = Document.from_json(file, entry["document"])
+        warnings = [Finding(Location(file, line, column), dotted, message, severity, layer=layer)
+                    for line, column, dotted, message, severity in entry["warnings"]]
+        fragment = Fragment(entry["name"], layer, file, doc, entry["description"], entry["elastic"],
+                            entry["pod_template"], entry["primary_container_name"])
+        return Definition(entry["name"], layer, file, doc, list(entry["parents"]), fragment, warnings)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _extends_location(definition: Definition, parent: str) -> Location:
@@ -427,7 +564,7 @@ class MergeState:
         """The state below every layer: the plugin's ``Elastic`` defaults and an empty pod template."""
         import copy
 
-        from ._model import PLUGIN_ELASTIC_DEFAULTS
+        from ._elastic import PLUGIN_ELASTIC_DEFAULTS
 
         return cls(copy.deepcopy(PLUGIN_ELASTIC_DEFAULTS), {})
 
@@ -447,7 +584,7 @@ def merge_step(state: MergeState, fragment: Fragment, *, kubernetes_version: str
         ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
     """
     from ._errors import MergeError
-    from ._model import merge_elastic
+    from ._elastic import merge_elastic
     from ._smp import strategic_merge_patch
 
     new = MergeState(state.elastic, state.pod, state.description, state.primary)
@@ -472,7 +609,7 @@ def fill_plugin_defaults(elastic: dict[str, Any]) -> dict[str, Any]:
 
     ``rdzv_configs`` comes back as ``{}``: deleting it means "no rendezvous settings", not the defaults.
     """
-    from ._model import PLUGIN_ELASTIC_DEFAULTS
+    from ._elastic import PLUGIN_ELASTIC_DEFAULTS
 
     for key, default in PLUGIN_ELASTIC_DEFAULTS.items():
         if key not in elastic:

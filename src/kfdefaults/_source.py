@@ -59,6 +59,26 @@ class Document:
     values: dict[Path, tuple[int, int]] = field(default_factory=dict)
     plain_text: dict[Path, str] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """The document as plain JSON data (for the cache)."""
+        return {
+            "data": self.data,
+            "keys": [[list(p), *v] for p, v in self.keys.items()],
+            "values": [[list(p), *v] for p, v in self.values.items()],
+            "plain_text": [[list(p), v] for p, v in self.plain_text.items()],
+        }
+
+    @classmethod
+    def from_json(cls, file: str, value: dict[str, Any]) -> Document:
+        """The inverse of :meth:`to_json`."""
+        return cls(
+            file,
+            value["data"],
+            {tuple(p): (line, col) for p, line, col in value["keys"]},
+            {tuple(p): (line, col) for p, line, col in value["values"]},
+            {tuple(p): text for p, text in value["plain_text"]},
+        )
+
     def location(self, path: Path, *, key: bool = False) -> Location:
         """Where the value (or, with ``key=True``, the key) at ``path`` was written.
 
@@ -93,6 +113,15 @@ def read_document(file: str) -> Document:
         ProfileError: the file cannot be read, is too large, or is not valid YAML 1.2 / TOML 1.0, with the
             line and column of the problem.
     """
+    return parse_bytes(read_bytes(file), file)
+
+
+def read_bytes(file: str) -> bytes:
+    """A profile file's bytes.
+
+    Raises:
+        ProfileError: the file cannot be read or is larger than :data:`MAX_FILE_BYTES`.
+    """
     try:
         with open(file, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
@@ -100,6 +129,15 @@ def read_document(file: str) -> Document:
         raise _error(file, 0, 0, f"cannot read file: {e.strerror or e}") from None
     if len(raw) > MAX_FILE_BYTES:
         raise _error(file, 1, 1, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; a profile is a few KiB")
+    return raw
+
+
+def parse_bytes(raw: bytes, file: str) -> Document:
+    """Parse a profile file's bytes (UTF-8); the format is chosen by ``file``'s suffix.
+
+    Raises:
+        ProfileError: not UTF-8, or not valid YAML 1.2 / TOML 1.0, with the line and column of the problem.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -92,7 +92,7 @@ def check_rdzv_configs(document: Document, rdzv: dict[str, Any], layer: str | No
     Returns:
         One finding per bad key or value.
     """
-    from ._model import RDZV_SETTINGS, RDZV_STORE_TYPES
+    from ._elastic import RDZV_SETTINGS, RDZV_STORE_TYPES
     from ._suggest import closest
 
     findings: list[Finding] = []
@@ -447,7 +447,7 @@ class Report:
 
 def _catalog_with_files(folders: dict[str, list[Any]], files: dict[str, list[str]]) -> Any:
     """A :class:`kfdefaults._resolve.Catalog` of ``folders`` plus single files added to given layers."""
-    from ._resolve import Catalog
+    from ._resolve import Catalog, profile_name_of
 
     class _FileCatalog(Catalog):
         def index(self) -> dict[str, dict[str, list[str]]]:
@@ -459,7 +459,7 @@ def _catalog_with_files(folders: dict[str, list[Any]], files: dict[str, list[str
                     for f in layer_files:
                         if os.path.realpath(f) not in known:
                             known.add(os.path.realpath(f))
-                            names.setdefault(self._name_of(f), []).append(f)
+                            names.setdefault(profile_name_of(f), []).append(f)
             return self._index  # type: ignore[return-value]
 
     return _FileCatalog(folders)
@@ -492,7 +492,7 @@ def validate_paths(
         A :class:`Report`; it never raises for bad input.
     """
     from ._layers import LAYERS, discover_folders, layer_sources
-    from ._resolve import Catalog, expand, merge_fragments
+    from ._resolve import Catalog, profile_name_of, expand, merge_fragments
     from ._source import PROFILE_SUFFIXES, iter_profile_files
 
     findings: list[Finding] = []
@@ -538,7 +538,7 @@ def validate_paths(
         findings.extend(getattr(definition, "warnings", []))
 
     # each profile they define: duplicates, extends, the merge, and the merged result
-    names = sorted({catalog._name_of(file) for file, _ in checked} if paths else set(catalog.names()))
+    names = sorted({profile_name_of(file) for file, _ in checked} if paths else set(catalog.names()))
     for name in names:
         try:
             fragments = expand(catalog, name)

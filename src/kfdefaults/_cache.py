@@ -1,0 +1,98 @@
+"""A cache of profile files already parsed and validated, so that unchanged files cost a hash and a read.
+
+Entries are keyed by the file's bytes and by everything else that decides the outcome: the format of the
+entry, kfdefaults' own code (its version and a fingerprint of its source files), the kubernetes-validate
+schemas and the Kubernetes version checked against. A changed file, a new kfdefaults or a new schema is a new
+key; an entry is never reused for anything else, so the cache is never wrong. Only files that validate are
+cached (an invalid file is read again, to report its errors). Writes are atomic (a temporary file renamed),
+and any trouble reading or writing the cache is treated as a miss: deleting the folder at any time is safe.
+
+Where: ``$KFDEFAULTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/kfdefaults``, else ``~/.cache/kfdefaults``.
+``KFDEFAULTS_NO_CACHE=1`` turns it off.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from typing import Any
+
+FORMAT = 1
+"""Version of the entry layout; bump when the stored fields change."""
+
+
+def cache_dir() -> str | None:
+    """The cache folder, or ``None`` when the cache is turned off."""
+    if os.environ.get("KFDEFAULTS_NO_CACHE", "").strip() not in ("", "0"):
+        return None
+    explicit = os.environ.get("KFDEFAULTS_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kfdefaults")
+
+
+@functools.lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """kfdefaults' version, its source files (names, sizes, times) and the kubernetes-validate version."""
+    from . import __version__
+
+    parts = [f"kfdefaults {__version__}", f"format {FORMAT}"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sorted(os.scandir(here), key=lambda e: e.name):
+        if entry.name.endswith(".py"):
+            st = entry.stat()
+            parts.append(f"{entry.name} {st.st_size} {st.st_mtime_ns}")
+    from ._k8s_schema import schema_package_version
+
+    parts.append(f"kubernetes-validate {schema_package_version()}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def key(content: bytes, *context: str) -> str:
+    """The cache key of a file's bytes in a context (``"profile"``, the Kubernetes version, ...)."""
+    h = hashlib.sha256(_code_fingerprint().encode())
+    for part in context:
+        h.update(b"\0" + part.encode())
+    h.update(b"\0" + content)
+    return h.hexdigest()
+
+
+def _path(entry_key: str) -> str | None:
+    folder = cache_dir()
+    return None if folder is None else os.path.join(folder, entry_key[:2], entry_key[2:] + ".json")
+
+
+def load(entry_key: str) -> Any | None:
+    """The value stored under ``entry_key``, or ``None`` (missing, unreadable, or the cache is off)."""
+    path = _path(entry_key)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def store(entry_key: str, value: Any) -> None:
+    """Store plain JSON data under ``entry_key``; failures are ignored (the next run is a miss)."""
+    path = _path(entry_key)
+    if path is None:
+        return
+    import tempfile
+
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(value, f, separators=(",", ":"), ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except (OSError, TypeError, ValueError):
+        pass

@@ -1,0 +1,103 @@
+"""The cache of parsed and validated profile files: used when a file is unchanged, never wrong."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kfdefaults
+from kfdefaults import ProfileError
+from kfdefaults._resolve import Catalog
+
+PROFILE = "description: cached\nelastic:\n  nnodes: 2\n  nproc_per_node: 4\npod_template:\n  spec:\n    nodeSelector: {pool: a}\n"
+
+
+def entries(cache) -> list[str]:
+    return sorted(glob.glob(os.path.join(cache, "*", "*.json")))
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(folder))
+    return str(folder)
+
+
+def team_with(tmp_path, text: str = PROFILE) -> str:
+    team = tmp_path / "team"
+    team.mkdir(exist_ok=True)
+    (team / "p.yaml").write_text(text, encoding="utf-8")
+    return str(team)
+
+
+def load(team: str):
+    return Catalog.discover(team=[team], entry_points=False).definition("p", "team")
+
+
+def test_a_valid_file_is_cached_and_read_back_identically(tmp_path, cache, monkeypatch):
+    team = team_with(tmp_path)
+    fresh = load(team)
+    assert entries(cache)
+
+    def no_parsing(raw, file):
+        raise AssertionError(f"{file} parsed again")
+
+    monkeypatch.setattr("kfdefaults._resolve.parse_bytes", no_parsing)
+    cached = load(team)
+    assert cached.fragment.elastic == fresh.fragment.elastic == {"nnodes": 2, "nproc_per_node": 4}
+    assert cached.fragment.pod_template == fresh.fragment.pod_template
+    assert cached.document.keys == fresh.document.keys and cached.document.values == fresh.document.values
+    assert str(cached.document.location(("elastic", "nproc_per_node"))) == str(fresh.document.location(("elastic", "nproc_per_node")))
+
+
+def test_a_cached_run_does_not_parse_or_validate(tmp_path, cache):
+    team = team_with(tmp_path)
+    kfdefaults.resolve("p", team=[team])  # fills the cache
+    code = (
+        "import sys, kfdefaults\n"
+        f"kfdefaults.resolve('p', team=[{team!r}])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'ruamel')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_a_changed_file_is_read_again(tmp_path, cache):
+    team = team_with(tmp_path)
+    assert kfdefaults.resolve("p", team=[team]).elastic_settings["nproc_per_node"] == 4
+    team_with(tmp_path, PROFILE.replace("nproc_per_node: 4", "nproc_per_node: 6"))
+    assert kfdefaults.resolve("p", team=[team]).elastic_settings["nproc_per_node"] == 6
+    team_with(tmp_path, PROFILE.replace("nproc_per_node: 4", "nproc_per_node: zero"))
+    with pytest.raises(ProfileError, match="nproc_per_node"):
+        kfdefaults.resolve("p", team=[team])
+
+
+def test_a_damaged_entry_is_a_miss(tmp_path, cache):
+    team = team_with(tmp_path)
+    load(team)
+    for entry in entries(cache):
+        with open(entry, "w") as f:
+            f.write('{"document": {"data": "broken"')
+    assert load(team).fragment.elastic == {"nnodes": 2, "nproc_per_node": 4}
+    for entry in entries(cache):
+        with open(entry, "w") as f:
+            json.dump({"unexpected": True}, f)
+    assert load(team).fragment.elastic == {"nnodes": 2, "nproc_per_node": 4}
+
+
+def test_the_cache_can_be_turned_off(tmp_path, cache, monkeypatch):
+    monkeypatch.setenv("KFDEFAULTS_NO_CACHE", "1")
+    load(team_with(tmp_path))
+    assert entries(cache) == []
+
+
+def test_an_unwritable_cache_is_ignored(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(blocker / "cache"))
+    assert load(team_with(tmp_path)).fragment.elastic == {"nnodes": 2, "nproc_per_node": 4}
