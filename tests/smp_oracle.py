@@ -13,6 +13,9 @@ How kubectl reports a List whose items partly fail (found by experiment with kub
   single error is printed as ``error: MESSAGE``; several are printed as bare messages, one after another.
   A message can span several lines (the ``$setElementOrder`` mismatch does).
 * The exit status is 1 if any item failed, 0 otherwise.
+* Except when the merge panics (Go's ``hash of unhashable type``, for a ``$setElementOrder`` list of objects
+  where the field's items are compared as values): the process dies with status 2 and a stack trace, and
+  the items after that one are never tried. Then every missing item is run again on its own.
 
 So each case is attributed by its object name (``case-N``), which the patch cannot change because it only
 touches ``template``: a printed object is a success, a missing one a failure. The error *text* is
@@ -268,13 +271,20 @@ def _run_batch(templates: Sequence[Any], patch: dict, kubectl: str) -> list[tupl
             raise RuntimeError(f"unexpected object in kubectl output: {doc!r}")
         printed[name] = doc
     failed = [i for i in range(len(templates)) if _object_name(i) not in printed]
-    if (proc.returncode == 0) != (not failed):
+    if "panic: " in proc.stderr:
+        pass  # exit status 2 and the items after the panic missing; handled below
+    elif (proc.returncode == 0) != (not failed):
         raise RuntimeError(
             f"kubectl exited {proc.returncode} with {len(failed)} of {len(templates)} objects missing; "
             f"stderr: {proc.stderr!r}"
         )
     errors: dict[int, str] = {}
-    messages = _split_messages(proc.stderr, len(failed)) if len(failed) > 1 else [_strip_error(proc.stderr)]
+    if "panic: " in proc.stderr and len(templates) > 1:
+        # A panic (hash of an unhashable value, say) ends the whole process: the items after the one that
+        # panicked were never tried. Ask again, one at a time.
+        messages = None
+    else:
+        messages = _split_messages(proc.stderr, len(failed)) if len(failed) > 1 else [_strip_error(proc.stderr)]
     if failed and messages is not None:
         errors.update(zip(failed, messages))
     elif failed:

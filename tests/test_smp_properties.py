@@ -1,0 +1,151 @@
+"""Properties of the merge engine: layering equals applying one by one (as kubectl does it); idempotence.
+
+Layering is what kfdefaults does with profiles: fragments are applied in order onto an empty pod template.
+The first property checks that folding N generated fragments with the engine equals kubectl applying them
+one after another (one kubectl process per step, the object carried from one to the next). The second checks
+that a patch without directives, applied twice, changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from smp_oracle import canonical, kubectl_apply
+from smp_strategies import originals, patches
+
+from kfdefaults import MergeError, strategic_merge_patch
+from kfdefaults._k8s_schema import SchemaLookupError, schema_type
+
+_SETTINGS = dict(deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+
+
+def without_directives(value: Any) -> Any:
+    """``value`` with every directive removed: ``$``-keys, and list items that carry ``$patch``."""
+    if isinstance(value, dict):
+        return {k: without_directives(v) for k, v in value.items() if not k.startswith("$")}
+    if isinstance(value, list):
+        return [without_directives(v) for v in value if not (isinstance(v, dict) and "$patch" in v)]
+    return value
+
+
+def engine_fold(original: dict, layers: list[dict]) -> tuple[bool, Any]:
+    try:
+        return True, functools.reduce(lambda acc, p: strategic_merge_patch(acc, p), layers, original)
+    except MergeError as e:
+        return False, str(e)
+
+
+def kubectl_fold(original: dict, layers: list[dict]) -> tuple[bool, Any]:
+    current = original
+    for layer in layers:
+        [outcome] = kubectl_apply([(current, layer)])
+        if not outcome.ok:
+            return False, outcome.error
+        current = outcome.result
+    return True, current
+
+
+@settings(max_examples=25, **_SETTINGS)
+@given(original=originals(), layers=st.lists(patches(), min_size=2, max_size=4))
+def test_layering_n_fragments_equals_kubectl_applying_them_one_by_one(kubectl: str, original: dict, layers: list[dict]) -> None:
+    ours_ok, ours = engine_fold(original, layers)
+    theirs_ok, theirs = kubectl_fold(original, layers)
+    assert ours_ok == theirs_ok, (ours, theirs)
+    if ours_ok:
+        assert canonical(ours) == canonical(theirs)
+
+
+@settings(max_examples=25, **_SETTINGS)
+@given(layers=st.lists(patches().map(without_directives), min_size=2, max_size=5))
+def test_directive_free_layers_from_empty_equal_kubectl(kubectl: str, layers: list[dict]) -> None:
+    """The way profiles are merged: from an empty pod template, fragment after fragment."""
+    ours_ok, ours = engine_fold({}, layers)
+    theirs_ok, theirs = kubectl_fold({}, layers)
+    assert ours_ok == theirs_ok, (ours, theirs)
+    if ours_ok:
+        assert canonical(ours) == canonical(theirs)
+
+
+@settings(max_examples=300, **_SETTINGS)
+@given(original=originals(), patch=patches().map(without_directives))
+def test_a_patch_without_directives_applied_twice_changes_nothing_the_second_time(original: dict, patch: dict) -> None:
+    """Idempotence, where strategic merge patch has it; where it does not, exactly as kubectl.
+
+    Two things make a directive-free patch change a document a second time, in kubectl as in the engine:
+    items with one merge key (each application merges the second into the first), and ``null`` inside a
+    list item the patch adds (kept the first time, a deletion the second). Those cases must match kubectl.
+    """
+    schema = schema_type("PodTemplateSpec")
+    assume(not has_list_at_object_field(patch, schema))  # kubectl's answer depends on Go pointers there
+    try:
+        once = strategic_merge_patch(original, patch)
+    except MergeError:
+        return
+    try:
+        twice = strategic_merge_patch(once, patch)
+    except MergeError:
+        # A malformed patch can be taken once and refused the second time: a list item without its merge key
+        # is copied into a list the original lacks, then cannot be matched. kubectl does the same.
+        [outcome] = kubectl_apply([(once, patch)])
+        assert not outcome.ok
+        return
+    if canonical(twice) != canonical(once):
+        assert has_duplicate_merge_keys(patch, schema) or has_null_in_list_item(patch)
+        [outcome] = kubectl_apply([(once, patch)])
+        assert outcome.ok and canonical(outcome.result) == canonical(twice)
+
+
+def _walk(value: Any, schema: Any, visit) -> bool:
+    """Call ``visit(key, item, schema)`` on every field of ``value`` the schema knows; True if one returns True."""
+    if not isinstance(value, dict) or schema is None:
+        return False
+    for key, item in value.items():
+        try:
+            if visit(key, item, schema):
+                return True
+            if isinstance(item, list):
+                elem, _ = schema.lookup_slice(key)
+                if any(_walk(i, elem, visit) for i in item):
+                    return True
+            elif isinstance(item, dict) and _walk(item, schema.lookup_struct(key)[0], visit):
+                return True
+        except SchemaLookupError:
+            continue
+    return False
+
+
+def has_duplicate_merge_keys(value: Any, schema: Any) -> bool:
+    """Whether a list with a patch merge key, anywhere in ``value``, has two items with one key value."""
+
+    def visit(key: str, item: Any, parent: Any) -> bool:
+        if not isinstance(item, list):
+            return False
+        _, meta = parent.lookup_slice(key)
+        keys = [canonical(i.get(meta.merge_key)) for i in item if isinstance(i, dict) and meta.merge_key in i]
+        return bool(meta.merge_key) and len(keys) != len(set(keys))
+
+    return _walk(value, schema, visit)
+
+
+def has_list_at_object_field(value: Any, schema: Any) -> bool:
+    """Whether ``value`` puts a list where the schema has an object or a scalar."""
+
+    def visit(key: str, item: Any, parent: Any) -> bool:
+        if not isinstance(item, list):
+            return False
+        field_type, _ = parent.lookup_struct(key)
+        return field_type.kind != "slice"
+
+    return _walk(value, schema, visit)
+
+
+def has_null_in_list_item(value: Any, inside_item: bool = False) -> bool:
+    """Whether a ``null`` stands anywhere inside a list item."""
+    if isinstance(value, dict):
+        return any((v is None and inside_item) or has_null_in_list_item(v, inside_item) for v in value.values())
+    if isinstance(value, list):
+        return any(has_null_in_list_item(v, True) for v in value)
+    return False
