@@ -82,10 +82,12 @@ class Resolved:
 
     @property
     def labels(self) -> dict[str, str]:
+        """The merged pod labels (``pod_template.labels`` of every layer), a new dict."""
         return dict(self.pod_template_spec.get("metadata", {}).get("labels") or {})
 
     @property
     def annotations(self) -> dict[str, str]:
+        """The merged pod annotations (``pod_template.annotations`` of every layer), a new dict."""
         return dict(self.pod_template_spec.get("metadata", {}).get("annotations") or {})
 
     @property
