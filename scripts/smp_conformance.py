@@ -19,7 +19,9 @@ deterministic), 2 on a usage or setup error.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -33,6 +35,7 @@ from smp_oracle import (  # noqa: E402
     find_divergences,
     kubectl_apply,
     kubectl_available,
+    kubectl_binary,
     kubectl_varies,
     shrink,
 )
@@ -81,7 +84,19 @@ def main(argv: list[str] | None = None) -> int:
         help="run kubectl this many times and report cases whose outcome changes (1: no check)",
     )
     parser.add_argument("--kubectl-only", action="store_true", help="run kubectl only: accept ratio, throughput")
+    parser.add_argument(
+        "--kubernetes-version", metavar="X.Y",
+        help="merge with this Kubernetes version's schema, against the kubectl of that version, given by --kubectl",
+    )
+    parser.add_argument("--kubectl", metavar="PATH", help="the kubectl binary (default: $KUBECTL, else kubectl on PATH)")
     args = parser.parse_args(argv)
+    if args.kubectl:
+        os.environ["KUBECTL"] = args.kubectl
+    engine = None
+    if args.kubernetes_version:
+        from kfdefaults import strategic_merge_patch
+
+        engine = functools.partial(strategic_merge_patch, kubernetes_version=args.kubernetes_version)
     if args.cases < 1 or args.per_patch < 1 or args.kubectl_runs < 1:
         parser.error("--cases, --per-patch and --kubectl-runs must be at least 1")
     if not kubectl_available():
@@ -101,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     unstable = [i for i in range(len(cases)) if len({key(run[i]) for run in runs}) > 1]
     accepted = sum(o.ok for o in expected)
     print(f"cases:              {len(cases)} ({args.kind}, seed {args.seed}, {args.per_patch} per patch)")
+    print(f"kubectl:            {kubectl_binary()}; engine schema: Kubernetes {args.kubernetes_version or 'default'}")
     print(f"kubectl accepted:   {accepted} ({accepted / len(cases):.1%})")
     print(f"time generating:    {generated - start:.1f} s")
     kubectl_time = kubectl_done - generated
@@ -122,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if unstable else 0
 
     try:
-        _, divergences = find_divergences(cases, args.kind, kubectl_outcomes=expected)
+        _, divergences = find_divergences(cases, args.kind, kubectl_outcomes=expected, engine=engine)
     except ImportError as exc:
         print(f"cannot import the engine: {exc}", file=sys.stderr)
         return 2

@@ -279,7 +279,8 @@ def _run_batch(templates: Sequence[Any], patch: dict, kubectl: str) -> list[tupl
             f"stderr: {proc.stderr!r}"
         )
     errors: dict[int, str] = {}
-    if "panic: " in proc.stderr and len(templates) > 1:
+    panicked = "panic: " in proc.stderr and len(templates) > 1
+    if panicked:
         # A panic (hash of an unhashable value, say) ends the whole process: the items after the one that
         # panicked were never tried. Ask again, one at a time.
         messages = None
@@ -288,12 +289,15 @@ def _run_batch(templates: Sequence[Any], patch: dict, kubectl: str) -> list[tupl
     if failed and messages is not None:
         errors.update(zip(failed, messages))
     elif failed:
-        # Messages of several lines that differ (or kubectl failed as a whole): ask again, one at a time.
+        # Messages of several lines that differ, or a panic: ask again, one at a time.
         for i in failed:
             [(ok, value)] = _run_batch([templates[i]], patch, kubectl)
-            if ok:
+            if ok and not panicked:
                 raise RuntimeError(f"kubectl failed item {i} in a List but not on its own")
-            errors[i] = value
+            if ok:
+                printed[_object_name(i)] = value
+            else:
+                errors[i] = value
     return [(True, printed[_object_name(i)]) if i not in errors else (False, errors[i])
             for i in range(len(templates))]
 
@@ -472,6 +476,7 @@ def find_divergences(
     *,
     workers: int = 2,
     kubectl_outcomes: Sequence[Outcome] | None = None,
+    engine: Callable[..., Any] | None = None,
 ) -> tuple[list[Outcome], list[Divergence]]:
     """Run every case through kubectl and the engine and return where they disagree.
 
@@ -480,12 +485,13 @@ def find_divergences(
         kind: What the documents are.
         workers: How many kubectl processes to run at once.
         kubectl_outcomes: kubectl's outcomes if already known (to time both sides apart).
+        engine: The engine to compare (see :func:`engine_apply`).
 
     Returns:
         ``(kubectl outcomes, divergences)``.
     """
     expected = list(kubectl_outcomes) if kubectl_outcomes is not None else kubectl_apply(cases, kind, workers=workers)
-    actual = engine_apply(cases, kind)
+    actual = engine_apply(cases, kind, engine)
     divergences = [
         Divergence(i, original, patch, exp, act)
         for i, ((original, patch), exp, act) in enumerate(zip(cases, expected, actual))
