@@ -14,10 +14,23 @@ Where: ``$KFDEFAULTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/kfdefaults``, else ``~/
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from typing import Any
+
+try:  # the C module hashlib itself uses for BLAKE2; importing hashlib also loads OpenSSL, a few ms more
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover - Python builds without it
+    from hashlib import blake2b as _blake2b
+
+
+def digest(*parts: bytes) -> str:
+    """A 256-bit BLAKE2b digest of the parts (separated, so that ``("ab", "c")`` differs from ``("a", "bc")``)."""
+    h = _blake2b(digest_size=32)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
 
 FORMAT = 1
 """Version of the entry layout; bump when the stored fields change."""
@@ -48,16 +61,12 @@ def _code_fingerprint() -> str:
     from ._k8s_schema import schema_package_version
 
     parts.append(f"kubernetes-validate {schema_package_version()}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return digest("\n".join(parts).encode())
 
 
 def key(content: bytes, *context: str) -> str:
     """The cache key of a file's bytes in a context (``"profile"``, the Kubernetes version, ...)."""
-    h = hashlib.sha256(_code_fingerprint().encode())
-    for part in context:
-        h.update(b"\0" + part.encode())
-    h.update(b"\0" + content)
-    return h.hexdigest()
+    return digest(_code_fingerprint().encode(), *(part.encode() for part in context), content)
 
 
 def _path(entry_key: str) -> str | None:

@@ -6,7 +6,7 @@ Every error that comes from user input carries where it came from, so that the c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 class KfdefaultsError(Exception):
@@ -32,8 +32,7 @@ class MergeError(KfdefaultsError, ValueError):
         super().__init__(f"{path}: {reason}" if path else reason)
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(NamedTuple):
     """Where a value was written: a file and a 1-based line and column, or a non-file source.
 
     Attributes:
@@ -53,7 +52,6 @@ class Location:
         return self.file
 
 
-@dataclass
 class Finding:
     """One problem found in a profile.
 
@@ -65,11 +63,28 @@ class Finding:
         layer: The layer the file belongs to (``builtin``, ``platform``, ``team``, ``task``), if known.
     """
 
-    location: Location
-    path: str
-    message: str
-    severity: str = "error"
-    layer: str | None = None
+    __slots__ = ("location", "path", "message", "severity", "layer")
+
+    def __init__(self, location: Location, path: str, message: str, severity: str = "error",
+                 layer: str | None = None) -> None:
+        self.location = location
+        self.path = path
+        self.message = message
+        self.severity = severity
+        self.layer = layer
+
+    def _fields(self) -> tuple:
+        return (self.location, self.path, self.message, self.severity, self.layer)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Finding) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"Finding(location={self.location!r}, path={self.path!r}, message={self.message!r}, "
+                f"severity={self.severity!r}, layer={self.layer!r})")
 
     def __str__(self) -> str:
         layer = f"[{self.layer}] " if self.layer else ""
@@ -78,7 +93,6 @@ class Finding:
         return f"{self.location}: {layer}{path}{prefix}{self.message}"
 
 
-@dataclass
 class ProfileError(KfdefaultsError):
     """One or more problems in profile files, each with its location.
 
@@ -86,9 +100,8 @@ class ProfileError(KfdefaultsError):
         findings: Every error found (warnings are not included); never empty.
     """
 
-    findings: list[Finding] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
+    def __init__(self, findings: list[Finding] | None = None) -> None:
+        self.findings: list[Finding] = list(findings or [])
         super().__init__(self.findings)
 
     def __str__(self) -> str:

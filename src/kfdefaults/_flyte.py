@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import json
 import os
 import warnings
@@ -63,7 +62,9 @@ def _run_policy_dict(policy: Any) -> Any:
 def _runtime_key(profile: str, platform: list[str], team: list[str], overrides: dict[str, Any]) -> str:
     """Identifies one ``Elastic(...)`` call of the source code, the same at registration and in the pod."""
     text = json.dumps([profile, platform, team, overrides], sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    from ._cache import digest
+
+    return digest(text.encode())[:16]
 
 
 def _embedded_settings(key: str) -> dict[str, Any] | None:

@@ -16,8 +16,7 @@ import importlib.util
 import json
 import os
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 DEFAULT_KUBERNETES_VERSION = "1.32"
 """The Kubernetes minor version whose schema is used unless one is asked for; kubectl v1.32 is the reference."""
@@ -139,7 +138,7 @@ def patch_definitions(version: str | None = None, root: str | None = _POD_TEMPLA
     stored = _cache.load(entry_key)
     if isinstance(stored, dict) and stored:
         return stored
-    full = definitions(minor)
+    full = definitions(minor, strict=True)  # the validator reads the strict variant too: one file, read once
     names, todo = set(), [root] if root else list(full)
     while todo:
         name = todo.pop()
@@ -187,8 +186,7 @@ def _types_of(schema: dict[str, Any]) -> set[str]:
     return {t} if isinstance(t, str) else set(t)
 
 
-@dataclass(frozen=True)
-class PatchMeta:
+class PatchMeta(NamedTuple):
     """Patch metadata of one field.
 
     Attributes:

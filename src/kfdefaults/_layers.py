@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from ._errors import Finding, Location, ProfileError
 
@@ -34,8 +33,7 @@ PLATFORM_ENV = "KFDEFAULTS_PLATFORM_PATH"
 TEAM_ENV = "KFDEFAULTS_TEAM_PATH"
 
 
-@dataclass(frozen=True)
-class Folder:
+class Folder(NamedTuple):
     """A folder of profile files.
 
     Attributes:
@@ -107,39 +105,55 @@ def _registered_entry_points() -> list[tuple[str, str]]:
     Looks where :mod:`importlib.metadata` looks (each ``*.dist-info`` / ``*.egg-info`` folder on ``sys.path``,
     the first distribution of a name winning) but reads only the ``entry_points.txt`` files that name the
     group, with :mod:`configparser`: a few milliseconds, where reading every distribution's metadata takes
-    several times that on every ``Elastic(...)`` of a fresh process. The answer is kept for the process, per
-    ``sys.path``.
+    several times that on every ``Elastic(...)`` of a fresh process. What each folder holds is also kept in the
+    cache, keyed by the folder and its modification time, which changes whenever a package is installed in it
+    or removed from it; the answer is kept for the process, per ``sys.path``.
     """
     import sys
 
     key = tuple(sys.path)
     if key not in _ENTRY_POINTS:
-        _ENTRY_POINTS[key] = _scan_entry_points(key)
+        seen: set[str] = set()
+        found: set[tuple[str, str]] = set()
+        for entry in key:
+            for distribution, points in _distributions_in(entry or "."):
+                if distribution not in seen:
+                    seen.add(distribution)
+                    found.update((name, value) for name, value in points)
+        _ENTRY_POINTS[key] = sorted(found)
     return _ENTRY_POINTS[key]
 
 
 _ENTRY_POINTS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
 
 
-def _scan_entry_points(path: tuple[str, ...]) -> list[tuple[str, str]]:
-    seen: set[str] = set()
-    found: set[tuple[str, str]] = set()
-    for entry in path:
+def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """``(distribution, its kfdefaults.platform entry points)`` for each distribution installed in ``folder``."""
+    from . import _cache
+
+    try:
+        stamp = os.stat(folder).st_mtime_ns
+    except OSError:
+        return []
+    entry_key = _cache.key(f"{os.path.abspath(folder)}\0{stamp}".encode(), "distributions", ENTRY_POINT_GROUP)
+    stored = _cache.load(entry_key)
+    if isinstance(stored, list):
         try:
-            listing = os.scandir(entry or ".")
-        except OSError:
-            continue
-        with listing:
+            return [(str(dist), [(str(n), str(v)) for n, v in points]) for dist, points in stored]
+        except (TypeError, ValueError):
+            pass
+    out = []
+    try:
+        with os.scandir(folder) as listing:
             for item in listing:
-                name = item.name
-                if not name.endswith((".dist-info", ".egg-info")):
-                    continue
-                distribution = name.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("-", "_").replace(".", "_")
-                if distribution in seen:
-                    continue
-                seen.add(distribution)
-                found.update(_entry_points_of(os.path.join(item.path, "entry_points.txt")))
-    return sorted(found)
+                if item.name.endswith((".dist-info", ".egg-info")):
+                    distribution = item.name.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("-", "_").replace(".", "_")
+                    out.append((distribution, _entry_points_of(os.path.join(item.path, "entry_points.txt"))))
+    except OSError:
+        return []
+    out.sort()
+    _cache.store(entry_key, [[dist, [list(p) for p in points]] for dist, points in out])
+    return out
 
 
 def _entry_points_of(path: str) -> list[tuple[str, str]]:

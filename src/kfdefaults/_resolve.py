@@ -13,9 +13,7 @@ The steps, in order:
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ._errors import Finding, Location, ProfileError
@@ -25,7 +23,6 @@ from ._source import Document, parse_bytes, read_bytes, read_document
 PathT = tuple
 
 
-@dataclass
 class Fragment:
     """One layer's contribution to a profile, ready to merge.
 
@@ -42,15 +39,39 @@ class Fragment:
         locations: For task-layer fragments: dotted path -> label of where the value came from.
     """
 
-    profile: str
-    layer: str
-    source: str
-    document: Document | None
-    description: str | None = None
-    elastic: dict[str, Any] = field(default_factory=dict)
-    pod_template: dict[str, Any] = field(default_factory=dict)
-    primary_container_name: str | None = None
-    locations: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("profile", "layer", "source", "document", "description", "elastic", "pod_template",
+                 "primary_container_name", "locations")
+
+    def __init__(
+        self,
+        profile: str,
+        layer: str,
+        source: str,
+        document: Document | None,
+        description: str | None = None,
+        elastic: dict[str, Any] | None = None,
+        pod_template: dict[str, Any] | None = None,
+        primary_container_name: str | None = None,
+        locations: dict[str, str] | None = None,
+    ) -> None:
+        self.profile = profile
+        self.layer = layer
+        self.source = source
+        self.document = document
+        self.description = description
+        self.elastic: dict[str, Any] = {} if elastic is None else elastic
+        self.pod_template: dict[str, Any] = {} if pod_template is None else pod_template
+        self.primary_container_name = primary_container_name
+        self.locations: dict[str, str] = {} if locations is None else locations
+
+    def __repr__(self) -> str:
+        return f"Fragment({self.profile!r}, layer={self.layer!r}, source={self.source!r})"
+
+    def replace(self, **changes: Any) -> Fragment:
+        """A copy with some attributes changed."""
+        values = {name: getattr(self, name) for name in self.__slots__}
+        values.update(changes)
+        return Fragment(**values)
 
     def location(self, file_path: PathT, *, key: bool = False) -> Location:
         """Where the value at ``file_path`` (a path in the profile file's shape) was written."""
@@ -71,7 +92,6 @@ def _dotted(path: PathT) -> str:
     return out
 
 
-@dataclass
 class Definition:
     """One file's definition of a profile.
 
@@ -85,13 +105,20 @@ class Definition:
         warnings: What the file's checks warn about (the file is valid nonetheless).
     """
 
-    name: str
-    layer: str
-    file: str
-    document: Document
-    parents: list[str]
-    fragment: Fragment
-    warnings: list[Finding] = field(default_factory=list)
+    __slots__ = ("name", "layer", "file", "document", "parents", "fragment", "warnings")
+
+    def __init__(self, name: str, layer: str, file: str, document: Document, parents: list[str], fragment: Fragment,
+                 warnings: list[Finding] | None = None) -> None:
+        self.name = name
+        self.layer = layer
+        self.file = file
+        self.document = document
+        self.parents = parents
+        self.fragment = fragment
+        self.warnings: list[Finding] = [] if warnings is None else warnings
+
+    def __repr__(self) -> str:
+        return f"Definition({self.name!r}, layer={self.layer!r}, file={self.file!r})"
 
 
 def pod_template_patch(section: Mapping[str, Any] | None) -> tuple[dict[str, Any], str | None]:
@@ -499,7 +526,6 @@ def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tu
     return fragments
 
 
-@dataclass
 class Merged:
     """The result of merging fragments, as plain data.
 
@@ -512,12 +538,16 @@ class Merged:
         fragments: What was merged, lowest first.
     """
 
-    name: str
-    description: str | None
-    elastic: dict[str, Any]
-    pod_template: dict[str, Any]
-    primary_container_name: str
-    fragments: list[Fragment]
+    __slots__ = ("name", "description", "elastic", "pod_template", "primary_container_name", "fragments")
+
+    def __init__(self, name: str, description: str | None, elastic: dict[str, Any], pod_template: dict[str, Any],
+                 primary_container_name: str, fragments: list[Fragment]) -> None:
+        self.name = name
+        self.description = description
+        self.elastic = elastic
+        self.pod_template = pod_template
+        self.primary_container_name = primary_container_name
+        self.fragments = fragments
 
 
 def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version: str | None = None) -> Merged:
@@ -543,7 +573,6 @@ DEFAULT_PRIMARY_CONTAINER_NAME = "primary"
 """flytekit's default ``primary_container_name``, in effect until a layer sets one."""
 
 
-@dataclass
 class MergeState:
     """What :func:`merge_fragments` has built after some of the fragments (the layers below the next one).
 
@@ -554,10 +583,14 @@ class MergeState:
         primary: The primary container name so far.
     """
 
-    elastic: dict[str, Any]
-    pod: dict[str, Any]
-    description: str | None = None
-    primary: str = DEFAULT_PRIMARY_CONTAINER_NAME
+    __slots__ = ("elastic", "pod", "description", "primary")
+
+    def __init__(self, elastic: dict[str, Any], pod: dict[str, Any], description: str | None = None,
+                 primary: str = DEFAULT_PRIMARY_CONTAINER_NAME) -> None:
+        self.elastic = elastic
+        self.pod = pod
+        self.description = description
+        self.primary = primary
 
     @classmethod
     def initial(cls) -> MergeState:
@@ -643,7 +676,7 @@ def assign_primary_container(fragments: list[Fragment]) -> list[Fragment]:
     for fragment in fragments:
         view = fragment.primary_container_name or view
         renamed = _rename_primary(fragment.pod_template, view, final)
-        out.append(fragment if renamed is fragment.pod_template else dataclasses.replace(fragment, pod_template=renamed))
+        out.append(fragment if renamed is fragment.pod_template else fragment.replace(pod_template=renamed))
     return out
 
 

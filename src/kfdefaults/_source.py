@@ -19,7 +19,6 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ._errors import Finding, Location, ProfileError
@@ -40,7 +39,6 @@ PROFILE_SUFFIXES = YAML_SUFFIXES + TOML_SUFFIXES
 Path = tuple  # a path into a document: keys (str) and list indices (int)
 
 
-@dataclass
 class Document:
     """One parsed profile file.
 
@@ -53,11 +51,24 @@ class Document:
             (``0755`` read as 755, ``True`` read as true), for messages that say what to quote.
     """
 
-    file: str
-    data: Any
-    keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
-    values: dict[Path, tuple[int, int]] = field(default_factory=dict)
-    plain_text: dict[Path, str] = field(default_factory=dict)
+    __slots__ = ("file", "data", "keys", "values", "plain_text")
+
+    def __init__(
+        self,
+        file: str,
+        data: Any,
+        keys: dict[Path, tuple[int, int]] | None = None,
+        values: dict[Path, tuple[int, int]] | None = None,
+        plain_text: dict[Path, str] | None = None,
+    ) -> None:
+        self.file = file
+        self.data = data
+        self.keys: dict[Path, tuple[int, int]] = {} if keys is None else keys
+        self.values: dict[Path, tuple[int, int]] = {} if values is None else values
+        self.plain_text: dict[Path, str] = {} if plain_text is None else plain_text
+
+    def __repr__(self) -> str:
+        return f"Document({self.file!r})"
 
     def to_json(self) -> dict[str, Any]:
         """The document as plain JSON data (for the cache)."""
