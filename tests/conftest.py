@@ -15,6 +15,12 @@ TEAM = os.path.join(FIXTURES, "team")
 
 sys.path.insert(0, HERE)  # the oracle and strategy helpers live next to the tests
 
+# Many tests start Python processes that import flytekit and torch. Where the environment turns bytecode
+# caching off (PYTHONDONTWRITEBYTECODE), each of them would compile those packages from source again; let
+# the first one write the caches, as Python does by default.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 
 @pytest.fixture(autouse=True)
 def _isolated_layers(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -113,15 +113,19 @@ def test_delete_directive_shows_as_removed_with_who_removed_it():
     leaves = explain_json("vision-finetune", "--platform", PLATFORM, "--team", TEAM)
     removed = [leaf for leaf in leaves if leaf["status"] == "removed"]
     assert {leaf["path"] for leaf in removed} == {
+        "elastic.run_policy.backoff_limit",
+        "elastic.run_policy.clean_pod_policy",
         "pod_template.spec.containers[name=log-shipper].name",
         "pod_template.spec.containers[name=log-shipper].image",
     }
     for leaf in removed:
-        assert leaf["set_by"]["layer"] == "team"
+        # the run policy came from the builtin gpu-large, the sidecar from the team's gpu-large
+        assert leaf["set_by"]["layer"] == ("builtin" if leaf["path"].startswith("elastic.") else "team")
         assert_line_holds(leaf["set_by"], leaf["path"], leaf["value"])
         by = leaf["removed_by"]
         assert by["layer"] == "team" and by["file"] == os.path.join(TEAM, "vision-finetune.yaml")
-        assert read_line(by["file"], by["line"]).strip() == "$patch: delete"
+        removing_line = read_line(by["file"], by["line"]).strip()
+        assert removing_line.startswith("run_policy: null" if leaf["path"].startswith("elastic.") else "$patch: delete")
 
 
 REPLACING_TEAM = """\
@@ -291,7 +295,7 @@ def test_explain_table_on_a_terminal(capsys, monkeypatch):
     resolved = resolve("vision-finetune", platform=[PLATFORM], team=[TEAM])
     print_explain_table(resolved.name, explain(resolved))
     out = capsys.readouterr().out
-    assert "removed by" in out and "log-shipper" in out and "vision-finetune.yaml:9" in out
+    assert "removed by" in out and "log-shipper" in out and "vision-finetune.yaml:10" in out
 
 
 def test_explain_does_not_combine_with_as_podtemplate():

@@ -13,7 +13,8 @@ from kfdefaults._source import parse_text
 
 TRICKY = ["no", "on", "y", "Yes", "0755", "1_000", "12:30", "2024-01-01", "~", "null", "", " x", "x ", "a: b", "#x",
           "- x", "[x]", "{x}", "@x", "`x", "*x", "&x", "!x", "%x", "|x", ">x", "'x", '"x', "x #y", "x:", "1e3", ".5",
-          "0x1F", "0o17", ".inf", "-.inf", ".nan", "<<", "=", "a\nb", "tab\there", "é", "\u2028", "{{.input}}"]
+          "0x1F", "0o17", ".inf", "-.inf", ".nan", "<<", "=", "a\nb", "tab\there", "é", "\u2028", "{{.input}}",
+          "--inputs", "-m", "--", "-", "---", "-x:y", "-1", "--1"]
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),

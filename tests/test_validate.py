@@ -212,7 +212,7 @@ def test_warnings_exit_0_unless_strict(tmp_path):
     proc = run("validate", path)
     assert proc.returncode == 0
     assert f"{path}:3:5: [team] elastic.rdzv_configs.timeout: warning: " in proc.stderr
-    assert "1 files, 1 profiles: 0 errors, 1 warning" in proc.stderr
+    assert "1 file, 1 profile: 0 errors, 1 warning" in proc.stderr
     assert run("validate", "--strict", path).returncode == 1
 
 

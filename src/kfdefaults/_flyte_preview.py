@@ -57,4 +57,27 @@ def flyte_task_template(
     image_config = ImageConfig.auto_default_image() if image is None else ImageConfig(default_image=Image.look_up_image_info("default", image))
     settings = SerializationSettings(image_config=image_config)
     spec = get_serializable(OrderedDict(), settings, defined)
-    return MessageToDict(spec.template.to_flyte_idl())
+    return _stable(MessageToDict(spec.template.to_flyte_idl()))
+
+
+def _stable(template: dict[str, Any]) -> dict[str, Any]:
+    """The template with its keys in a fixed order: protobuf maps come out in a different order every run.
+
+    Keys are sorted at every level; the pod spec is ordered as ``render`` orders Kubernetes data (list items
+    start with their merge key).
+    """
+    from ._k8s_schema import schema_type
+    from ._output import order_k8s
+
+    def ordered(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ordered(value[k]) for k in sorted(value)}
+        if isinstance(value, list):
+            return [ordered(v) for v in value]
+        return value
+
+    out = ordered(template)
+    pod = out.get("k8sPod")
+    if isinstance(pod, dict) and isinstance(pod.get("podSpec"), dict):
+        pod["podSpec"] = order_k8s(pod["podSpec"], schema_type("PodSpec"))
+    return out

@@ -287,9 +287,9 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
             for folder in source.folders():
                 real = os.path.realpath(folder.path)
                 if not os.path.isdir(folder.path):
+                    problem = "is not a folder" if os.path.exists(folder.path) else "does not exist"
                     findings.append(
-                        Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}) does not exist",
-                                layer=layer)
+                        Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}) {problem}", layer=layer)
                     )
                     continue
                 if real in seen:

@@ -114,7 +114,7 @@ def to_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_./(][A-Za-z0-9_./()@=+:;,~^$%<>!&*?|'\"\- ]*")
+_PLAIN = re.compile(r"(?:[A-Za-z0-9_./(]|-+[A-Za-z0-9_./(])[A-Za-z0-9_./()@=+:;,~^$%<>!&*?|'\"\- ]*")
 
 
 def _yaml_scalar(value: Any) -> str:

@@ -202,7 +202,11 @@ def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) ->
 
         key = path[-1] if path else loc[-1]
         known = _known_keys(path[:-1])
-        return Finding(doc.location(path, key=True), _dotted(path), unknown_key_message(str(key), known), layer=layer)
+        message = unknown_key_message(str(key), known)
+        section = _section_of(str(key)) if len(path) == 1 else None
+        if section is not None:
+            message = f"unknown field `{key}`; did you mean `{section}.{key}`?"
+        return Finding(doc.location(path, key=True), _dotted(path), message, layer=layer)
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     value = err.get("input")
@@ -215,6 +219,23 @@ def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) ->
         written = doc.plain_text.get(path, str(value).lower() if isinstance(value, bool) else str(value))
         msg = f'{msg}; quote it: "{written}"'
     return Finding(doc.location(path), _dotted(path), msg, layer=layer)
+
+
+def _section_of(key: str) -> str | None:
+    """The section a top-level key belongs in, for ``--set nnodes=2``: ``elastic``, ``pod_template``..."""
+    from ._model import ElasticSection, PodTemplateSection
+
+    if key in ElasticSection.model_fields:
+        return "elastic"
+    if key in PodTemplateSection.model_fields:
+        return "pod_template"
+    from ._k8s_schema import SchemaLookupError, schema_type
+
+    try:
+        schema_type("PodSpec").lookup_struct(key)
+    except (SchemaLookupError, ValueError):
+        return None
+    return "pod_template.spec"
 
 
 def _known_keys(path: PathT) -> list[str]:
@@ -394,6 +415,8 @@ class Catalog:
                 raise ProfileError(findings)
             stem = os.path.splitext(os.path.basename(file))[0]
             name = body.name or stem
+            if body.name is None:
+                _check_file_name(doc, stem, layer)
             definition = Definition(name, layer, file, doc, body.parents(),
                                     fragment_from_body(name, layer, file, body, doc), warnings)
             _cache.store(entry_key, _definition_to_entry(definition))
@@ -447,6 +470,25 @@ def discover_and_expand(
     signature = catalog.signature()
     _EXPANDED[key] = ((tuple(f for f, _ in signature), signature, pyproject_stamp()), fragments)
     return fragments
+
+
+def _check_file_name(doc: Document, stem: str, layer: str) -> None:
+    """A file without ``name:`` is named by its stem, which must then be a profile name.
+
+    Raises:
+        ProfileError: the stem is not ``[a-z0-9][a-z0-9-]*`` (``gpu_large.yaml`` would silently be another
+            profile than the ``gpu-large`` it means to change).
+    """
+    import re
+
+    from ._model import NAME_PATTERN
+
+    if re.fullmatch(NAME_PATTERN, stem):
+        return
+    suggestion = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")
+    hint = f": rename the file to `{suggestion}{os.path.splitext(doc.file)[1]}` or add `name: {suggestion}`" if suggestion else ""
+    raise ProfileError([Finding(Location(doc.file, 1, 1), "", f"the file name `{stem}` is not a profile name "
+                                f"(lower-case letters, digits and dashes){hint}", layer=layer)])
 
 
 def _definition_to_entry(definition: Definition) -> dict[str, Any]:
@@ -520,7 +562,10 @@ def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tu
 
         hint = closest(name, catalog.names())
         hint_text = f"; did you mean {hint!r}?" if hint else ""
-        raise ProfileError([Finding(Location("<profiles>"), "", f"no profile named {name!r}{hint_text}")])
+        searched = "; ".join(
+            f"{layer}: {', '.join(f.path for f in folders) or 'no folder'}" for layer, folders in catalog.folders.items()
+        )
+        raise ProfileError([Finding(Location("kfdefaults"), "", f"no profile named {name!r}{hint_text} (searched {searched})")])
     if task is not None:
         fragments.append(task)
     return fragments

@@ -241,7 +241,19 @@ class _MergedChecker:
         for container in containers:
             self.shm(container, volumes)
         self.join_timeout()
+        self.run_policy_of_a_single_pod()
         return self.findings
+
+    def run_policy_of_a_single_pod(self) -> None:
+        elastic = self.merged.elastic
+        if elastic.get("nnodes") == 1 and elastic.get("run_policy"):
+            self.warn(
+                "elastic.run_policy",
+                "has no effect: with `nnodes: 1` the task runs as a plain pod, and `run_policy` is a PyTorchJob's "
+                "(flytekitplugins.kfpytorch serializes it only for several nodes); remove it or set `run_policy: null`",
+                _setter(self.fragments, "elastic", ["run_policy"]),
+                _setter(self.fragments, "elastic", ["nnodes"]),
+            )
 
     def primary_not_named(self, containers: list[dict[str, Any]], primary_name: str) -> None:
         from ._suggest import closest
@@ -359,6 +371,7 @@ def check_merged(merged: Any) -> list[Finding]:
     * containers none of which is the primary container (flytekit then adds an empty one,
       ``flytekit.core.utils._serialize_pod_spec``).
     * ``rdzv_configs.timeout`` without any ``join_timeout``.
+    * a ``run_policy`` with ``nnodes: 1``: the plugin runs a plain pod and serializes no run policy.
 
     Args:
         merged: A :class:`kfdefaults._resolve.Merged` (or anything with its attributes, such as
@@ -571,4 +584,6 @@ def task_label(path: str, labels: dict[str, str]) -> str | None:
         for key in (candidate, re.sub(r"\[[^\]]*\]", "", candidate)):
             if key in labels:
                 return labels[key]
-    return None
+    # a value a --set wrote below ``path`` (an unknown key ``labels`` from ``--set labels.a=b``)
+    below = sorted(label for key, label in labels.items() if key.startswith(path + ".") or key.startswith(path + "["))
+    return below[0] if below else None

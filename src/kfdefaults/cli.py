@@ -14,7 +14,7 @@ import click
 
 from ._errors import KfdefaultsError, ProfileError
 
-_FOLDER = click.Path(file_okay=False, dir_okay=True, path_type=str)
+_FOLDER = click.Path(path_type=str)  # checked by kfdefaults itself: a bad folder is bad input (exit 1), as in a variable
 
 
 def _report(findings: Sequence[Any]) -> None:
@@ -121,21 +121,32 @@ def render(name: str, platform: tuple[str, ...], team: tuple[str, ...], sets: tu
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default=None,
               help="table (the default on a terminal) or json; plain text when piped.")
 def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) -> None:
-    """List every visible profile: name, the layers that define it, its description."""
+    """List every visible profile: name, the layers that define it, its description.
 
-    def body() -> None:
+    Exits 1, after the list, when a profile cannot be read (a broken file or `extends`, a name defined twice
+    in one layer); the problems are printed on standard error.
+    """
+
+    def body() -> int:
         from ._resolve import Catalog, expand
 
         catalog = Catalog.discover(platform, team)
         rows = []
+        problems: dict[str, Any] = {}  # str(finding) -> finding: each problem once
         for name in catalog.names():
             layers = catalog.layers_defining(name)
             description = ""
             try:  # the description render shows: the highest fragment's, parents (``extends``) included
                 fragments = expand(catalog, name)
-            except ProfileError:  # a broken ``extends``: the files' own descriptions
-                fragments = [catalog.load(f, layer).fragment for layer in layers
-                             for f in catalog.files(name, layer)[:1]]
+            except ProfileError as e:  # a broken file or ``extends``: report it, list what can be read
+                problems.update((str(f), f) for f in e.findings)
+                fragments = []
+                for layer in layers:
+                    for file in catalog.files(name, layer):
+                        try:
+                            fragments.append(catalog.load(file, layer).fragment)
+                        except ProfileError as broken:
+                            problems.update((str(f), f) for f in broken.findings)
             for fragment in reversed(fragments):
                 if fragment.description:
                     description = fragment.description
@@ -158,6 +169,8 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
             lwidth = max((len(",".join(r["layers"])) for r in rows), default=6)
             for row in rows:
                 click.echo(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {row['description']}".rstrip())
+        _report(list(problems.values()))
+        return 1 if problems else 0
 
     _run(body)
 
@@ -244,9 +257,10 @@ def validate(paths: tuple[str, ...], platform: tuple[str, ...], team: tuple[str,
             click.echo(to_json(report.to_dict()), nl=False)
         else:
             _report(report.findings)
-            errors, warnings = len(report.errors), len(report.warnings)
-            click.echo(f"kfdefaults validate: {len(report.files)} files, {len(report.profiles)} profiles: "
-                       f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", err=True)
+            counts = ((len(report.files), "file"), (len(report.profiles), "profile"),
+                      (len(report.errors), "error"), (len(report.warnings), "warning"))
+            files, profiles, errors, warnings = (f"{n} {noun}{'s' * (n != 1)}" for n, noun in counts)
+            click.echo(f"kfdefaults validate: {files}, {profiles}: {errors}, {warnings}", err=True)
         return 1 if report.errors or (strict and report.warnings) else 0
 
     _run(body)
