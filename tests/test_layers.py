@@ -125,13 +125,26 @@ def test_entry_point_may_name_a_path_attribute(monkeypatch, tmp_path):
     assert kfdefaults.resolve("beta").description == "beta"
 
 
-def test_name_may_differ_from_the_file_stem(tmp_path):
+def test_the_file_name_is_the_profile_name(tmp_path):
     team = tmp_path / "team"
-    profile(team, "any_file_name.yaml", "name: renamed\ndescription: renamed profile\nelastic: {nnodes: 1}\n")
-    profile(team, "flow.yaml", "{name: flowing, elastic: {nnodes: 1}}\n")
+    same = profile(team, "same.yaml", "name: same\ndescription: name matching the file\nelastic: {nnodes: 1}\n")
+    other = profile(team, "other.yaml", "name: renamed\nelastic: {nnodes: 1}\n")
     catalog = Catalog.discover(team=[str(team)])
-    assert {"renamed", "flowing"} <= set(catalog.names())
-    assert "any_file_name" not in catalog.names()
+    assert {"same", "other"} <= set(catalog.names())
+    assert "renamed" not in catalog.names()
+    assert catalog.definition("same", "team").file == same
+    with pytest.raises(ProfileError) as excinfo:
+        catalog.definition("other", "team")
+    assert str(excinfo.value).startswith(f"{other}:1:7: [team] name: `renamed` is not the file's name")
+
+
+def test_a_file_name_must_be_a_profile_name(tmp_path):
+    team = tmp_path / "team"
+    bad = profile(team, "gpu_large.yaml", "elastic: {nnodes: 1}\n")
+    with pytest.raises(ProfileError) as excinfo:
+        Catalog.discover(team=[str(team)]).definition("gpu_large", "team")
+    assert str(excinfo.value) == (f"{bad}:1:1: [team] the file name `gpu_large` is not a profile name (lower-case letters, "
+                                  "digits and dashes): rename the file to `gpu-large.yaml`")
 
 
 def test_extends_expands_parents_fully_layered_in_order(tmp_path):

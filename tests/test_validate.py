@@ -263,7 +263,7 @@ def test_extends_parents_must_be_among_the_paths_or_builtin(tmp_path):
 
 def test_two_files_defining_one_profile(tmp_path):
     a = write(tmp_path / "a", "gpu-large.yaml", "elastic: {nnodes: 2}\n")
-    b = write(tmp_path / "b", "big.yaml", "name: gpu-large\nelastic: {nnodes: 3}\n")
+    b = write(tmp_path / "b", "gpu-large.yml", "elastic: {nnodes: 3}\n")
     [error] = validate_paths([a, b]).errors
     assert "defined twice in the team layer" in error.message and a in error.message and b in error.message
 

@@ -25,6 +25,10 @@ from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from ._errors import Finding, Location, ProfileError
 
+NAME_PATTERN = r"[a-z0-9][a-z0-9-]*"
+"""What a profile name may be: lower-case letters, digits and dashes, not starting with a dash. A profile's
+name is its file's name without the suffix (``gpu-large.yaml`` defines ``gpu-large``)."""
+
 LAYERS = ("builtin", "platform", "team", "task")
 """Layer names, lowest first: a higher layer is applied on top of the lower ones."""
 
@@ -300,29 +304,3 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
     if findings:
         raise ProfileError(findings)
     return out
-
-
-_YAML_NAME = re.compile(r"^(?:name|\"name\"|'name')[ \t]*:[ \t]*(?P<v>[^#\n]*?)[ \t]*(?:#.*)?$", re.M)
-_TOML_NAME = re.compile(r"^name[ \t]*=[ \t]*(?P<v>\"[^\"\n]*\"|'[^'\n]*')", re.M)
-
-
-def declared_name(path: str, text: str) -> str | None:
-    """The ``name`` a profile file declares at its top level, found without parsing the file.
-
-    Returns ``""`` when the file declares none (the stem is the name), ``None`` when the quick look cannot
-    tell (a YAML file written in flow style), in which case the caller parses the file.
-    """
-    if path.endswith(".toml"):
-        head = re.split(r"^\s*\[", text, maxsplit=1, flags=re.M)[0]
-        m = _TOML_NAME.search(head)
-    else:
-        m = _YAML_NAME.search(text)
-        if not m:
-            body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", "---", "%"))]
-            return None if body and body[0].lstrip().startswith("{") else ""
-    if not m:
-        return ""
-    value = m.group("v").strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        value = value[1:-1]
-    return value

@@ -24,8 +24,7 @@ from ._elastic import (  # noqa: F401 - re-exported: the file format's constants
     merge_elastic,
 )
 
-NAME_PATTERN = r"[a-z0-9][a-z0-9-]*"
-"""What a profile name may be: lower-case letters, digits and dashes, not starting with a dash."""
+from ._layers import NAME_PATTERN  # noqa: E402
 
 _MIN_MAX = re.compile(r"([0-9]+):([0-9]+)")
 
@@ -132,7 +131,7 @@ class ProfileFile(_Strict):
     """One profile file (YAML or TOML)."""
 
     name: Optional[str] = Field(
-        None, pattern=f"^{NAME_PATTERN}$", description="Profile name; defaults to the file stem."
+        None, pattern=f"^{NAME_PATTERN}$", description="Profile name: the file's name without its suffix; when given, it must say the same."
     )
     description: Optional[str] = Field(None, description="One line shown by `kfdefaults list`.")
     extends: Optional[Union[str, List[str]]] = Field(

@@ -17,7 +17,7 @@ import os
 from typing import Any, Iterable, Mapping
 
 from ._errors import Finding, Location, ProfileError
-from ._layers import LAYERS, Folder, declared_name, discover_folders, layer_sources
+from ._layers import LAYERS, Folder, discover_folders, layer_sources
 from ._source import Document, parse_bytes, read_bytes, read_document
 
 PathT = tuple
@@ -275,48 +275,18 @@ def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
-_FOLDER_NAMES: dict[str, list[tuple[str, str]]] = {}
-
-
 def folder_names(folder: str) -> list[tuple[str, str]]:
     """``(file, profile name)`` for every profile file in ``folder``, in file-name order.
 
-    A file's profile name is its stem unless it declares another ``name``. Finding out reads each file (not
-    parses: :func:`kfdefaults._layers.declared_name`); the answer is kept, in this process and in the cache,
-    keyed by the folder's listing, so an unchanged folder of a thousand profiles costs one ``scandir``.
+    The file name is the profile name (``gpu-large.yaml`` defines ``gpu-large``), so finding a profile reads
+    no file: a folder of a thousand profiles costs one ``scandir``.
     """
-    from . import _cache
-
-    listing = folder_listing(folder)
-    entry_key = _cache.key(repr(listing).encode(), "folder-names", os.path.abspath(folder))
-    known = _FOLDER_NAMES.get(entry_key)
-    if known is None:
-        stored = _cache.load(entry_key)
-        if isinstance(stored, list) and len(stored) == len(listing):
-            known = [(os.path.join(folder, file), name) for file, name in stored]
-        else:
-            known = [(os.path.join(folder, file), profile_name_of(os.path.join(folder, file))) for file, _, _ in listing]
-            _cache.store(entry_key, [[os.path.basename(path), name] for path, name in known])
-        _FOLDER_NAMES[entry_key] = known
-    return known
+    return [(os.path.join(folder, file), profile_name_of(file)) for file, _, _ in folder_listing(folder)]
 
 
 def profile_name_of(path: str) -> str:
-    """The profile name a file defines: its declared `name`, else its stem."""
-    stem = os.path.splitext(os.path.basename(path))[0]
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return stem
-    declared = declared_name(path, text)
-    if declared is None:
-        try:
-            data = read_document(path).data
-        except ProfileError:
-            return stem
-        declared = data.get("name") if isinstance(data, dict) and isinstance(data.get("name"), str) else ""
-    return declared or stem
+    """The profile a file defines: its name without the suffix (``team/gpu-large.yaml`` -> ``gpu-large``)."""
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 class Catalog:
@@ -407,19 +377,19 @@ class Catalog:
         entry_key = _cache.key(raw, "profile", normalize_version(self.kubernetes_version))
         entry = _cache.load(entry_key)
         definition = _definition_from_entry(entry, file, layer) if entry is not None else None
+        stem = profile_name_of(file)
         if definition is None:
             doc = parse_bytes(raw, file)
             warnings: list[Finding] = []
             body, findings = _validate_body(doc, doc.data, layer, self.kubernetes_version, warnings=warnings)
             if findings:
                 raise ProfileError(findings)
-            stem = os.path.splitext(os.path.basename(file))[0]
-            name = body.name or stem
-            if body.name is None:
-                _check_file_name(doc, stem, layer)
-            definition = Definition(name, layer, file, doc, body.parents(),
-                                    fragment_from_body(name, layer, file, body, doc), warnings)
+            definition = Definition(body.name or stem, layer, file, doc, body.parents(),
+                                    fragment_from_body(stem, layer, file, body, doc), warnings)
+            _check_file_name(definition, stem)
             _cache.store(entry_key, _definition_to_entry(definition))
+        else:
+            _check_file_name(definition, stem)  # the cache keys a file by its content, not by its name
         self._definitions[file] = definition
         return definition
 
@@ -472,23 +442,28 @@ def discover_and_expand(
     return fragments
 
 
-def _check_file_name(doc: Document, stem: str, layer: str) -> None:
-    """A file without ``name:`` is named by its stem, which must then be a profile name.
+def _check_file_name(definition: Definition, stem: str) -> None:
+    """The file name is the profile name: it must be one, and a ``name:`` in the file must say the same.
 
     Raises:
         ProfileError: the stem is not ``[a-z0-9][a-z0-9-]*`` (``gpu_large.yaml`` would silently be another
-            profile than the ``gpu-large`` it means to change).
+            profile than the ``gpu-large`` it means to change), or ``name:`` names another profile.
     """
     import re
 
-    from ._model import NAME_PATTERN
+    from ._layers import NAME_PATTERN
 
-    if re.fullmatch(NAME_PATTERN, stem):
-        return
-    suggestion = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")
-    hint = f": rename the file to `{suggestion}{os.path.splitext(doc.file)[1]}` or add `name: {suggestion}`" if suggestion else ""
-    raise ProfileError([Finding(Location(doc.file, 1, 1), "", f"the file name `{stem}` is not a profile name "
-                                f"(lower-case letters, digits and dashes){hint}", layer=layer)])
+    doc, layer = definition.document, definition.layer
+    suffix = os.path.splitext(doc.file)[1]
+    if not re.fullmatch(NAME_PATTERN, stem):
+        suggestion = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")
+        hint = f": rename the file to `{suggestion}{suffix}`" if suggestion else ""
+        raise ProfileError([Finding(Location(doc.file, 1, 1), "", f"the file name `{stem}` is not a profile name "
+                                    f"(lower-case letters, digits and dashes){hint}", layer=layer)])
+    if definition.name != stem:
+        raise ProfileError([Finding(doc.location(("name",)), "name", f"`{definition.name}` is not the file's name: "
+                                    f"kfdefaults finds a profile by its file name; rename the file to "
+                                    f"`{definition.name}{suffix}` or remove `name:`", layer=layer)])
 
 
 def _definition_to_entry(definition: Definition) -> dict[str, Any]:
