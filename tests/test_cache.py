@@ -101,3 +101,22 @@ def test_an_unwritable_cache_is_ignored(tmp_path, monkeypatch):
     blocker.write_text("not a folder")
     monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(blocker / "cache"))
     assert load(team_with(tmp_path)).fragment.elastic == {"nnodes": 2, "nproc_per_node": 4}
+
+
+def test_same_bytes_under_two_file_names_are_two_profiles(tmp_path, cache):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, name in ((first, "alpha.yaml"), (second, "beta.yaml")):
+        folder.mkdir()
+        (folder / name).write_text(PROFILE, encoding="utf-8")
+    alpha = Catalog.discover(team=[str(first)], entry_points=False).definition("alpha", "team")
+    beta = Catalog.discover(team=[str(second)], entry_points=False).definition("beta", "team")  # a cache hit
+    assert (alpha.name, beta.name) == ("alpha", "beta")
+    assert beta.fragment.profile == "beta" and beta.file == str(second / "beta.yaml")
+
+
+def test_a_cached_file_renamed_to_a_bad_name_is_still_rejected(tmp_path, cache):
+    team = team_with(tmp_path)
+    load(team)
+    os.rename(os.path.join(team, "p.yaml"), os.path.join(team, "Bad_Name.yaml"))
+    with pytest.raises(ProfileError, match="the file name `Bad_Name` is not a profile name"):
+        Catalog.discover(team=[team], entry_points=False).definition("Bad_Name", "team")

@@ -32,7 +32,7 @@ def digest(*parts: bytes) -> str:
         h.update(part)
     return h.hexdigest()
 
-FORMAT = 1
+FORMAT = 2
 """Version of the entry layout; bump when the stored fields change."""
 
 

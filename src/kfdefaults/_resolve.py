@@ -471,7 +471,8 @@ def _definition_to_entry(definition: Definition) -> dict[str, Any]:
     fragment = definition.fragment
     return {
         "document": definition.document.to_json(),
-        "name": definition.name,
+        # what the file declares, not the name it was loaded as: another file may hold the same bytes
+        "declared_name": definition.document.data.get("name") if isinstance(definition.document.data, dict) else None,
         "parents": definition.parents,
         "description": fragment.description,
         "elastic": fragment.elastic,
@@ -487,10 +488,16 @@ def _definition_from_entry(entry: Any, file: str, layer: str) -> Definition | No
         doc = Document.from_json(file, entry["document"])
         warnings = [Finding(Location(file, line, column), dotted, message, severity, layer=layer)
                     for line, column, dotted, message, severity in entry["warnings"]]
-        fragment = Fragment(entry["name"], layer, file, doc, entry["description"], entry["elastic"],
-                            entry["pod_template"], entry["primary_container_name"])
-        return Definition(entry["name"], layer, file, doc, list(entry["parents"]), fragment, warnings)
-    except (KeyError, TypeError, ValueError):
+        stem = profile_name_of(file)
+        declared = entry["declared_name"]
+        elastic, pod_template, parents = entry["elastic"], entry["pod_template"], list(entry["parents"])
+        if not (isinstance(elastic, dict) and isinstance(pod_template, dict) and all(isinstance(p, str) for p in parents)
+                and (declared is None or isinstance(declared, str))):
+            return None
+        fragment = Fragment(stem, layer, file, doc, entry["description"], elastic, pod_template,
+                            entry["primary_container_name"])
+        return Definition(declared or stem, layer, file, doc, parents, fragment, warnings)
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 
