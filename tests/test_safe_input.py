@@ -83,9 +83,14 @@ def test_tags_and_duplicates(text, where, words):
 
 
 def test_quoted_and_plain_scalars_keep_their_meaning_and_text():
-    doc = parse_text("a: '1'\nb: 1\nc: 0755\nd: True\ne: no\n", "ok.yaml")
-    assert doc.data == {"a": "1", "b": 1, "c": 755, "d": True, "e": "no"}
-    assert doc.plain_text == {("b",): "1", ("c",): "0755", ("d",): "True"}
+    doc = parse_text("a: '1'\nb: 1\nc: 0o755\nd: True\ne: no\n", "ok.yaml")
+    assert doc.data == {"a": "1", "b": 1, "c": 493, "d": True, "e": "no"}
+    assert doc.plain_text == {("b",): "1", ("c",): "0o755", ("d",): "True"}
+
+
+def test_a_leading_zero_is_an_error_not_a_guess():
+    message, _ = rejected("a: 0755\n")
+    assert message.startswith("bad.yaml:1:4: `0755` is the decimal 755 in YAML 1.2 but the octal 493")
 
 
 def test_toml_duplicate_key_is_located():

@@ -24,7 +24,7 @@ def only_error(excinfo) -> str:
     [
         ("no", "no"), ("on", "on"), ("y", "y"), ("Yes", "Yes"), ("off", "off"),
         ("true", True), ("False", False), ("~", None), ("null", None), ("", None),
-        ("1234567", 1234567), ("0x1F", 31), ("0o17", 15), ("017", 17), ("1_000", "1_000"),
+        ("1234567", 1234567), ("0x1F", 31), ("0o17", 15), ("1_000", "1_000"),
         ("1.5", 1.5), ("1e3", 1000.0), ("2024-01-01", "2024-01-01"), ("12:30", "12:30"), ("8Gi", "8Gi"),
     ],
 )
@@ -137,3 +137,11 @@ def test_non_utf8_file_is_an_error(tmp_path):
     with pytest.raises(ProfileError) as excinfo:
         read_document(str(path))
     assert only_error(excinfo).startswith(f"{path}:2:1: file is not UTF-8")
+
+
+@pytest.mark.parametrize("text", ["017", "0755", "-010", "1" * 31])
+def test_ambiguous_or_huge_integers_are_errors(text):
+    from kfdefaults._source import AmbiguousScalar
+
+    with pytest.raises(AmbiguousScalar):
+        resolve_plain_scalar(text)

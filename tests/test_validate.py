@@ -48,7 +48,9 @@ def test_builtin_profiles_and_fixtures_are_clean():
 
 
 def test_directives_nulls_and_every_value_kind_are_legal_in_fragments(tmp_path):
+    # on top of a parent, so that every directive meets what it acts on (a directive left over is an error)
     path = write(tmp_path, "legal.yaml", """\
+        extends: elastic-gpu-default
         elastic:
           nnodes: " 2:4 "
           monitor_interval: 0.5
@@ -74,7 +76,7 @@ def test_directives_nulls_and_every_value_kind_are_legal_in_fragments(tmp_path):
                   httpGet: {port: http, path: /healthz}
                 securityContext: null
               - name: sidecar
-                $patch: replace
+                image: proxy:1
             volumes:
               - name: dshm
                 $retainKeys: [name, emptyDir]

@@ -21,6 +21,7 @@ def task_fragment(
     *,
     source: str = TASK_SOURCE,
     labels: Mapping[str, str] | None = None,
+    kubernetes_version: str | None = None,
 ) -> Fragment | None:
     """The task layer as a :class:`~kfdefaults._resolve.Fragment`, validated like a profile file.
 
@@ -29,22 +30,31 @@ def task_fragment(
         overrides: A mapping in the shape of a profile file (``{"elastic": {...}, "pod_template": {...}}``).
         source: What to name as the origin of these values in messages and ``--explain``.
         labels: Dotted key -> origin label, for values with their own origin (each ``--set``).
+        kubernetes_version: Kubernetes minor version of the schema the PodSpec fragment is checked against.
 
     Raises:
-        ProfileError: the overrides do not validate; locations name ``source``.
+        ProfileError: the overrides do not validate, or set ``name`` or ``extends`` (which belong to files);
+            locations name ``source``.
+        TypeError: ``overrides`` is not a mapping.
     """
     if not overrides:
         return None
+    if not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a mapping in the shape of a profile file, not {type(overrides).__name__}")
+    from ._errors import Finding, Location, ProfileError
     from ._resolve import _validate_body, fragment_from_body
     from ._source import Document
     from ._validate import task_label
 
+    file_only = [k for k in ("name", "extends") if k in overrides]
+    if file_only:
+        raise ProfileError([Finding(Location(task_label(k, labels or {}) or source), k,
+                                    f"`{k}` belongs to a profile file; the task layer sets `elastic` and `pod_template`",
+                                    layer="task") for k in file_only])
     allowed = {k: v for k, v in overrides.items()}
     doc = Document(source, allowed)
-    body, findings = _validate_body(doc, allowed, "task")
+    body, findings = _validate_body(doc, allowed, "task", kubernetes_version)
     if findings:
-        from ._errors import Location, ProfileError
-
         for f in findings:
             label = task_label(f.path, labels or {}) or source
             f.location = Location(label)
@@ -150,7 +160,9 @@ class Resolved:
         """A ``kubernetes.client.V1PodTemplate`` (for ``kubectl apply`` and Flyte's ``pod_template_name``)."""
         from ._flyte_objects import to_k8s_model
 
-        return to_k8s_model(self.pod_template_manifest(name), "V1PodTemplate")
+        manifest = self.pod_template_manifest(name)
+        manifest["template"]["spec"].setdefault("containers", [])  # required by the client's model
+        return to_k8s_model(manifest, "V1PodTemplate")
 
 
 def resolve(
@@ -182,6 +194,16 @@ def resolve(
         ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, or a pod template patch
             is rejected; every finding has a ``FILE:LINE:COLUMN`` location.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"a profile name is a string, not {type(name).__name__}")
+    platform, team = _folders(platform), _folders(team)
     fragments = discover_and_expand(name, platform, team, kubernetes_version=kubernetes_version)
-    task = task_fragment(name, overrides)
+    task = task_fragment(name, overrides, kubernetes_version=kubernetes_version)
     return Resolved(merge_fragments(name, fragments + ([task] if task else []), kubernetes_version=kubernetes_version))
+
+
+def _folders(value: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[str]:
+    """Folders as a list: one path on its own (``platform="/etc/profiles"``) is one folder, not its letters."""
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    return [os.fspath(v) for v in value]

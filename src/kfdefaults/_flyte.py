@@ -32,7 +32,7 @@ from flytekit.extend import TaskPlugins
 from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
 from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask, RunPolicy
 
-from ._api import Resolved, task_fragment
+from ._api import Resolved, _folders, task_fragment
 from ._errors import KfdefaultsError, ProfileError
 from ._flyte_objects import flytekit_pod_template, plugin_elastic, to_plain
 from ._elastic import PLUGIN_ELASTIC_DEFAULTS
@@ -51,10 +51,12 @@ class KfdefaultsWarning(UserWarning):
 
 
 def _run_policy_dict(policy: Any) -> Any:
+    """A plugin ``RunPolicy`` as the profile format writes it (``clean_pod_policy: running``)."""
     if isinstance(policy, RunPolicy):
-        out = {k: v for k, v in dataclasses.asdict(policy).items() if v is not None}
-        if policy.clean_pod_policy is not None:
-            out["clean_pod_policy"] = policy.clean_pod_policy.name.lower()
+        out = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if getattr(policy, f.name) is not None}
+        clean = policy.clean_pod_policy
+        if clean is not None:
+            out["clean_pod_policy"] = clean.name.lower() if hasattr(clean, "name") else clean  # validation says if bad
         return out
     return policy
 
@@ -117,7 +119,9 @@ class Elastic(PluginElastic):
         if unknown:
             hint = " (kfdefaults profiles own /dev/shm)" if "increase_shared_mem" in unknown else ""
             raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}{hint}")
-        platform, team = [os.fspath(p) for p in platform], [os.fspath(t) for t in team]
+        if not isinstance(profile, str):
+            raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
+        platform, team = _folders(platform), _folders(team)
         elastic_overrides = {k: (_run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
         self.profile = profile
         self.runtime_key = _runtime_key(profile, platform, team, elastic_overrides)
@@ -169,6 +173,10 @@ class Elastic(PluginElastic):
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
         if pod_template is None:
             return self.resolved
+        from flytekit import PodTemplate
+
+        if not isinstance(pod_template, PodTemplate):
+            raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
         section: dict[str, Any] = {}
         if pod_template.pod_spec is not None:
             section["spec"] = to_plain(pod_template.pod_spec)

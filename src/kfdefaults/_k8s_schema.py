@@ -274,6 +274,12 @@ class SchemaType:
         """For a map with typed values (``resources.limits``): the type of its values."""
         return _resolve(self._version, self._values) if self._values is not None else None
 
+    def property_types(self, key: str) -> set[str]:
+        """For a struct: the JSON types its field ``key`` may have (``{"integer", "null"}``); empty if unknown."""
+        if self._props is None or key not in self._props:
+            return set()
+        return _types_of(self._props[key])
+
     def property(self, key: str) -> SchemaType | None:
         """For a struct: the type of field ``key`` (exact name), or ``None``."""
         if self._props is None or key not in self._props:

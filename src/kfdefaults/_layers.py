@@ -193,10 +193,15 @@ def _entry_point_folder(name: str, value: str) -> str:
         raise ProfileError([Finding(Location(f"entry point {name}"), "", f"cannot find module {value!r}")])
     from importlib.metadata import EntryPoint
 
-    target = EntryPoint(name, value, ENTRY_POINT_GROUP).load()
-    if callable(target):
-        target = target()
-    return os.fspath(target)
+    try:
+        target = EntryPoint(name, value, ENTRY_POINT_GROUP).load()
+        if callable(target):
+            target = target()
+        return os.fspath(target)
+    except Exception as e:  # the installed package is broken: say which, do not crash every command
+        raise ProfileError([Finding(Location(f"entry point {name} ({value})"), "",
+                                    f"cannot load this {ENTRY_POINT_GROUP} entry point: {type(e).__name__}: {e}",
+                                    layer="platform")]) from None
 
 
 def nearest_pyproject(start: str) -> str | None:
@@ -224,14 +229,16 @@ class PyprojectSource:
         path = nearest_pyproject(self.start)
         if path is None:
             return []
-        with open(path, "rb") as f:
-            raw = f.read()
+        from ._source import parse_bytes, read_bytes
+
+        raw = read_bytes(path)  # an unreadable or oversized file is a located error
         if b"kfdefaults" not in raw:
             return []
-        from ._source import parse_text
-
-        doc = parse_text(raw.decode("utf-8"), path)
-        section = doc.data.get("tool", {}).get("kfdefaults")
+        doc = parse_bytes(raw, path)  # UTF-8 with or without a BOM, TOML errors located
+        tool = doc.data.get("tool") if isinstance(doc.data, dict) else None
+        if not isinstance(tool, dict):
+            return []
+        section = tool.get("kfdefaults")
         if section is None:
             return []
         findings = []
@@ -284,7 +291,7 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
     """
     out: dict[str, list[Folder]] = {}
     findings = []
-    seen: set[str] = set()
+    seen: dict[str, set[str]] = {}  # layer -> real paths
     for layer, layer_sources_ in sources.items():
         folders = []
         for source in layer_sources_:
@@ -296,9 +303,15 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
                         Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}) {problem}", layer=layer)
                     )
                     continue
-                if real in seen:
+                if real in seen.get(layer, set()):
                     continue
-                seen.add(real)
+                other = next((other for other, paths in seen.items() if real in paths), None)
+                if other is not None:
+                    findings.append(Finding(Location(folder.path), "", f"this folder is in the {other} layer and in "
+                                            f"the {layer} layer (from {folder.origin}); a folder belongs to one layer",
+                                            layer=layer))
+                    continue
+                seen.setdefault(layer, set()).add(real)
                 folders.append(folder)
         out[layer] = folders
     if findings:

@@ -26,6 +26,9 @@ from ._elastic import (  # noqa: F401 - re-exported: the file format's constants
 
 from ._layers import NAME_PATTERN  # noqa: E402
 
+_INT32 = 2**31 - 1
+"""The largest int32: the kubeflow PyTorchJob fields these settings become are int32."""
+
 _MIN_MAX = re.compile(r"([0-9]+):([0-9]+)")
 
 
@@ -68,14 +71,14 @@ class ElasticSection(_Strict):
             ]
         },
     )
-    nproc_per_node: Optional[int] = Field(None, ge=1, description="Worker processes per node (one per GPU).")
+    nproc_per_node: Optional[int] = Field(None, ge=1, le=_INT32, description="Worker processes per node (one per GPU).")
     start_method: Optional[Literal["spawn", "fork"]] = Field(
         None, description="How torch elastic starts worker processes."
     )
     monitor_interval: Optional[Union[int, float]] = Field(
-        None, gt=0, description="Seconds between checks of the worker processes."
+        None, gt=0, le=86400, allow_inf_nan=False, description="Seconds between checks of the worker processes."
     )
-    max_restarts: Optional[int] = Field(None, ge=0, description="Worker group restarts before the task fails.")
+    max_restarts: Optional[int] = Field(None, ge=0, le=_INT32, description="Worker group restarts before the task fails.")
     rdzv_configs: Optional[Dict[str, Any]] = Field(
         None,
         description="Rendezvous settings passed to torch elastic; timeouts in whole seconds. "
@@ -91,8 +94,8 @@ class ElasticSection(_Strict):
         if isinstance(v, bool):
             raise ValueError('nnodes must be an int >= 1 or "MIN:MAX"')
         if isinstance(v, int):
-            if v < 1:
-                raise ValueError(f"nnodes must be >= 1, got {v}")
+            if not 1 <= v <= _INT32:
+                raise ValueError(f"nnodes must be between 1 and {_INT32} (a PyTorchJob's replicas are an int32), got {v}")
             return v
         if isinstance(v, str):
             text = v.strip()
@@ -102,8 +105,10 @@ class ElasticSection(_Strict):
             if not m:
                 raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX" (like "1:4"), got {v!r}')
             lo, hi = int(m.group(1)), int(m.group(2))
-            if not 1 <= lo <= hi:
-                raise ValueError(f'nnodes "{v}" needs 1 <= MIN <= MAX')
+            if not 1 <= lo <= hi <= _INT32:
+                raise ValueError(f'nnodes "{v}" needs 1 <= MIN <= MAX <= {_INT32}')
+            if lo == hi == 1:
+                return 1  # "1:1" is one node: a plain pod, not a PyTorchJob of one replica
             return f"{lo}:{hi}"
         raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX", got {type(v).__name__}')
 

@@ -33,8 +33,6 @@ def split_path(key: str) -> list[Any]:
     Raises:
         SetError: empty segment, unbalanced quote or bracket.
     """
-    from ._source import resolve_plain_scalar
-
     parts: list[Any] = []
     i, n = 0, len(key)
     current = ""
@@ -70,7 +68,10 @@ def split_path(key: str) -> list[Any]:
                 current = ""
             if not parts or isinstance(parts[-1], tuple):
                 raise SetError(f"a selector must follow a field name in {key!r}")
-            parts.append((m.group(1).strip(), resolve_plain_scalar(m.group(2).strip())))
+            raw = m.group(2).strip()
+            if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
+                raw = raw[1:-1]  # [name="1"]: the quotes say string, they are not part of the name
+            parts.append((m.group(1).strip(), raw))
             i = m.end()
             continue
         current += c
@@ -88,18 +89,74 @@ def parse_value(text: str) -> Any:
     """A ``--set`` value: a YAML 1.2 scalar, or a flow list / mapping."""
     from ._source import parse_text, resolve_plain_scalar
 
+    from ._source import AmbiguousScalar
+
     stripped = text.strip()
     if stripped.startswith(("[", "{", '"', "'")):
         try:
             return parse_text(f"v: {stripped}", "--set.yaml").data["v"]
         except ProfileError as e:
             raise SetError(f"cannot read value {text!r}: {e.findings[0].message}") from None
-    return resolve_plain_scalar(stripped)
+    try:
+        return resolve_plain_scalar(stripped)
+    except AmbiguousScalar as e:
+        raise SetError(str(e)) from None
+
+
+def _typed_selectors(parts: list[Any], key: str) -> list[Any]:
+    """Check each selector against the Kubernetes schema and give its value the merge key's type.
+
+    A selector names a list item by the list's patch merge key (``containers[name=primary]``,
+    ``ports[containerPort=8080]``, which is an integer); a list without one (``tolerations``, ``args``) is
+    replaced whole by strategic merge patch, so one of its items cannot be set alone.
+
+    Raises:
+        SetError: a selector on a list without a merge key, or by another key than the merge key.
+    """
+    from ._k8s_schema import SchemaLookupError, schema_type
+
+    if parts[:2] != ["pod_template", "spec"]:
+        if any(isinstance(p, tuple) for p in parts):
+            raise SetError(f"list selectors apply to pod_template.spec lists only, in {key!r}")
+        return parts
+    parts = list(parts)
+    out: list[Any] = parts[:2]
+    schema: Any = schema_type("PodSpec")
+    for i in range(2, len(parts)):
+        part = parts[i]
+        if isinstance(part, tuple):
+            out.append(part)
+            continue
+        nxt = parts[i + 1] if i + 1 < len(parts) else None
+        if schema is None:
+            out.append(part)
+            continue
+        try:
+            if isinstance(nxt, tuple):
+                schema, meta = schema.lookup_slice(part)
+                field = ".".join(str(p) for p in parts[:i + 1] if not isinstance(p, tuple))
+                if not meta.merge_key:
+                    raise SetError(f"`{field}` has no merge key: strategic merge patch replaces it whole, so set the "
+                                   f"whole list (--set '{field}=[...]')")
+                if nxt[0] != meta.merge_key:
+                    raise SetError(f"`{field}` items are merged by `{meta.merge_key}`: select one with "
+                                   f"[{meta.merge_key}=...]")
+                if "integer" in schema.property_types(meta.merge_key):
+                    try:
+                        parts[i + 1] = (nxt[0], int(nxt[1]))
+                    except ValueError:
+                        raise SetError(f"`{meta.merge_key}` is an integer, not {nxt[1]!r}") from None
+            else:
+                schema = schema.lookup_struct(part)[0]
+        except SchemaLookupError:
+            schema = None  # an unknown field: validation says so, with a suggestion
+        out.append(part)
+    return out
 
 
 def apply_set(tree: dict[str, Any], key: str, value: Any) -> None:
     """Put ``value`` at ``key`` (see :func:`split_path`) into a profile-shaped ``tree``, in place."""
-    parts = split_path(key)
+    parts = _typed_selectors(split_path(key), key)
     node: Any = tree
     for i, part in enumerate(parts[:-1]):
         nxt = parts[i + 1]

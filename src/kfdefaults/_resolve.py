@@ -252,7 +252,10 @@ def fragment_from_body(name: str, layer: str, source: str, body: Any, document: 
     raw_elastic = body.elastic.model_dump(exclude_unset=True) if body.elastic else {}
     pod_section = body.pod_template.model_dump(exclude_unset=True) if body.pod_template else None
     patch, primary = pod_template_patch(pod_section)
-    return Fragment(name, layer, source, document, body.description, raw_elastic, patch, primary)
+    description = body.description
+    if description is None and "description" in body.model_fields_set:
+        description = ""  # `description: null` deletes the description below, like any null
+    return Fragment(name, layer, source, document, description, raw_elastic, patch, primary)
 
 
 def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
@@ -298,6 +301,7 @@ class Catalog:
 
     def __init__(self, folders: Mapping[str, list[Folder]]) -> None:
         self.folders = folders
+        self.expanded: dict[str, list[Fragment]] = {}  # parents already expanded, by name
         self._index: dict[str, dict[str, list[str]]] | None = None
         self._definitions: dict[str, Definition] = {}
         self.kubernetes_version: str | None = None
@@ -510,6 +514,20 @@ def _extends_location(definition: Definition, parent: str) -> Location:
     return definition.document.location(("extends",))
 
 
+MAX_EXTENDS_DEPTH = 32
+"""Deepest ``extends`` chain: a profile, its parent, the parent's parent... (a few in practice)."""
+
+MAX_FRAGMENTS = 256
+"""Most fragments one profile may expand to (each layer's definition and every parent, fully layered)."""
+
+
+def _expanded_parent(catalog: Catalog, name: str, stack: tuple[tuple[str, str], ...]) -> list[Fragment]:
+    """:func:`expand` of a parent, remembered by the catalog: a parent reached by several paths is read once."""
+    if name not in catalog.expanded:
+        catalog.expanded[name] = expand(catalog, name, None, stack)
+    return catalog.expanded[name]
+
+
 def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tuple[tuple[str, str], ...] = ()) -> list[Fragment]:
     """The fragments that make up profile ``name``, lowest first.
 
@@ -537,7 +555,14 @@ def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tu
                 raise ProfileError([Finding(_extends_location(definition, parent), "extends",
                                             f"unknown parent profile {parent!r} (extended by {definition.file})",
                                             layer=layer)])
-            fragments.extend(expand(catalog, parent, None, _stack + ((name, definition.file),)))
+            if len(_stack) + 1 >= MAX_EXTENDS_DEPTH:
+                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
+                                            f"`extends` chains more than {MAX_EXTENDS_DEPTH} profiles deep", layer=layer)])
+            fragments.extend(_expanded_parent(catalog, parent, _stack + ((name, definition.file),)))
+            if len(fragments) > MAX_FRAGMENTS:
+                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
+                                            f"`extends` expands {name!r} to more than {MAX_FRAGMENTS} fragments (a parent "
+                                            "reached by several paths is applied once for each)", layer=layer)])
         fragments.append(definition.fragment)
     if not found:
         from ._suggest import closest
@@ -593,7 +618,55 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
     state = MergeState.initial()
     for fragment in fragments:
         state = merge_step(state, fragment, kubernetes_version=kubernetes_version)
+    _reject_leftover_directives(state.pod, fragments)
     return Merged(name, state.description, fill_plugin_defaults(state.elastic), state.pod, state.primary, fragments)
+
+
+def _directive_paths(value: Any, field: tuple = (), at: tuple = ()) -> list[tuple[tuple, tuple, str]]:
+    """``(field path without list positions, concrete path, key)`` of every ``$``-key in ``value``."""
+    found: list[tuple[tuple, tuple, str]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.startswith("$"):
+                found.append((field, at + (key,), key))
+            else:
+                found.extend(_directive_paths(item, field + (key,), at + (key,)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.extend(_directive_paths(item, field, at + (i,)))
+    return found
+
+
+def _reject_leftover_directives(pod: dict[str, Any], fragments: list[Fragment]) -> None:
+    """A directive left in the merged pod template is an error.
+
+    Strategic merge patch applies ``$patch``, ``$retainKeys`` and the others only where they meet something to
+    act on; kubectl copies the rest into the object as data (a ``$patch: delete`` item in a list without a merge
+    key, such as ``tolerations``, is added, not deleted). The cluster would then get what the author did not
+    mean, silently: the Kubernetes client drops the ``$`` key and keeps the rest of the item.
+
+    Raises:
+        ProfileError: located at the highest fragment that writes such a directive at that field.
+    """
+    leftovers = _directive_paths(pod)
+    if not leftovers:
+        return
+    findings = []
+    for field, _, key in leftovers:
+        for fragment in reversed(fragments):
+            matches = [at for f, at, k in _directive_paths(fragment.pod_template) if f == field and k == key]
+            if matches:
+                at = matches[0]
+                file_path = ("pod_template",) + (at[1:] if at[:1] == ("metadata",) else at)
+                findings.append(Finding(
+                    fragment.location(file_path, key=True), _dotted(file_path),
+                    f"`{key}` has nothing to act on here and would reach the cluster as data: strategic merge patch "
+                    f"applies it only to an item of a list merged by key, or to a field that exists below; "
+                    f"`{'.'.join(map(str, field))}` is replaced whole or is new at this point (kubectl leaves it in too)",
+                    layer=fragment.layer))
+                break
+    unique = {str(f): f for f in findings}
+    raise ProfileError(list(unique.values()) or [Finding(Location("kfdefaults"), "", "a directive is left in the merged pod template")])
 
 
 DEFAULT_PRIMARY_CONTAINER_NAME = "primary"
@@ -649,7 +722,7 @@ def merge_step(state: MergeState, fragment: Fragment, *, kubernetes_version: str
 
     new = MergeState(state.elastic, state.pod, state.description, state.primary)
     if fragment.description is not None:
-        new.description = fragment.description
+        new.description = fragment.description or None
     if fragment.primary_container_name is not None:
         new.primary = fragment.primary_container_name
     if fragment.elastic:

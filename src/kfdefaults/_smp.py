@@ -225,7 +225,12 @@ def _from_plain(value: Any, path: str = "", *, floats_stay: bool = False) -> Any
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
-        return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        try:
+            return float(value)  # as Go's decoder reads an integer beyond int64
+        except OverflowError:
+            raise MergeError(path, "a number beyond the range of a JSON number (float64)") from None
     if isinstance(value, float):
         if not math.isfinite(value):
             raise MergeError(path, f"{value} is not a JSON number")
@@ -841,16 +846,18 @@ def strategic_merge_patch(
             data.
         ValueError: ``kind`` or ``kubernetes_version`` is unknown.
     """
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a Kubernetes type name such as 'PodTemplateSpec', not {type(kind).__name__}")
     schema = schema_type(kind, normalize_version(kubernetes_version))
     if not isinstance(original, Mapping):
         raise MergeError("", f"the original must be an object, not {type(original).__name__}")
     if not isinstance(patch, Mapping):
         raise MergeError("", f"a patch must be an object, not {type(patch).__name__}")
-    go_original, go_patch = _from_plain(original), _from_plain(patch, floats_stay=True)
     try:
+        go_original, go_patch = _from_plain(original), _from_plain(patch, floats_stay=True)
         merged = _Merger().merge_map(go_original, go_patch, schema, "")
+        return _to_plain(merged)
     except _Panic as e:
         raise MergeError("", f"kubectl fails on this patch ({e})") from None
     except RecursionError:
-        raise MergeError("", "the document is nested too deeply") from None
-    return _to_plain(merged)
+        raise MergeError("", "the document is nested too deeply, or contains itself") from None

@@ -137,7 +137,7 @@ def read_bytes(file: str) -> bytes:
         with open(file, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
-        raise _error(file, 0, 0, f"cannot read file: {e.strerror or e}") from None
+        raise _error(file, 1, 1, f"cannot read file: {e.strerror or e}") from None
     if len(raw) > MAX_FILE_BYTES:
         raise _error(file, 1, 1, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; a profile is a few KiB")
     return raw
@@ -180,21 +180,42 @@ _CORE_INF = re.compile(r"[-+]?\.(inf|Inf|INF)")
 _CORE_NAN = re.compile(r"\.(nan|NaN|NAN)")
 
 
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9]+")
+
+
+class AmbiguousScalar(ValueError):
+    """A plain scalar that YAML readers disagree on (``0755``) or that no profile holds (a 5,000-digit number)."""
+
+
 def resolve_plain_scalar(value: str) -> Any:
     """The value of a plain (unquoted) YAML scalar under the YAML 1.2 core schema.
 
     ``"no"`` -> ``"no"``, ``"1234567"`` -> ``1234567``, ``"0x1F"`` -> ``31``, ``"1e3"`` -> ``1000.0``,
     ``"~"`` -> ``None``.
+
+    Raises:
+        AmbiguousScalar: an integer with a leading zero (``0755``: decimal 755 in YAML 1.2, octal 493 in YAML 1.1,
+            which kubectl reads), or one of more than 30 digits.
     """
     if _CORE_NULL.fullmatch(value):
         return None
     if _CORE_BOOL.fullmatch(value):
         return value[0] in "tT"
     if _CORE_INT.fullmatch(value):
+        if len(value) > 30:
+            raise AmbiguousScalar(f"`{value[:20]}...` is an integer of {len(value)} digits; no profile value is that large")
         if value.startswith("0o"):
             return int(value[2:], 8)
         if value.startswith("0x"):
             return int(value[2:], 16)
+        if _LEADING_ZERO.fullmatch(value):
+            digits = value.lstrip("+-0") or "0"
+            octal = f"the octal {int(digits, 8)}" if set(digits) <= set("01234567") else "an error"
+            raise AmbiguousScalar(
+                f"`{value}` is the decimal {int(value)} in YAML 1.2 but {octal} for YAML 1.1 readers such as "
+                f"kubectl: write `0o{digits}` for an octal value (a file mode), `{int(value)}` for a decimal, "
+                f"or quote it for a string"
+            )
         return int(value)
     if _CORE_FLOAT.fullmatch(value):
         return float(value)
@@ -279,9 +300,19 @@ def _parse_yaml(text: str, file: str) -> Document:
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
         raise _error(file, line, col, f"invalid YAML: {problem}") from None
-    except YAMLError as e:
-        raise _error(file, 1, 1, f"invalid YAML: {e}") from None
-    nodes = [n for n in nodes if n is not None]
+    except YAMLError as e:  # the reader's errors (a NUL byte, say) carry a character position, not a mark
+        message = str(e)
+        m = re.search(r"position (\d+)", message)
+        line, col = 1, 1
+        if m:
+            before = text[: int(m.group(1))]
+            line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        raise _error(file, line, col, f"invalid YAML: {message.splitlines()[0]}") from None
+    from ruamel.yaml.nodes import ScalarNode
+
+    # an empty document (after a trailing ``---``) says nothing; a second document with content is an error below
+    nodes = [n for i, n in enumerate(nodes) if n is not None
+             and not (i > 0 and isinstance(n, ScalarNode) and n.value == "" and n.style is None)]
     if len(nodes) > 1:
         mark = nodes[1].start_mark
         raise _error(file, mark.line + 1, mark.column + 1, "one profile per file: found a second YAML document")
@@ -391,7 +422,10 @@ class _YamlConverter:
                 raise self.fail(node, f"YAML tags are not supported here ({node.tag}); write a plain or quoted value")
             if node.ctag is not _PLAIN_TAG:
                 return node.value
-            value = resolve_plain_scalar(node.value)
+            try:
+                value = resolve_plain_scalar(node.value)
+            except AmbiguousScalar as e:
+                raise self.fail(node, str(e)) from None
             if not isinstance(value, str):
                 self.doc.plain_text[path] = node.value
             return value
@@ -454,7 +488,11 @@ def _parse_toml(text: str, file: str) -> Document:
     if over is not None:
         where = doc.location(over[0])
         raise _error(file, where.line, where.column, over[1])
-    doc.data = _untomlify(data)
+    dated = _first_date(data, ())
+    if dated is not None:
+        where = doc.location(dated)
+        raise _error(file, where.line, where.column, "TOML dates and times are not profile values; quote it to write a string")
+    doc.data = data
     return doc
 
 
@@ -476,15 +514,21 @@ def _over_budget(data: Any) -> tuple[Path, str] | None:
     return None
 
 
-def _untomlify(value: Any) -> Any:
-    """TOML dates and times are not profile values; keep their TOML text as strings."""
+def _first_date(value: Any, path: Path) -> Path | None:
+    """The path of the first TOML date or time in ``value`` (no Kubernetes or elastic field takes one)."""
     if isinstance(value, dict):
-        return {k: _untomlify(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_untomlify(v) for v in value]
-    if hasattr(value, "isoformat") and not isinstance(value, (str, int, float, bool)):
-        return value.isoformat()
-    return value
+        for k, v in value.items():
+            found = _first_date(v, path + (k,))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _first_date(v, path + (i,))
+            if found is not None:
+                return found
+    elif hasattr(value, "isoformat") and not isinstance(value, (str, int, float, bool)):
+        return path
+    return None
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")

@@ -520,7 +520,10 @@ def validate_paths(
     given: list[str] = []
     for path in paths:
         if os.path.isdir(path):
-            given.extend(iter_profile_files(path))
+            files = list(iter_profile_files(path))
+            if not files:  # a CI job pointed at the wrong folder must not pass
+                findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"))
+            given.extend(files)
         elif os.path.isfile(path):
             if path.endswith(PROFILE_SUFFIXES):
                 given.append(path)

@@ -34,12 +34,26 @@ def _run(fn: Callable[[], int | None], error_code: int = 1) -> None:
         sys.exit(error_code)
     except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt, BrokenPipeError):
         raise
+    except OSError as e:  # the output cannot be written (a full disk, a closed pipe)
+        click.echo(f"kfdefaults: {e.strerror or e}", err=True)
+        sys.exit(error_code)
     except Exception as e:  # a bug: say so plainly, keep the traceback for whoever asks
         if os.environ.get("KFDEFAULTS_DEBUG"):
             raise
         click.echo(f"kfdefaults: internal error: {type(e).__name__}: {e} (KFDEFAULTS_DEBUG=1 shows the traceback)", err=True)
         sys.exit(error_code)
     sys.exit(code or 0)
+
+
+def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from ._k8s_schema import normalize_version
+
+    try:
+        return normalize_version(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _layer_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,7 +79,7 @@ def main() -> None:
 @click.option("--as", "as_", type=click.Choice(["profile", "podtemplate", "flyte"]), default="profile", show_default=True,
               help="profile: the merged profile; podtemplate: a Kubernetes v1 PodTemplate manifest; "
                    "flyte: the TaskTemplate flytekit registers for a task on the profile (imports flytekit).")
-@click.option("--kubernetes-version", default=None, metavar="X.Y", help="Schema version for merging (default 1.32).")
+@click.option("--kubernetes-version", default=None, metavar="X.Y", callback=_kubernetes_version, help="Schema version for merging (default 1.32).")
 @click.option("--explain", is_flag=True,
               help="For every leaf: the value, the layer and FILE:LINE that set it, and values a layer removed "
                    "(a table on a terminal, plain text when piped, -o json / -o yaml for scripts).")
@@ -89,15 +103,18 @@ def render(name: str, platform: tuple[str, ...], team: tuple[str, ...], sets: tu
         from ._validate import render_warnings
 
         tree, labels = parse_sets(sets)
+        task = task_fragment(name, tree, source="--set", labels=labels, kubernetes_version=kubernetes_version)
         if as_ == "flyte":
             from ._flyte_preview import flyte_task_template
 
-            data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
+            try:
+                data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
+            except ImportError as e:  # the plugin imports torch when a task is defined
+                raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
             click.echo(to_json(data) if output == "json" else to_yaml(data), nl=False)
             return
         catalog = Catalog.discover(platform, team)
         catalog.kubernetes_version = kubernetes_version
-        task = task_fragment(name, tree, source="--set", labels=labels)
         resolved = Resolved(merge_fragments(name, expand(catalog, name, task), kubernetes_version=kubernetes_version))
         _report(render_warnings(catalog, resolved))  # on standard error; the output stays clean
         if explain_format is not None:
@@ -188,7 +205,7 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
 @click.option("-o", "--output", "--format", "output", type=click.Choice(["table", "text", "json", "yaml", "markdown"]),
               default=None, help="table (the default on a terminal), text (the default when piped), json, yaml, "
                                  "or markdown (a table for a pull-request comment).")
-@click.option("--kubernetes-version", default=None, metavar="X.Y", help="Schema version for merging (default 1.32).")
+@click.option("--kubernetes-version", default=None, metavar="X.Y", callback=_kubernetes_version, help="Schema version for merging (default 1.32).")
 def diff(name_a: str, name_b: str | None, platform: tuple[str, ...], team: tuple[str, ...],
          platform_against: tuple[str, ...], team_against: tuple[str, ...], output: str | None,
          kubernetes_version: str | None) -> None:
@@ -212,17 +229,6 @@ def diff(name_a: str, name_b: str | None, platform: tuple[str, ...], team: tuple
         return show_diff(a, b, output or ("table" if sys.stdout.isatty() else "text"))
 
     _run(body, error_code=2)
-
-
-def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    from ._k8s_schema import normalize_version
-
-    try:
-        return normalize_version(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
 
 
 @main.command()
