@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ._errors import MergeError
@@ -389,6 +389,61 @@ def _index(items: _Slice | None, value: Any, merge_key: str, kind: str) -> int:
     return -1
 
 
+_ABSENT = object()
+
+
+class _Positions:
+    """Where each value first occurs in a list, for lookups with Go's typed equality in constant time.
+
+    apimachinery finds items by linear scans (``index``, ``findMapInSliceBasedOnKeyValue``); a profile's lists
+    are short, but a scan per item per comparison makes a list of a thousand volumes take seconds. The first
+    position of each value is the answer those scans give. Values Go cannot compare (maps, slices), which
+    make the scans panic, leave ``usable`` false, and callers then scan as Go does.
+    """
+
+    __slots__ = ("first", "usable")
+
+    def __init__(self, values: Iterable[Any]) -> None:
+        self.first: dict[tuple[str | None, Any], int] = {}
+        self.usable = True
+        for i, value in enumerate(values):
+            if value is _ABSENT:
+                continue
+            t = _go_type(value)
+            if t == "map" or t == "slice":
+                self.usable = False
+                return
+            self.first.setdefault((t, value), i)
+
+    def index(self, value: Any) -> int:
+        """The first position of ``value``, -1 if absent; ``usable`` must be true and ``value`` comparable."""
+        return self.first.get((_go_type(value), value), -1)
+
+
+class _Swapper:
+    """A sequence of ``n`` items known only by how to swap two of them (what ``sort.SliceStable`` needs)."""
+
+    __slots__ = ("n", "swap")
+
+    def __init__(self, n: int, swap: Callable[[int, int], None]) -> None:
+        self.n, self.swap = n, swap
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _comparable(value: Any) -> bool:
+    t = _go_type(value)
+    return t != "map" and t != "slice"
+
+
+def _key_values(items: _Slice | None, merge_key: str, kind: str) -> list[Any]:
+    """What ``index`` compares for each item: the merge key's value for maps (None if missing), else the item."""
+    if kind != "map":
+        return list(items or ())
+    return [item.get(merge_key) if isinstance(item, dict) else None for item in items or ()]
+
+
 def _stable_sort(data: _Slice, less: Callable[[int, int], bool]) -> None:
     """Go's ``sort.SliceStable``, step for step (the order kubectl gets also for inconsistent ``less``)."""
 
@@ -482,15 +537,35 @@ def _normalize_slice_order(to_sort: _Slice, order: _Slice | None, merge_key: str
         _validate_merge_key_in_lists(merge_key, path, to_sort, order)
         to_sort, to_delete = _extract_to_delete_items(to_sort, path)
 
-    def less(i: int, j: int) -> bool:
-        ii = _index(order, to_sort[i], merge_key, kind)
-        if ii >= 0:
-            ij = _index(order, to_sort[j], merge_key, kind)
-            if ij >= 0:
-                return ii < ij
-        return True
+    positions = _Positions(_key_values(order, merge_key, kind))
+    sorted_values = _key_values(to_sort, merge_key, kind)
+    if positions.usable and all(_comparable(v) for v in sorted_values):
+        # the same order as the scans below, found in constant time per item
+        rank = [positions.index(v) for v in sorted_values]
+        items = to_sort.items()
 
-    _stable_sort(to_sort, less)
+        def less(i: int, j: int) -> bool:
+            ii, ij = rank[i], rank[j]
+            return ii < ij if ii >= 0 and ij >= 0 else True
+
+        def swap(i: int, j: int) -> None:
+            rank[i], rank[j] = rank[j], rank[i]
+            items[i], items[j] = items[j], items[i]
+
+        _stable_sort(_Swapper(len(items), swap), less)
+        for i, item in enumerate(items):
+            to_sort[i] = item
+    else:
+
+        def less(i: int, j: int) -> bool:
+            ii = _index(order, to_sort[i], merge_key, kind)
+            if ii >= 0:
+                ij = _index(order, to_sort[j], merge_key, kind)
+                if ij >= 0:
+                    return ii < ij
+            return True
+
+        _stable_sort(to_sort, less)
     return to_sort.append(*to_delete.items())
 
 
@@ -498,6 +573,14 @@ def _merge_sorted_slice(left: _Slice, right: _Slice, server_order: _Slice | None
     """``mergeSortedSlice``: interleave server-only items (left) into patch items (right)."""
     size = len(left) + len(right)
     out = _Slice.make(size, size)
+    positions = _Positions(_key_values(server_order, merge_key, kind))
+    fast = positions.usable and all(_comparable(v) for v in _key_values(left, merge_key, kind) + _key_values(right, merge_key, kind))
+
+    def position(item: Any) -> int:
+        if not fast:
+            return _index(server_order, item, merge_key, kind)
+        return positions.index(item.get(merge_key) if kind == "map" and isinstance(item, dict) else (None if kind == "map" else item))
+
     i = j = 0
     for k in range(size):
         if i >= len(left) and j < len(right):
@@ -507,8 +590,8 @@ def _merge_sorted_slice(left: _Slice, right: _Slice, server_order: _Slice | None
             out[k] = left[i]
             i += 1
         else:
-            li = _index(server_order, left[i], merge_key, kind)
-            ri = _index(server_order, right[j], merge_key, kind)
+            li = position(left[i])
+            ri = position(right[j])
             if li >= 0 and ri >= 0 and li < ri:
                 out[k] = left[i]
                 i += 1
@@ -548,12 +631,17 @@ def _partition_primitives(items: _Slice, partition_by: _Slice | None) -> tuple[_
 def _partition_maps(items: _Slice, partition_by: _Slice | None, merge_key: str, path: str) -> tuple[_Slice, _Slice]:
     """``partitionMapsByPresentInList``: (items whose merge key is in ``partition_by``, the others)."""
     inside, outside = _Slice.make(0, len(items)), _Slice.make(0, len(items))
+    all_maps = all(isinstance(item, dict) for item in partition_by or ())
+    positions = _Positions(item.get(merge_key, _ABSENT) for item in partition_by or ()) if all_maps else None
     for v in items:
         if not isinstance(v, dict):
             raise MergeError(path, "expected a list of objects")
         if merge_key not in v:
             raise MergeError(path, f"list item has no merge key {merge_key!r}")
-        found, _ = _find_map_in_slice(partition_by, merge_key, v[merge_key], path)
+        if positions is not None and positions.usable and _comparable(v[merge_key]):
+            found = True if positions.index(v[merge_key]) >= 0 else None
+        else:
+            found, _ = _find_map_in_slice(partition_by, merge_key, v[merge_key], path)
         if found is None:
             outside = outside.append(v)
         else:
@@ -737,14 +825,26 @@ class _Merger:
         self, original: _Slice, patch: _Slice | None, merge_key: str, schema: SchemaType, path: str
     ) -> _Slice:
         """``mergeSliceWithoutSpecialElements``: merge items with equal merge keys, append the others."""
+        # every item is a map here (mergeSlice checked their one type); index them by merge key as they come
+        positions = _Positions(item.get(merge_key, _ABSENT) for item in original)
         for v in patch or ():
             if merge_key not in v:
                 raise MergeError(path, f"list item has no merge key {merge_key!r}")
-            found, at = _find_map_in_slice(original, merge_key, v[merge_key], path)
+            value = v[merge_key]
+            if positions.usable and _comparable(value):
+                at = positions.index(value)
+                found = original[at] if at >= 0 else None
+            else:
+                found, at = _find_map_in_slice(original, merge_key, value, path)
             if found is not None:
                 original[at] = self.merge_map(found, v, schema, _item(path, merge_key, v))
             else:
                 original = original.append(v)
+                if positions.usable:
+                    if _comparable(value):
+                        positions.first.setdefault((_go_type(value), value), len(original) - 1)
+                    else:
+                        positions.usable = False
         return original
 
     def apply_retain_keys_directive(self, original: dict, patch: dict, path: str) -> None:

@@ -23,8 +23,9 @@ from typing import Any, Iterator
 
 from ._errors import Finding, Location, ProfileError
 
-MAX_FILE_BYTES = 256 << 10
-"""Largest profile file read, in bytes (256 KiB); a profile is a few kilobytes."""
+MAX_FILE_BYTES = 64 << 10
+"""Largest profile file read, in bytes (64 KiB); a profile is a few kilobytes, and the pure-Python YAML reader
+takes about a second for 64 KiB of the slowest input (one long comment)."""
 
 MAX_NODES = 10_000
 """Largest number of values one file may hold or expand to, aliases included; a profile holds a few hundred."""
