@@ -115,6 +115,27 @@ def test_entry_point_packages_are_platform_folders(monkeypatch, tmp_path):
     assert "acme-debug" in Catalog.discover().names()
 
 
+def test_installed_packages_can_be_ignored_to_test_a_package_folder(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "acme_profiles", "acme_profiles", {"gpu-large.yaml": "elastic: {nnodes: '2:8'}\n"})
+    monkeypatch.syspath_prepend(str(site))
+    working_copy = tmp_path / "src" / "acme_profiles"
+    profile(working_copy, "gpu-large.yaml", "elastic: {nnodes: '3:9'}\n")
+    with pytest.raises(ProfileError, match="defined twice in the platform layer"):
+        kfdefaults.resolve("gpu-large", platform=[str(working_copy)])
+    monkeypatch.setenv("KFDEFAULTS_NO_ENTRY_POINTS", "1")
+    assert kfdefaults.resolve("gpu-large", platform=[str(working_copy)]).elastic_settings["nnodes"] == "3:9"
+
+
+def test_a_broken_entry_point_is_a_located_error(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "broken_profiles", "no_such_module:FOLDER", {})
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-large")
+    assert str(excinfo.value).startswith("entry point broken_profiles (no_such_module:FOLDER): [platform] cannot load")
+
+
 def test_entry_point_may_name_a_path_attribute(monkeypatch, tmp_path):
     site = tmp_path / "site"
     install_profile_package(site, "beta_profiles", "beta_profiles:FOLDER", {})

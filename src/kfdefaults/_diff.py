@@ -189,9 +189,10 @@ def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
     if not diffs:
         console.print(f"{a.label} and {b.label}: no differences")
         return
-    table = Table(title=f"{a.label} → {b.label}: {len(diffs)} differences", title_justify="left")
+    noun = "difference" if len(diffs) == 1 else "differences"
+    table = Table(title=f"{a.label} → {b.label}: {len(diffs)} {noun}", title_justify="left")
     for column in ("", "path", a.label, b.label, "set by"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", no_wrap=column == "path")  # a path stays whole
     styles = {"added": "green", "removed": "red", "changed": "yellow"}
     for d in diffs:
         prefix, origin = d.where()

@@ -392,7 +392,8 @@ def print_explain_table(name: str, entries: Sequence[Entry]) -> None:
     any_removed = any(e.removed for e in entries)
     table = Table(title=f"{name}: where each value comes from", title_justify="left")
     for column in ("path", "value", "layer", "set at") + (("removed by",) if any_removed else ()):
-        table.add_column(column, overflow="fold")
+        # a path stays whole, so it can be pasted into --set; the other columns wrap
+        table.add_column(column, overflow="fold", no_wrap=column == "path")
     for e in entries:
         style = "dim" if e.removed else ""
         cells = [Text(format_path(e.path), style=style), Text(format_value(e.value), style=style),

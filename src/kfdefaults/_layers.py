@@ -35,6 +35,7 @@ LAYERS = ("builtin", "platform", "team", "task")
 ENTRY_POINT_GROUP = "kfdefaults.platform"
 PLATFORM_ENV = "KFDEFAULTS_PLATFORM_PATH"
 TEAM_ENV = "KFDEFAULTS_TEAM_PATH"
+NO_ENTRY_POINTS_ENV = "KFDEFAULTS_NO_ENTRY_POINTS"
 
 
 class Folder(NamedTuple):
@@ -269,11 +270,17 @@ def layer_sources(
     *,
     environ: Mapping[str, str] | None = None,
     cwd: str | None = None,
-    entry_points: bool = True,
+    entry_points: bool | None = None,
     pyproject: bool = True,
 ) -> dict[str, list]:
-    """The sources of each folder layer, in the order of :data:`LAYERS`."""
+    """The sources of each folder layer, in the order of :data:`LAYERS`.
+
+    ``entry_points=None`` reads installed packages' folders unless ``KFDEFAULTS_NO_ENTRY_POINTS`` is set (to
+    test a package's own folder, given with ``--platform``, while an older version of it is installed).
+    """
     environ = os.environ if environ is None else environ
+    if entry_points is None:
+        entry_points = environ.get(NO_ENTRY_POINTS_ENV, "").strip() in ("", "0")
     platform_sources: list = [FlagSource("platform", list(platform), "--platform"), EnvSource("platform", PLATFORM_ENV, environ)]
     if entry_points:
         platform_sources.append(EntryPointSource())

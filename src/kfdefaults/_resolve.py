@@ -420,11 +420,12 @@ def discover_and_expand(
     """
     import sys
 
-    from ._layers import PLATFORM_ENV, TEAM_ENV, nearest_pyproject
+    from ._layers import NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, nearest_pyproject
 
     cwd = os.getcwd()
     key = (name, tuple(os.fspath(p) for p in platform), tuple(os.fspath(t) for t in team),
-           os.environ.get(PLATFORM_ENV, ""), os.environ.get(TEAM_ENV, ""), cwd, tuple(sys.path), kubernetes_version)
+           os.environ.get(PLATFORM_ENV, ""), os.environ.get(TEAM_ENV, ""), os.environ.get(NO_ENTRY_POINTS_ENV, ""),
+           cwd, tuple(sys.path), kubernetes_version)
 
     def pyproject_stamp() -> tuple:
         path = nearest_pyproject(cwd)

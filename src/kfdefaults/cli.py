@@ -66,8 +66,15 @@ def _layer_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="kfdefaults")
-def main() -> None:
+@click.option("--no-entry-points", is_flag=True,
+              help="Ignore the platform folders of installed packages (kfdefaults.platform entry points), as "
+                   "KFDEFAULTS_NO_ENTRY_POINTS=1 does; to test a package's own folder with --platform.")
+def main(no_entry_points: bool) -> None:
     """Layered defaults for Flyte's torch elastic (kfpytorch) tasks: pod templates and Elastic settings."""
+    if no_entry_points:
+        from ._layers import NO_ENTRY_POINTS_ENV
+
+        os.environ[NO_ENTRY_POINTS_ENV] = "1"
 
 
 @main.command()
