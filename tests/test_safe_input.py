@@ -75,6 +75,10 @@ def test_size_cap(tmp_path):
     ("!!python/name:os.system a: 1\n", ":1:1:", "tags are not supported"),
     ("? [a, b]\n: 1\n", ":1:3:", "mapping keys must be plain strings"),
     ("a: !custom x\n", ":1:4:", "tags are not supported"),
+    ("a: ! 12\n", ":1:4:", "tags are not supported (!)"),  # YAML says "12", PyYAML-style readers 12: refused
+    ("a: !!map {b: 1}\n", ":1:4:", "tags are not supported (!!map)"),
+    ("a: !!seq [1]\n", ":1:4:", "tags are not supported (!!seq)"),
+    ("a:\n  !!str b: 1\n", ":2:3:", "tags are not supported (!!str)"),
     ("a: {b: 1, b: 2}\n", ":1:11:", "duplicate key 'b'"),
 ])
 def test_tags_and_duplicates(text, where, words):

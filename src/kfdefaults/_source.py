@@ -227,8 +227,8 @@ def resolve_plain_scalar(value: str) -> Any:
     return value
 
 
-class _LimitExceeded(Exception):
-    """A node budget or the depth limit was exceeded while composing; carries the position."""
+class _Rejected(Exception):
+    """The composer refused a node (a budget, the depth limit, an explicit tag); carries the position."""
 
     def __init__(self, mark: Any, message: str) -> None:
         super().__init__(message)
@@ -260,7 +260,8 @@ def _yaml_loader() -> Any:
             return super().resolve(kind, value, implicit)
 
     class _BudgetComposer(Composer):
-        """Stops composing as soon as the file holds more than MAX_NODES values or nests deeper than MAX_DEPTH."""
+        """Stops composing at the first explicit tag, or as soon as the file holds more than MAX_NODES values or
+        nests deeper than MAX_DEPTH."""
 
         _count = 0
         _depth = 0
@@ -270,9 +271,15 @@ def _yaml_loader() -> Any:
             self._depth += 1
             try:
                 if self._count > MAX_NODES:
-                    raise _LimitExceeded(self.parser.peek_event().start_mark, f"file holds more than {MAX_NODES} values")
+                    raise _Rejected(self.parser.peek_event().start_mark, f"file holds more than {MAX_NODES} values")
                 if self._depth > MAX_DEPTH:
-                    raise _LimitExceeded(self.parser.peek_event().start_mark, f"values nest deeper than {MAX_DEPTH} levels")
+                    raise _Rejected(self.parser.peek_event().start_mark, f"values nest deeper than {MAX_DEPTH} levels")
+                event = self.parser.peek_event()
+                tag = getattr(event, "tag", None)
+                if tag is not None:  # even ``!``, which PyYAML-style readers resolve as if untagged
+                    tag = str(tag).replace("tag:yaml.org,2002:", "!!")
+                    raise _Rejected(event.start_mark, f"YAML tags are not supported ({tag}): remove the tag, and quote "
+                                    "the value if it is meant as text")
                 return super().compose_node(parent, index)
             finally:
                 self._depth -= 1
@@ -292,7 +299,7 @@ def _parse_yaml(text: str, file: str) -> Document:
     yaml = _yaml_loader()
     try:
         nodes = list(yaml.compose_all(io.StringIO(text)))
-    except _LimitExceeded as e:
+    except _Rejected as e:
         raise _error(file, e.mark.line + 1, e.mark.column + 1, e.message) from None
     except RecursionError:
         raise _error(file, 1, 1, f"values nest deeper than {MAX_DEPTH} levels") from None
@@ -399,13 +406,6 @@ def _expanded_size(node: Any, memo: dict[int, int]) -> int:
     return size
 
 
-def _explicit_tag(node: Any) -> bool:
-    """Whether a scalar node was written with a tag (``!!str 1``, ``!foo x``) rather than plain or quoted."""
-    from ruamel.yaml.resolver import BaseResolver
-
-    return node.ctag is not _PLAIN_TAG and node.ctag is not BaseResolver.DEFAULT_SCALAR_TAG
-
-
 class _YamlConverter:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
@@ -417,11 +417,8 @@ class _YamlConverter:
         from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
         self.doc.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
-        tag = str(node.tag)
         if isinstance(node, ScalarNode):
-            if _explicit_tag(node):
-                raise self.fail(node, f"YAML tags are not supported here ({node.tag}); write a plain or quoted value")
-            if node.ctag is not _PLAIN_TAG:
+            if node.ctag is not _PLAIN_TAG:  # quoted (tags were refused while composing)
                 return node.value
             try:
                 value = resolve_plain_scalar(node.value)
@@ -431,18 +428,12 @@ class _YamlConverter:
                 self.doc.plain_text[path] = node.value
             return value
         if isinstance(node, SequenceNode):
-            if tag != "tag:yaml.org,2002:seq":
-                raise self.fail(node, f"YAML tags are not supported here ({node.tag})")
             return [self.convert(item, path + (i,)) for i, item in enumerate(node.value)]
         if isinstance(node, MappingNode):
-            if tag not in ("tag:yaml.org,2002:map", "tag:yaml.org,2002:omap"):
-                raise self.fail(node, f"YAML tags are not supported here ({node.tag})")
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 if not isinstance(key_node, ScalarNode):
                     raise self.fail(key_node, "mapping keys must be plain strings")
-                if _explicit_tag(key_node):
-                    raise self.fail(key_node, f"YAML tags are not supported here ({key_node.tag}); write a plain key")
                 key = key_node.value
                 if key_node.style is None and key == "<<":
                     raise self.fail(key_node, "YAML merge keys (<<) are not supported; write the keys out")
