@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kfdefaults import ProfileError
-from kfdefaults._source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, parse_text, read_document
+from kfdefaults._source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, _flow_depth_overrun, parse_text, read_document
 
 
-def rejected(text: str, name: str = "bad.yaml") -> tuple[str, float]:
-    start = time.perf_counter()
+# How fast these inputs are rejected is measured by benchmarks/hostile_input.py; the tests check that each is
+# stopped by the mechanism that bounds the work (the node count before expansion, the bracket prescan, the
+# composer's budget), not the time it takes.
+
+
+def rejected(text: str, name: str = "bad.yaml") -> str:
     with pytest.raises(ProfileError) as excinfo:
         parse_text(text, name)
     [finding] = excinfo.value.findings
-    return str(finding), time.perf_counter() - start
+    return str(finding)
 
 
-def test_billion_laughs_is_rejected_in_under_a_second():
-    parse_text("warm: up\n", "warm.yaml")
+def test_billion_laughs_is_rejected_before_expansion():
     lines = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     for prev, name in zip("abcdefgh", "bcdefghi"):
         lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 10) + "]")
-    message, seconds = rejected("\n".join(lines) + "\n")  # 10**9 values once expanded
+    message = rejected("\n".join(lines) + "\n")  # 10**9 values once expanded
     assert f"expands to more than {MAX_NODES} values" in message
-    assert seconds < 1.0
 
 
 @pytest.mark.parametrize("text, where", [
@@ -33,17 +33,34 @@ def test_billion_laughs_is_rejected_in_under_a_second():
     ("a: " + "{b: " * 200 + "1" + "}" * 200 + "\n", ":1:260:"),
     ("".join("  " * i + "-\n" for i in range(MAX_DEPTH + 5)) + "x\n", f":{MAX_DEPTH + 1}:"),
 ])
-def test_deep_nesting_is_rejected_fast(text, where):
-    parse_text("warm: up\n", "warm.yaml")
-    message, seconds = rejected(text)
+def test_deep_nesting_is_rejected(text, where):
+    message = rejected(text)
     assert where in message and f"nest deeper than {MAX_DEPTH} levels" in message
-    assert seconds < 1.0
+
+
+@pytest.mark.parametrize("text", [
+    "a: " + "[" * 2000 + "]" * 2000 + "\n",
+    "a: " + "{b: " * 200 + "1" + "}" * 200 + "\n",
+    "a: |\n  text\nb: " + "[" * 100 + "]" * 100 + "\n",
+    "- k: |\n    text\n  j: " + "[" * 100 + "]" * 100 + "\n",
+])
+def test_deep_flow_nesting_is_caught_before_the_yaml_scanner(text):
+    assert _flow_depth_overrun(text) is not None
+
+
+def test_brackets_in_block_scalars_do_not_count_as_nesting():
+    text = ("a: |\n  " + "[" * 100 + "\n\n  {{{" + "{" * 100 + "\nb:\n- >-\n  " + "[" * 70
+            + "\n- k: |+\n    " + "[" * 70 + "\n  j: x\n")
+    assert _flow_depth_overrun(text) is None
+    doc = parse_text(text, "ok.yaml")
+    assert doc.data["a"] == "[" * 100 + "\n\n{{{" + "{" * 100 + "\n"
+    assert doc.data["b"] == ["[" * 70, {"k": "[" * 70 + "\n", "j": "x"}]
 
 
 def test_deep_toml_nesting_is_located():
-    message, _ = rejected("a = " + "[" * 100 + "]" * 100 + "\n", "bad.toml")
+    message = rejected("a = " + "[" * 100 + "]" * 100 + "\n", "bad.toml")
     assert message.startswith("bad.toml:1:") and "nest deeper" in message
-    message, _ = rejected("a = " + "[" * 5000 + "]" * 5000 + "\n", "bad.toml")
+    message = rejected("a = " + "[" * 5000 + "]" * 5000 + "\n", "bad.toml")
     assert "nest deeper" in message
 
 
@@ -53,11 +70,10 @@ def test_brackets_in_strings_and_comments_do_not_count_as_nesting():
     assert doc.data["a"] == "[" * 100 and doc.data["b"] == "x" + "[" * 100
 
 
-def test_too_many_values_are_rejected_fast():
-    parse_text("warm: up\n", "warm.yaml")
-    message, seconds = rejected("a: [" + "1, " * (MAX_NODES + 10) + "]\n")
-    assert f"more than {MAX_NODES} values" in message
-    assert seconds < 5.0  # about a second on a loaded 2-core machine: the budget stops the parser early
+def test_too_many_values_are_rejected_by_the_composer_budget():
+    message = rejected("a: [" + "1, " * (MAX_NODES + 10) + "]\n")
+    assert message.startswith("bad.yaml:1:") and f"more than {MAX_NODES} values" in message
+    assert _flow_depth_overrun("a: [" + "1, " * (MAX_NODES + 10) + "]\n") is None
 
 
 def test_size_cap(tmp_path):
@@ -82,7 +98,7 @@ def test_size_cap(tmp_path):
     ("a: {b: 1, b: 2}\n", ":1:11:", "duplicate key 'b'"),
 ])
 def test_tags_and_duplicates(text, where, words):
-    message, _ = rejected(text)
+    message = rejected(text)
     assert where in message and words in message
 
 
@@ -93,10 +109,10 @@ def test_quoted_and_plain_scalars_keep_their_meaning_and_text():
 
 
 def test_a_leading_zero_is_an_error_not_a_guess():
-    message, _ = rejected("a: 0755\n")
+    message = rejected("a: 0755\n")
     assert message.startswith("bad.yaml:1:4: `0755` is the decimal 755 in YAML 1.2 but the octal 493")
 
 
 def test_toml_duplicate_key_is_located():
-    message, _ = rejected("[elastic]\nnnodes = 2\nnnodes = 4\n", "bad.toml")
+    message = rejected("[elastic]\nnnodes = 2\nnnodes = 4\n", "bad.toml")
     assert message.startswith("bad.toml:3:") and "invalid TOML" in message

@@ -333,8 +333,32 @@ def _parse_yaml(text: str, file: str) -> Document:
     return doc
 
 
-_FLOW_SPECIAL = re.compile(r"[\[\]{}\"'#\n]")
+_FLOW_SPECIAL = re.compile(r"[\[\]{}\"'#\n|>]")
 _TOKEN_START = " \t\n[{,:-?"
+_BLOCK_SCALAR_HEADER = re.compile(r"[|>][-+0-9]*[ \t]*(?:#[^\n]*)?(?:\n|$)")
+_LINE_PREFIX = re.compile(r"[ \t]*(?:-[ \t]+)*")
+
+
+def _block_scalar_end(text: str, i: int) -> int:
+    """Where the block scalar (``key: |``) whose header starts at ``i`` ends: after its last content line.
+
+    Its content is every following line that is blank or indented deeper than the node holding the scalar: the
+    key's column on the header's line (``- key: |``), or the column of the last ``-`` for ``- |``.
+    """
+    line_start = text.rfind("\n", 0, i) + 1
+    prefix = _LINE_PREFIX.match(text, line_start, i).end()
+    if prefix == i:  # ``- |``: deeper than the dash
+        indent = text.rfind("-", line_start, i) - line_start if "-" in text[line_start:i] else i - line_start - 1
+    else:
+        indent = prefix - line_start
+    pos = text.find("\n", i)
+    while pos >= 0:
+        nxt = text.find("\n", pos + 1)
+        line = text[pos + 1: len(text) if nxt < 0 else nxt]
+        if line.strip() and len(line) - len(line.lstrip(" ")) <= indent:
+            return pos  # the newline before the first line that is not content
+        pos = nxt
+    return len(text)
 
 
 def _flow_depth_overrun(text: str) -> tuple[int, int] | None:
@@ -342,7 +366,8 @@ def _flow_depth_overrun(text: str) -> tuple[int, int] | None:
 
     The YAML scanner looks ahead up to 1024 characters for a key after every ``[`` and ``{``, which makes
     deeply nested flow collections take seconds to reject; this pass finds them first. Brackets in quoted
-    scalars and comments do not count, nor brackets inside a plain scalar (``image: repo/x[1]``).
+    scalars, block scalars (``|``, ``>``) and comments do not count, nor brackets inside a plain scalar
+    (``image: repo/x[1]``).
     """
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return None
@@ -364,6 +389,10 @@ def _flow_depth_overrun(text: str) -> tuple[int, int] | None:
                 return line, i - (text.rfind("\n", 0, i) + 1) + 1
         elif c in "]}" and depth:
             depth -= 1
+        elif c in "|>":
+            if depth == 0 and at_token and _BLOCK_SCALAR_HEADER.match(text, i):
+                i = _block_scalar_end(text, i)
+                continue
         elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
             end = text.find("\n", i)
             i = len(text) if end < 0 else end
