@@ -92,6 +92,25 @@ def test_list_json():
     assert by_name["vision-finetune"]["description"] == "Fine-tuning on a single multi-GPU node"
 
 
+def test_list_names_an_unusable_profile_without_guessing_its_description(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    (one / "dup.yaml").write_text("description: first\n", encoding="utf-8")
+    (two / "dup.yaml").write_text("description: second\n", encoding="utf-8")
+    (one / "fine.yaml").write_text("description: fine\n", encoding="utf-8")
+    proc = run("list", "--team", str(one), "--team", str(two))
+    assert proc.returncode == 1
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines()}
+    assert lines["dup"].endswith("(cannot be used: see the errors below)")
+    assert lines["fine"].endswith("fine")
+    assert "profile 'dup' is defined twice in the team layer" in proc.stderr
+    proc = run("list", "-o", "json", "--team", str(one), "--team", str(two))
+    by_name = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert by_name["dup"]["description"] == "" and "defined twice" in by_name["dup"]["errors"][0]
+    assert "errors" not in by_name["fine"]
+
+
 def test_bad_file_exits_1_with_location_and_no_traceback(tmp_path):
     team = tmp_path / "team"
     team.mkdir()

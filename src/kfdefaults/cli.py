@@ -147,8 +147,9 @@ def render(name: str, platform: tuple[str, ...], team: tuple[str, ...], sets: tu
 def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) -> None:
     """List every visible profile: name, the layers that define it, its description.
 
-    Exits 1, after the list, when a profile cannot be read (a broken file or `extends`, a name defined twice
-    in one layer); the problems are printed on standard error.
+    Exits 1, after the list, when a profile cannot be used (a broken file or `extends`, a name defined twice
+    in one layer): its description says so, the problems are printed on standard error, and with `-o json`
+    its row carries them as `errors`.
     """
 
     def body() -> int:
@@ -158,24 +159,22 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
         rows = []
         problems: dict[str, Any] = {}  # str(finding) -> finding: each problem once
         for name in catalog.names():
-            layers = catalog.layers_defining(name)
-            description = ""
+            row: dict[str, Any] = {"name": name, "layers": catalog.layers_defining(name), "description": ""}
             try:  # the description render shows: the highest fragment's, parents (``extends``) included
                 fragments = expand(catalog, name)
-            except ProfileError as e:  # a broken file or ``extends``: report it, list what can be read
+            except ProfileError as e:  # a broken file, ``extends`` or a name defined twice: no guess at a description
                 problems.update((str(f), f) for f in e.findings)
+                row["errors"] = [str(f) for f in e.findings]
                 fragments = []
-                for layer in layers:
-                    for file in catalog.files(name, layer):
-                        try:
-                            fragments.append(catalog.load(file, layer).fragment)
-                        except ProfileError as broken:
-                            problems.update((str(f), f) for f in broken.findings)
             for fragment in reversed(fragments):
                 if fragment.description:
-                    description = fragment.description
+                    row["description"] = fragment.description
                     break
-            rows.append({"name": name, "layers": layers, "description": description})
+            rows.append(row)
+
+        def shown(row: dict[str, Any]) -> str:
+            return "(cannot be used: see the errors below)" if "errors" in row else row["description"]
+
         if output == "json":
             from ._output import to_json
 
@@ -186,13 +185,13 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
 
             table = Table("name", "layers", "description")
             for row in rows:
-                table.add_row(row["name"], ", ".join(row["layers"]), row["description"])
+                table.add_row(row["name"], ", ".join(row["layers"]), shown(row))
             Console().print(table)
         else:
             width = max((len(r["name"]) for r in rows), default=4)
             lwidth = max((len(",".join(r["layers"])) for r in rows), default=6)
             for row in rows:
-                click.echo(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {row['description']}".rstrip())
+                click.echo(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {shown(row)}".rstrip())
         _report(list(problems.values()))
         return 1 if problems else 0
 
