@@ -94,6 +94,10 @@ name = "sidecar"
         ("a: !!python/object:os.system x\n", ":1:4:", "tags are not supported"),
         ("a: 1\n---\nb: 2\n", ":3:1:", "one profile per file"),
         ("<<: {a: 1}\n", ":1:1:", "merge keys"),
+        ("a:\n  - name: x\n   image: y\n", ":3:4:", "indented differently from the lines around it"),
+        ("a:\n  b: 1\n c: 2\n", ":3:2:", "indented differently"),
+        ("a:\n\tb: 1\n", ":2:1:", "a tab; YAML indents with spaces only"),
+        ("a:\n  b: 2\n    c: 3\n", ":3:6:", "`key: value` where a plain value was expected"),
     ],
 )
 def test_yaml_errors_are_located(tmp_path, text, where, words):

@@ -8,7 +8,7 @@ cached (an invalid file is read again, to report its errors). Writes are atomic 
 and any trouble reading or writing the cache is treated as a miss: deleting the folder at any time is safe.
 
 Where: ``$KFDEFAULTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/kfdefaults``, else ``~/.cache/kfdefaults``.
-``KFDEFAULTS_NO_CACHE=1`` turns it off.
+``KFDEFAULTS_NO_CACHE=1`` (or ``true``, ``yes``) turns it off.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ FORMAT = 2
 
 def cache_dir() -> str | None:
     """The cache folder, or ``None`` when the cache is turned off."""
-    if os.environ.get("KFDEFAULTS_NO_CACHE", "").strip() not in ("", "0"):
+    from ._env import flag
+
+    if flag("KFDEFAULTS_NO_CACHE"):
         return None
     explicit = os.environ.get("KFDEFAULTS_CACHE_DIR")
     if explicit:

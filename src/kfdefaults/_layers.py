@@ -280,7 +280,9 @@ def layer_sources(
     """
     environ = os.environ if environ is None else environ
     if entry_points is None:
-        entry_points = environ.get(NO_ENTRY_POINTS_ENV, "").strip() in ("", "0")
+        from ._env import flag
+
+        entry_points = not flag(NO_ENTRY_POINTS_ENV, environ)
     platform_sources: list = [FlagSource("platform", list(platform), "--platform"), EnvSource("platform", PLATFORM_ENV, environ)]
     if entry_points:
         platform_sources.append(EntryPointSource())

@@ -290,6 +290,25 @@ def _yaml_loader() -> Any:
     return yaml
 
 
+_YAML_PROBLEMS = (
+    (re.compile(r"expected <block end>, but found"),
+     "this line is indented differently from the lines around it (YAML nests by indentation: line up sibling "
+     "keys and list items)"),
+    (re.compile(r"found character '\\t' that cannot start any token"), "a tab; YAML indents with spaces only"),
+    (re.compile(r"^mapping values are not allowed here"),
+     "`key: value` where a plain value was expected: indent this line like its siblings, or quote a value "
+     "that holds ': '"),
+)
+"""The YAML parser's messages that mean something simpler, and what to say instead (its words follow)."""
+
+
+def _plain_yaml_problem(problem: str) -> str:
+    for pattern, plain in _YAML_PROBLEMS:
+        if pattern.search(problem):
+            return f"{plain} (the parser: {problem})"
+    return problem
+
+
 def _parse_yaml(text: str, file: str) -> Document:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -307,7 +326,7 @@ def _parse_yaml(text: str, file: str) -> Document:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
-        raise _error(file, line, col, f"invalid YAML: {problem}") from None
+        raise _error(file, line, col, f"invalid YAML: {_plain_yaml_problem(problem)}") from None
     except YAMLError as e:  # the reader's errors (a NUL byte, say) carry a character position, not a mark
         message = str(e)
         m = re.search(r"position (\d+)", message)

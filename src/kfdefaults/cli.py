@@ -38,7 +38,9 @@ def _run(fn: Callable[[], int | None], error_code: int = 1) -> None:
         click.echo(f"kfdefaults: {e.strerror or e}", err=True)
         sys.exit(error_code)
     except Exception as e:  # a bug: say so plainly, keep the traceback for whoever asks
-        if os.environ.get("KFDEFAULTS_DEBUG"):
+        from ._env import flag
+
+        if flag("KFDEFAULTS_DEBUG"):
             raise
         click.echo(f"kfdefaults: internal error: {type(e).__name__}: {e} (KFDEFAULTS_DEBUG=1 shows the traceback)", err=True)
         sys.exit(error_code)
