@@ -113,6 +113,10 @@ def test_a_leading_zero_is_an_error_not_a_guess():
     assert message.startswith("bad.yaml:1:4: `0755` is the decimal 755 in YAML 1.2 but the octal 493")
 
 
-def test_toml_duplicate_key_is_located():
-    message = rejected("[elastic]\nnnodes = 2\nnnodes = 4\n", "bad.toml")
-    assert message.startswith("bad.toml:3:") and "invalid TOML" in message
+@pytest.mark.parametrize("text, expected", [
+    ("[elastic]\nnnodes = 2\n  nnodes = 4\n", "bad.toml:3:3: invalid TOML: duplicate key nnodes: this table already sets it"),
+    ("[elastic]\nnnodes = 2\n[elastic]\nmax_restarts = 1\n", "bad.toml:3:1: invalid TOML: table [elastic] is declared twice"),
+    ("[elastic]\nnnodes = 2\n[elastic.nnodes]\n", "bad.toml:3:1: invalid TOML: table [elastic.nnodes] names a key that"),
+])
+def test_toml_duplicates_are_named_at_the_key(text, expected):
+    assert rejected(text, "bad.toml").startswith(expected)

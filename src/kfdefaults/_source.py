@@ -508,6 +508,26 @@ def _tomllib() -> Any:
 _TOML_ERROR_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
+def _plain_toml_problem(text: str, line: int, column: int, problem: str) -> tuple[int, str]:
+    """tomllib's duplicate-key messages (``Cannot overwrite a value``, pointing past the value) said plainly,
+    at the key or table header of the offending line; other messages as they are."""
+    if not (problem.startswith("Cannot overwrite a value") or problem.startswith("Cannot declare")):
+        return column, problem
+    lines = text.split("\n")
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    stripped = source.lstrip()
+    start = len(source) - len(stripped) + 1
+    if stripped.startswith("["):
+        header = stripped.split("]")[0].strip("[ \t")
+        if problem.startswith("Cannot declare"):
+            return start, f"table [{header}] is declared twice"
+        return start, f"table [{header}] names a key that already holds a value"
+    key = stripped.split("=", 1)[0].strip()
+    if key and "=" in stripped:
+        return start, f"duplicate key {key}: this table already sets it"
+    return column, problem
+
+
 def _parse_toml(text: str, file: str) -> Document:
     tomllib = _tomllib()
     try:
@@ -516,7 +536,8 @@ def _parse_toml(text: str, file: str) -> Document:
         msg = str(e)
         m = _TOML_ERROR_POS.search(msg)
         line, col = (int(m.group(1)), int(m.group(2))) if m else (text.count("\n") + 1, 1)
-        raise _error(file, line, col, f"invalid TOML: {_TOML_ERROR_POS.sub('', msg).strip()}") from None
+        col, problem = _plain_toml_problem(text, line, col, _TOML_ERROR_POS.sub("", msg).strip())
+        raise _error(file, line, col, f"invalid TOML: {problem}") from None
     except RecursionError:
         raise _error(file, 1, 1, f"values nest deeper than {MAX_DEPTH} levels") from None
     over = _over_budget(data)
