@@ -204,3 +204,11 @@ def test_unknown_profile_suggests_a_near_name():
     with pytest.raises(ProfileError) as excinfo:
         kfdefaults.resolve("gpu-larg")
     assert "did you mean 'gpu-large'?" in str(excinfo.value)
+
+
+def test_unknown_parent_suggests_a_near_name(tmp_path):
+    team = tmp_path / "team"
+    profile(team, "child.yaml", "description: x\nextends: gpu-largee\n")
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("child", team=[str(team)])
+    assert "unknown parent profile 'gpu-largee'; did you mean 'gpu-large'?" in str(excinfo.value)

@@ -553,9 +553,12 @@ def expand(catalog: Catalog, name: str, task: Fragment | None = None, _stack: tu
                 raise ProfileError([Finding(_extends_location(definition, parent), "extends",
                                             f"`extends` forms a cycle: {files} -> {parent}", layer=layer)])
             if not catalog.layers_defining(parent):
+                from ._suggest import closest
+
+                hint = closest(parent, [n for n in catalog.names() if n != name])
                 raise ProfileError([Finding(_extends_location(definition, parent), "extends",
-                                            f"unknown parent profile {parent!r} (extended by {definition.file})",
-                                            layer=layer)])
+                                            f"unknown parent profile {parent!r}" + (f"; did you mean {hint!r}?" if hint else "")
+                                            + f" (extended by {definition.file})", layer=layer)])
             if len(_stack) + 1 >= MAX_EXTENDS_DEPTH:
                 raise ProfileError([Finding(_extends_location(definition, parent), "extends",
                                             f"`extends` chains more than {MAX_EXTENDS_DEPTH} profiles deep", layer=layer)])
