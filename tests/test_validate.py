@@ -129,6 +129,18 @@ def test_timeout_without_join_timeout_is_a_warning(tmp_path):
     assert "join_timeout" in warning.message
 
 
+def test_pod_level_resources_warn_and_point_at_the_container(tmp_path):
+    text = "pod_template:\n  spec:\n    resources:\n      limits: {cpu: '2'}\n"
+    path = write(tmp_path, "pod.yaml", text)
+    report = validate_paths([path])
+    [warning] = report.findings
+    assert warning.severity == "warning"
+    assert str(warning).startswith(f"{path}:3:5: [team] pod_template.spec.resources: warning: pod-level `resources`")
+    assert "PodLevelResources" in warning.message and "containers[name=primary].resources" in warning.message
+    [error] = validate_paths([path], kubernetes_version="1.31").findings
+    assert error.severity == "error" and "containers[name=primary].resources" in error.message
+
+
 def test_merged_timeout_without_any_join_timeout_names_torchs_600_seconds(tmp_path):
     path = write(tmp_path, "nojoin.yaml", "elastic:\n  rdzv_configs:\n    join_timeout: null\n")
     report = validate_paths([path])

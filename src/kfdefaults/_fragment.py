@@ -32,6 +32,12 @@ _QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING_DEF = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
 _POD_SPEC = "io.k8s.api.core.v1.PodSpec"
+_POD_LEVEL_RESOURCES = (
+    "pod-level `resources` (a budget shared by all containers) need the PodLevelResources feature gate, alpha in "
+    "Kubernetes 1.32 and beta from 1.34, and clusters without it drop them; a container's requests and limits go "
+    "under `containers[name=primary].resources`"
+)
+"""Why ``spec.resources`` is a warning: in PodSpec schemas since 1.32, and most often a misplaced container key."""
 
 PATCH_DIRECTIVE_VALUES = ("replace", "merge", "delete")
 """Values of ``$patch`` (apimachinery strategicpatch: ``replaceDirective``, ``mergeDirective``, ``deleteDirective``)."""
@@ -310,6 +316,8 @@ class FragmentChecker:
             if key.startswith("$"):
                 self._directive(props, key, item, key_path, key_label)
             elif key in props:
+                if definition == _POD_SPEC and key == "resources":
+                    self.report(key_path, key_label, _POD_LEVEL_RESOURCES, key=True, severity="warning")
                 self._value(props[key], item, key_path, key_label, definition, key)
             else:
                 self.report(key_path, key_label, self._unknown_field(key, props, definition), key=True)
@@ -327,6 +335,9 @@ class FragmentChecker:
         short = definition.rsplit(".", 1)[-1]
         if definition == _POD_SPEC and key in ("labels", "annotations", "metadata"):
             return f"unknown field `{key}`; pod labels and annotations go in `pod_template.labels` / `pod_template.annotations`"
+        if definition == _POD_SPEC and key == "resources":
+            return ("unknown field `resources` (pod-level resources came in Kubernetes 1.32); a container's requests "
+                    "and limits go under `containers[name=primary].resources`")
         camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key)
         if camel != key and camel in props:
             return f"unknown field `{key}`; did you mean `{camel}`? (fields are camelCase, as in a manifest)"
