@@ -105,6 +105,11 @@ def test_list_names_an_unusable_profile_without_guessing_its_description(tmp_pat
     assert lines["dup"].endswith("(cannot be used: see the errors below)")
     assert lines["fine"].endswith("fine")
     assert "profile 'dup' is defined twice in the team layer" in proc.stderr
+    (one / "cyc-b.yaml").write_text("extends: cyc-a\n", encoding="utf-8")
+    (one / "cyc-a.yaml").write_text("extends: cyc-b\n", encoding="utf-8")
+    proc = run("list", "--team", str(one))
+    files = [line.split(":")[0] for line in proc.stderr.splitlines()]
+    assert files == sorted(files) and len(files) == 2, proc.stderr  # by file and position, each problem once
     proc = run("list", "-o", "json", "--team", str(one), "--team", str(two))
     by_name = {r["name"]: r for r in json.loads(proc.stdout)}
     assert by_name["dup"]["description"] == "" and "defined twice" in by_name["dup"]["errors"][0]

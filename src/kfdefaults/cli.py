@@ -194,7 +194,9 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
             lwidth = max((len(",".join(r["layers"])) for r in rows), default=6)
             for row in rows:
                 click.echo(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {shown(row)}".rstrip())
-        _report(list(problems.values()))
+        from ._validate import sorted_findings
+
+        _report(sorted_findings(problems.values()))
         return 1 if problems else 0
 
     _run(body)
