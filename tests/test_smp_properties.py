@@ -149,3 +149,21 @@ def has_null_in_list_item(value: Any, inside_item: bool = False) -> bool:
     if isinstance(value, list):
         return any(has_null_in_list_item(v, True) for v in value)
     return False
+
+
+def test_values_that_are_not_json_data_are_rejected_with_their_path() -> None:
+    cases = [
+        ({}, {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": float("nan")}]}]}},
+         "spec.containers[0].ports[0].containerPort", "nan is not a JSON number"),
+        ({}, {"metadata": {"labels": {1: "x"}}}, "metadata.labels", "object keys must be strings, not int 1"),
+        ({"spec": {"volumes": [{"name": "v", "x": {2: 3}}]}}, {}, "spec.volumes[0].x", "keys must be strings"),
+        ({}, {"spec": {"priority": 10**400}}, "spec.priority", "beyond the range of a JSON number"),
+        ({}, {"spec": {"nodeSelector": {"a": object()}}}, "spec.nodeSelector.a", "not JSON data: object"),
+    ]
+    for original, patch, path, words in cases:
+        try:
+            strategic_merge_patch(original, patch)
+        except MergeError as e:
+            assert e.path == path and words in str(e), (str(e), path)
+        else:
+            raise AssertionError(f"{patch} was accepted")

@@ -164,8 +164,17 @@ class _Slice:
 # --- Go values ---------------------------------------------------------------------------------------
 
 
+_GO_TYPE_UNKNOWN = "?"
+_GO_TYPE_OF: dict[type, str | None] = {type(None): None, bool: "bool", int: "int64", float: "float64", str: "string",
+                                       dict: "map"}
+"""The Go type of the exact Python types decoded JSON values have (one dictionary lookup on the hot path)."""
+
+
 def _go_type(v: Any) -> str | None:
     """The dynamic Go type of a decoded JSON value."""
+    exact = _GO_TYPE_OF.get(type(v), _GO_TYPE_UNKNOWN)
+    if exact is not _GO_TYPE_UNKNOWN:
+        return exact
     if v is None:
         return None
     if isinstance(v, bool):
@@ -206,23 +215,75 @@ def _int64_or_float(value: float) -> Any:
     return value
 
 
-def _from_plain(value: Any, path: str = "", *, floats_stay: bool = False) -> Any:
+_GO_AS_IS = frozenset({str, bool, type(None)})
+"""Types whose values are the same in Go as in Python (ints are not: they have a range)."""
+
+
+_PLAIN_AS_IS = frozenset({str, bool, int, type(None)})
+"""Types of Go values printed as they are (floats are not: an integral one prints as an int)."""
+
+
+class _BadValue(Exception):
+    """A value kubectl could not read; ``steps`` collects its path, innermost first, as it propagates."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.steps: list[str | int] = []
+
+
+def _from_plain(value: Any, *, floats_stay: bool = False) -> Any:
     """Plain Python data -> Go values, as kubectl reads the same document.
 
     kubectl reads the object to patch into an unstructured object and writes it out again before merging,
     so an integral float there comes back an int64 (``80.0`` -> ``80``); the patch is read once, so its
     floats stay float64 (``floats_stay=True``) and ``80.0`` is not the merge key ``80``.
+
+    Raises:
+        MergeError: for what is not JSON data (a key that is not a string, a NaN, a number beyond float64),
+            with the path of the value (``spec.containers[0].ports``).
     """
-    if isinstance(value, Mapping):
+    try:
+        return _go_value(value, floats_stay)
+    except _BadValue as e:
+        path = ""
+        for step in reversed(e.steps):
+            path = f"{path}[{step}]" if isinstance(step, int) else (f"{path}.{step}" if path else step)
+        raise MergeError(path, e.message) from None
+
+
+def _go_value(value: Any, floats_stay: bool) -> Any:
+    """:func:`_from_plain` without paths: they are built only for an error, which is rare."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is dict or isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
-            if not isinstance(k, str):
-                raise MergeError(path, f"object keys must be strings, not {type(k).__name__} {k!r}")
-            out[k] = _from_plain(v, f"{path}.{k}" if path else k, floats_stay=floats_stay)
+            if type(k) is not str:
+                raise _BadValue(f"object keys must be strings, not {type(k).__name__} {k!r}")
+            if type(v) in _GO_AS_IS:  # most values are strings: no call for them
+                out[k] = v
+                continue
+            try:
+                out[k] = _go_value(v, floats_stay)
+            except _BadValue as e:
+                e.steps.append(k)
+                raise
         return out
-    if isinstance(value, (list, tuple)):
-        return _Slice.decoded([_from_plain(v, f"{path}[{i}]", floats_stay=floats_stay) for i, v in enumerate(value)])
-    if value is None or isinstance(value, (str, bool)):
+    if kind is list or isinstance(value, (list, tuple)):
+        items = []
+        for i, v in enumerate(value):
+            if type(v) in _GO_AS_IS:
+                items.append(v)
+                continue
+            try:
+                items.append(_go_value(v, floats_stay))
+            except _BadValue as e:
+                e.steps.append(i)
+                raise
+        return _Slice.decoded(items)
+    if isinstance(value, str):  # a str subclass
         return value
     if isinstance(value, int):
         if _INT64_MIN <= value <= _INT64_MAX:
@@ -230,20 +291,23 @@ def _from_plain(value: Any, path: str = "", *, floats_stay: bool = False) -> Any
         try:
             return float(value)  # as Go's decoder reads an integer beyond int64
         except OverflowError:
-            raise MergeError(path, "a number beyond the range of a JSON number (float64)") from None
+            raise _BadValue("a number beyond the range of a JSON number (float64)") from None
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise MergeError(path, f"{value} is not a JSON number")
+            raise _BadValue(f"{value} is not a JSON number")
         return value if floats_stay else _int64_or_float(value)
-    raise MergeError(path, f"not JSON data: {type(value).__name__}")
+    raise _BadValue(f"not JSON data: {type(value).__name__}")
 
 
 def _to_plain(value: Any) -> Any:
     """Go values -> plain Python data, as kubectl prints the result (integral floats print as ints)."""
-    if isinstance(value, dict):
-        return {k: _to_plain(v) for k, v in value.items()}
-    if isinstance(value, _Slice):
-        return [_to_plain(v) for v in value]
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict or isinstance(value, dict):
+        return {k: v if type(v) in _PLAIN_AS_IS else _to_plain(v) for k, v in value.items()}
+    if kind is _Slice:
+        return [v if type(v) in _PLAIN_AS_IS else _to_plain(v) for v in value.items()]
     if isinstance(value, float):
         return _int64_or_float(value)
     return value
@@ -543,6 +607,12 @@ def _normalize_slice_order(to_sort: _Slice, order: _Slice | None, merge_key: str
         # the same order as the scans below, found in constant time per item
         rank = [positions.index(v) for v in sorted_values]
         items = to_sort.items()
+        if min(rank, default=0) >= 0:
+            # every item is in ``order``: ``less`` is then a strict weak order, and every stable sort (Go's
+            # SliceStable, Python's sorted) gives the one same result
+            for i, item in enumerate(item for _, item in sorted(zip(rank, items), key=lambda pair: pair[0])):
+                to_sort[i] = item
+            return to_sort.append(*to_delete.items())
 
         def less(i: int, j: int) -> bool:
             ii, ij = rank[i], rank[j]
