@@ -76,6 +76,8 @@ def test_fragment_features_validate(validator):
     ({"pod_template": {"spec": {"$patch": "remove"}}}, ["pod_template", "spec", "$patch"]),
     ({"elastic": {"rdzv_configs": {"heartbeat": 5}}}, ["elastic", "rdzv_configs"]),
     ({"elastic": {"nnodes": "a:b"}}, ["elastic", "nnodes"]),
+    ({"elastic": {"nnodes": "0:3"}}, ["elastic", "nnodes"]),
+    ({"elastic": {"nnodes": 2**31}}, ["elastic", "nnodes"]),
     ({"elastic": {"nproc_per_node": 0}}, ["elastic", "nproc_per_node"]),
     ({"elastic": {"monitor_interval": 0}}, ["elastic", "monitor_interval"]),
     ({"elastc": {}}, []),
@@ -84,6 +86,22 @@ def test_bad_profiles_fail_at_the_right_place(validator, profile, where):
     error = best_match(validator.iter_errors(profile))
     assert error is not None
     assert list(error.absolute_path) == where
+
+
+@pytest.mark.parametrize("nnodes", [1, 0, -1, 2**31 - 1, "1", " 2 ", "0", "00", "01", "1:4", "01:04", "0:3", "3:0", "4:3",
+                                    "1:", ":4", "1:4:5", "a", "", "²"])
+def test_schema_and_validation_agree_on_nnodes(validator, nnodes):
+    """The schema accepts what ``validate`` accepts; "MIN:MAX" with MIN > MAX is the one thing a pattern cannot see."""
+    from kfdefaults._model import ElasticSection
+    from pydantic import ValidationError
+
+    try:
+        ElasticSection(nnodes=nnodes)
+        valid = True
+    except ValidationError:
+        valid = False
+    schema_valid = not list(validator.iter_errors({"elastic": {"nnodes": nnodes}}))
+    assert schema_valid == (valid or nnodes == "4:3")
 
 
 def test_schema_for_another_kubernetes_version():

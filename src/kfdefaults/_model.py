@@ -65,8 +65,9 @@ class ElasticSection(_Strict):
         "1 runs in a single pod; anything else is a PyTorchJob.",
         json_schema_extra={
             "anyOf": [
-                {"type": "integer", "minimum": 1},
-                {"type": "string", "pattern": r"^\s*([0-9]+|[0-9]+:[0-9]+)\s*$"},
+                {"type": "integer", "minimum": 1, "maximum": _INT32},
+                # 1 <= MIN: no 0 and no leading-zero 0; MIN <= MAX is beyond a pattern (``validate`` checks it)
+                {"type": "string", "pattern": r"^\s*(0*[1-9][0-9]*|0*[1-9][0-9]*:0*[1-9][0-9]*)\s*$"},
                 {"type": "null"},
             ]
         },
@@ -99,7 +100,7 @@ class ElasticSection(_Strict):
             return v
         if isinstance(v, str):
             text = v.strip()
-            if text.isdigit():
+            if text.isascii() and text.isdigit():
                 return cls._nnodes(int(text))
             m = _MIN_MAX.fullmatch(text)
             if not m:
