@@ -198,11 +198,12 @@ def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) ->
     kind = err.get("type", "")
     msg = err.get("msg", "invalid value")
     if kind == "extra_forbidden":
-        from ._suggest import unknown_key_message
+        from ._suggest import ELASTIC_SYNONYMS, unknown_key_message
 
         key = path[-1] if path else loc[-1]
         known = _known_keys(path[:-1])
-        message = unknown_key_message(str(key), known)
+        synonyms = ELASTIC_SYNONYMS if path[:-1] == ("elastic",) else None
+        message = unknown_key_message(str(key), known, synonyms=synonyms)
         section = _section_of(str(key)) if len(path) == 1 else None
         if section is not None:
             message = f"unknown field `{key}`; did you mean `{section}.{key}`?"

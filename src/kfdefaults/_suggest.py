@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
 
 
@@ -25,7 +26,37 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     return lowered[matches[0]] if matches else None
 
 
-def unknown_key_message(key: str, known: Iterable[str], what: str = "field") -> str:
-    """``unknown field `volumeMount`; did you mean `volumeMounts`?``"""
+#: Names users carry over from torchrun, ``torch.multiprocessing.spawn`` and PyTorchJob manifests, which no
+#: spelling distance finds: ``nprocs`` (spawn) is ``nproc_per_node``, torchrun's ``--rdzv-conf`` is
+#: ``rdzv_configs``, a PyTorchJob's ``minReplicas``/``maxReplicas`` are the two ends of ``nnodes``.
+ELASTIC_SYNONYMS = {
+    "nprocs": "`nproc_per_node`",
+    "nproc": "`nproc_per_node`",
+    "num_procs": "`nproc_per_node`",
+    "procs_per_node": "`nproc_per_node`",
+    "gpus_per_node": "`nproc_per_node`",
+    "num_nodes": "`nnodes`",
+    "nodes": "`nnodes`",
+    "min_nodes": '`nnodes` (a range "MIN:MAX")',
+    "max_nodes": '`nnodes` (a range "MIN:MAX")',
+    "min_replicas": '`nnodes` (a range "MIN:MAX")',
+    "max_replicas": '`nnodes` (a range "MIN:MAX")',
+    "restarts": "`max_restarts`",
+    "rdzv_conf": "`rdzv_configs`",
+    "rdzv_config": "`rdzv_configs`",
+}
+
+
+def unknown_key_message(key: str, known: Iterable[str], what: str = "field",
+                        synonyms: dict[str, str] | None = None) -> str:
+    """``unknown field `volumeMount`; did you mean `volumeMounts`?``
+
+    ``synonyms`` maps a normalised key (lower case, ``-`` read as ``_``, camelCase split) to the hint for
+    the known key it stands for, when spelling does not find it (:data:`ELASTIC_SYNONYMS`).
+    """
+    if synonyms:
+        normal = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower().replace("-", "_")
+        if normal in synonyms:
+            return f"unknown {what} `{key}`; did you mean {synonyms[normal]}?"
     hint = closest(key, known)
     return f"unknown {what} `{key}`" + (f"; did you mean `{hint}`?" if hint else "")
