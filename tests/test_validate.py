@@ -357,6 +357,30 @@ def test_resolve_raises_profile_error_for_bad_overrides():
     assert any("`join_timeout` must be a whole number of seconds" in m for m in messages)
 
 
+def _nested(depth: int) -> dict:
+    top: dict = {}
+    node = top
+    for _ in range(depth):
+        node["x"] = {}
+        node = node["x"]
+    return top
+
+
+def test_overrides_from_python_nest_no_deeper_than_files():
+    with pytest.raises(ProfileError, match="nest deeper than 64 levels"):
+        kfdefaults.resolve("gpu-large", overrides={"pod_template": {"annotations": _nested(1000)}})
+    itself: dict = {}
+    itself["a"] = itself
+    with pytest.raises(ProfileError, match="contains itself"):
+        kfdefaults.resolve("gpu-large", overrides={"pod_template": {"labels": itself}})
+
+
+def test_dotted_override_keys_are_explained():
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-large", overrides={"elastic.nnodes": 2})
+    assert "overrides are nested mappings, write {'elastic': {'nnodes': ...}}" in str(excinfo.value)
+
+
 def test_nnodes_string_one_is_the_int_one(tmp_path):
     write(tmp_path / "team", "single.yaml", "elastic:\n  nnodes: \"1\"\n")
     resolved = kfdefaults.resolve("single", team=[str(tmp_path / "team")])

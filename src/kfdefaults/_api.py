@@ -15,6 +15,33 @@ from ._resolve import Fragment, Merged, discover_and_expand, merge_fragments
 TASK_SOURCE = "overrides"
 
 
+def _shape_problems(overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What makes task-layer data unreadable before any validation: dotted keys, nesting, cycles.
+
+    Files are held to :data:`kfdefaults._source.MAX_DEPTH` levels by their reader; data from Python is held
+    to the same here (a dictionary that contains itself would otherwise nest without end).
+    """
+    from ._source import MAX_DEPTH
+
+    problems = []
+    for key in overrides:
+        head, dot, rest = key.partition(".") if isinstance(key, str) else ("", "", "")
+        if dot and head in ("elastic", "pod_template"):
+            problems.append((key, f"unknown field `{key}`: overrides are nested mappings, "
+                                  f"write {{{head!r}: {{{rest!r}: ...}}}}"))
+    stack: list[tuple[Any, int]] = [(overrides, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            problems.append(("", f"values nest deeper than {MAX_DEPTH} levels (or a value contains itself)"))
+            break
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
+    return problems
+
+
 def task_fragment(
     name: str,
     overrides: Mapping[str, Any] | None,
@@ -51,6 +78,10 @@ def task_fragment(
         raise ProfileError([Finding(Location(task_label(k, labels or {}) or source), k,
                                     f"`{k}` belongs to a profile file; the task layer sets `elastic` and `pod_template`",
                                     layer="task") for k in file_only])
+    problems = _shape_problems(overrides)
+    if problems:
+        raise ProfileError([Finding(Location(task_label(path, labels or {}) or source), path, message, layer="task")
+                            for path, message in problems])
     allowed = {k: v for k, v in overrides.items()}
     doc = Document(source, allowed)
     body, findings = _validate_body(doc, allowed, "task", kubernetes_version)

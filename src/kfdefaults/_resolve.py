@@ -211,8 +211,9 @@ def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) ->
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     value = err.get("input")
-    said = f"got {value}" in msg or f"got {value!r}" in msg or msg.startswith(repr(value))
-    if kind not in ("missing",) and not isinstance(value, (dict, list)) and not said:
+    scalar = not isinstance(value, (dict, list))  # a container's text may be long: never printed
+    said = scalar and (f"got {value}" in msg or f"got {value!r}" in msg or msg.startswith(repr(value)))
+    if kind not in ("missing",) and scalar and not said:
         msg = f"{msg} (got {value!r})"
     if kind in ("int_type", "float_type") and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
         msg = f"{msg}; write it without quotes"
