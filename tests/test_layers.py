@@ -84,7 +84,7 @@ def test_pyproject_typo_is_located(monkeypatch, tmp_path):
 def test_missing_folder_is_an_error():
     with pytest.raises(ProfileError) as excinfo:
         kfdefaults.resolve("gpu-large", team=["/nonexistent/profiles"])
-    assert "team folder (from --team) does not exist" in str(excinfo.value)
+    assert "team folder (from --team): no such folder" in str(excinfo.value)
 
 
 def install_profile_package(site, name: str, value: str, files: dict[str, str]) -> None:

@@ -398,3 +398,53 @@ def test_render_and_validate_import_neither_jsonschema_nor_heavy_packages(tmp_pa
     )
     proc = subprocess.run([sys.executable, "-c", code, TEAM], capture_output=True, text=True)
     assert "HEAVY []" in proc.stderr, proc.stderr
+
+
+def _odd_entries(folder) -> None:
+    """A folder with one good profile and, under profile-file names, what is not a readable profile file."""
+    folder.mkdir()
+    (folder / "ok.yaml").write_text("description: ok\n")
+    os.symlink("loop-b.yaml", folder / "loop-a.yaml")
+    os.symlink("loop-a.yaml", folder / "loop-b.yaml")
+    os.symlink(str(folder / "missing"), folder / "dangling.yaml")
+    (folder / "sub.yaml").mkdir()
+    os.mkfifo(folder / "pipe.yaml")
+
+
+def test_entries_that_are_not_readable_files_are_errors_not_skipped(tmp_path):
+    team = tmp_path / "team"
+    _odd_entries(team)
+    proc = run("validate", str(team), env={"KFDEFAULTS_NO_CACHE": "1"})
+    assert proc.returncode == 1
+    assert f"{team}/loop-a.yaml:1:1: a symbolic link that loops" in proc.stderr
+    assert f"{team}/dangling.yaml:1:1: a symbolic link to a missing file" in proc.stderr
+    assert f"{team}/sub.yaml:1:1: not a profile file (a folder)" in proc.stderr
+    assert f"{team}/pipe.yaml:1:1: not a profile file (a pipe)" in proc.stderr  # and no hang on the pipe
+    assert "5 errors" in proc.stderr
+    proc = run("render", "loop-a", "--team", str(team))
+    assert proc.returncode == 1 and "a symbolic link that loops" in proc.stderr and proc.stdout == ""
+    assert run("render", "ok", "--team", str(team)).returncode == 0  # a broken neighbour does not stop the others
+
+
+def test_paths_given_to_validate_say_what_they_are(tmp_path):
+    _odd_entries(tmp_path / "odd")
+    proc = run("validate", "", os.devnull, str(tmp_path / "odd" / "pipe.yaml"), str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 1
+    assert "'': an empty path names no file or folder" in proc.stderr
+    assert f"{os.devnull}: not a profile file (a device)" in proc.stderr
+    assert "pipe.yaml:1:1: not a profile file (a pipe)" in proc.stderr
+    assert "nope.yaml: no such file or folder" in proc.stderr
+
+
+def test_an_unreadable_folder_is_an_error_wherever_it_is_named(tmp_path, monkeypatch):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "a.yaml").write_text("description: a\n")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path) == str(team) else real_access(path, mode))
+    monkeypatch.setenv("KFDEFAULTS_TEAM_PATH", str(team))
+    with pytest.raises(ProfileError) as excinfo:
+        kfdefaults.resolve("gpu-large")
+    assert "team folder (from KFDEFAULTS_TEAM_PATH): cannot read this folder: permission denied" in str(excinfo.value)
+    report = validate_paths([str(team)])
+    assert [f.message for f in report.findings] == ["cannot read this folder: permission denied"]

@@ -296,8 +296,11 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
     """The folders of each layer, duplicates (same real path) dropped, missing folders an error.
 
     Raises:
-        ProfileError: a folder named by a flag, variable, entry point or pyproject.toml does not exist.
+        ProfileError: a folder named by a flag, variable, entry point or pyproject.toml does not exist, is
+            not a folder or cannot be read.
     """
+    from ._source import path_problem
+
     out: dict[str, list[Folder]] = {}
     findings = []
     seen: dict[str, set[str]] = {}  # layer -> real paths
@@ -306,10 +309,10 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
         for source in layer_sources_:
             for folder in source.folders():
                 real = os.path.realpath(folder.path)
-                if not os.path.isdir(folder.path):
-                    problem = "is not a folder" if os.path.exists(folder.path) else "does not exist"
+                problem = path_problem(folder.path, "folder")
+                if problem is not None:
                     findings.append(
-                        Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}) {problem}", layer=layer)
+                        Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}): {problem}", layer=layer)
                     )
                     continue
                 if real in seen.get(layer, set()):

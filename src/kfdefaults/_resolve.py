@@ -261,7 +261,12 @@ def fragment_from_body(name: str, layer: str, source: str, body: Any, document: 
 
 
 def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
-    """``(file name, size, mtime_ns)`` of every profile file directly in ``folder``, sorted by name."""
+    """``(file name, size, mtime_ns)`` of every profile file directly in ``folder``, sorted by name.
+
+    Every entry named like a profile file counts, a broken symbolic link or a folder named ``x.yaml`` too
+    (size and time ``-1`` when they cannot be read): loading it then fails with a located error, where
+    leaving it out would hide a profile without a word.
+    """
     from ._source import PROFILE_SUFFIXES
 
     out = []
@@ -270,11 +275,10 @@ def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
             for entry in entries:
                 if entry.name.endswith(PROFILE_SUFFIXES) and not entry.name.startswith("."):
                     try:
-                        if entry.is_file():
-                            st = entry.stat()
-                            out.append((entry.name, st.st_size, st.st_mtime_ns))
+                        st = entry.stat()
+                        out.append((entry.name, st.st_size, st.st_mtime_ns))
                     except OSError:
-                        continue
+                        out.append((entry.name, -1, -1))
     except OSError:
         return ()
     return tuple(sorted(out))

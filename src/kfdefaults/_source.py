@@ -14,10 +14,12 @@ a small scanner then finds where each key and value was written, since tomllib k
 
 from __future__ import annotations
 
+import errno
 import io
 import math
 import os
 import re
+import stat
 import sys
 from typing import Any, Iterator
 
@@ -128,12 +130,55 @@ def read_document(file: str) -> Document:
     return parse_bytes(read_bytes(file), file)
 
 
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def path_problem(path: str, want: str) -> str | None:
+    """Why ``path`` cannot be read as ``want`` (``"file"`` or ``"folder"``), or ``None`` when it can.
+
+    Says what is there instead: nothing, a broken or looping symbolic link, a pipe or device (which would
+    block or never end), a file where a folder is wanted, or no permission to read it.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if os.path.islink(path):
+            if e.errno == errno.ELOOP:
+                return "a symbolic link that loops (too many levels of symbolic links)"
+            return f"a symbolic link to a missing {want} ({os.readlink(path)})"
+        return f"no such {want}" if e.errno == errno.ENOENT else f"cannot read: {e.strerror or e}"
+    if want == "folder":
+        if not stat.S_ISDIR(mode):
+            return "not a folder" if stat.S_ISREG(mode) else f"not a folder ({_kind_of(mode)})"
+        if not os.access(path, os.R_OK | os.X_OK):
+            return "cannot read this folder: permission denied"
+        return None
+    if not stat.S_ISREG(mode):
+        return f"not a profile file ({_kind_of(mode)})"
+    if not os.access(path, os.R_OK):
+        return "cannot read file: permission denied"
+    return None
+
+
 def read_bytes(file: str) -> bytes:
     """A profile file's bytes.
 
     Raises:
-        ProfileError: the file cannot be read or is larger than :data:`MAX_FILE_BYTES`.
+        ProfileError: the file cannot be read (missing, a broken link, a folder, a pipe, a device, no
+            permission) or is larger than :data:`MAX_FILE_BYTES`.
     """
+    problem = path_problem(file, "file")
+    if problem is not None:  # checked first: opening a pipe would block, a device may never end
+        raise _error(file, 1, 1, problem)
     try:
         with open(file, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
@@ -756,13 +801,15 @@ class _TomlScanner:
 
 
 def iter_profile_files(folder: str) -> Iterator[str]:
-    """Profile files directly in ``folder`` (not in sub-folders), sorted by name."""
+    """Profile files directly in ``folder`` (not in sub-folders), sorted by name.
+
+    Every entry named like a profile file is listed, a broken link or a folder named ``x.yaml`` too: reading
+    it then fails with a located error, where skipping it would hide a profile without a word.
+    """
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return
     for name in names:
         if name.endswith(PROFILE_SUFFIXES) and not name.startswith("."):
-            path = os.path.join(folder, name)
-            if os.path.isfile(path):
-                yield path
+            yield os.path.join(folder, name)

@@ -506,7 +506,7 @@ def validate_paths(
     """
     from ._layers import LAYERS, discover_folders, layer_sources
     from ._resolve import Catalog, profile_name_of, expand, merge_fragments
-    from ._source import PROFILE_SUFFIXES, iter_profile_files
+    from ._source import PROFILE_SUFFIXES, iter_profile_files, path_problem
 
     findings: list[Finding] = []
     try:
@@ -519,18 +519,24 @@ def validate_paths(
 
     given: list[str] = []
     for path in paths:
-        if os.path.isdir(path):
+        if not path:
+            findings.append(Finding(Location("''"), "", "an empty path names no file or folder"))
+        elif os.path.isdir(path):
+            problem = path_problem(path, "folder")
+            if problem is not None:
+                findings.append(Finding(Location(path), "", problem))
+                continue
             files = list(iter_profile_files(path))
             if not files:  # a CI job pointed at the wrong folder must not pass
                 findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"))
             given.extend(files)
+        elif path.endswith(PROFILE_SUFFIXES) and os.path.lexists(path):
+            given.append(path)  # reading it says what is wrong with it, if anything
         elif os.path.isfile(path):
-            if path.endswith(PROFILE_SUFFIXES):
-                given.append(path)
-            else:
-                findings.append(Finding(Location(path, 1, 1), "", "not a profile file: profiles end in .yaml, .yml or .toml"))
+            findings.append(Finding(Location(path, 1, 1), "", "not a profile file: profiles end in .yaml, .yml or .toml"))
         else:
-            findings.append(Finding(Location(path), "", "no such file or folder"))
+            problem = path_problem(path, "file")
+            findings.append(Finding(Location(path), "", "no such file or folder" if problem == "no such file" else problem or ""))
     catalog = _catalog_with_files(dict(folders), {layer: given} if paths else {})
     catalog.kubernetes_version = kubernetes_version
 

@@ -14,7 +14,7 @@ import click
 
 from ._errors import KfdefaultsError, ProfileError
 
-_FOLDER = click.Path(path_type=str)  # checked by kfdefaults itself: a bad folder is bad input (exit 1), as in a variable
+_FOLDER = click.Path(path_type=str, readable=False)  # checked by kfdefaults itself: a bad folder is bad input (exit 1), as in a variable
 
 
 def _report(findings: Sequence[Any]) -> None:
@@ -242,7 +242,7 @@ def diff(name_a: str, name_b: str | None, platform: tuple[str, ...], team: tuple
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str), metavar="[PATH]...")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str, readable=False), metavar="[PATH]...")
 @_layer_options
 @click.option("--layer", type=click.Choice(["platform", "team"]), default="team", show_default=True,
               help="The layer the PATHs belong to (their profiles are merged on top of the lower layers).")
