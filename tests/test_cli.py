@@ -149,11 +149,20 @@ def test_unknown_profile_exits_1():
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("argument", ["elastic.nnodes", "a..b=1", "x[name=y]=1", "pod_template.spec.containers[bad].image=x"])
+@pytest.mark.parametrize("argument", ["elastic.nnodes", "a..b=1", "x[name=y]=1", "pod_template.spec.containers[bad].image=x",
+                                      "elastic.nnodes=", "elastic.nnodes= "])
 def test_bad_set_exits_1(argument):
     proc = run("render", "gpu-large", "--set", argument)
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"--set {argument}: ")
+
+
+def test_an_empty_set_value_is_an_error_not_a_deletion():
+    proc = run("render", "cpu-small", "--set", "elastic.nnodes=")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "write KEY=null to delete the key" in proc.stderr
+    deleted = json.loads(run("render", "gpu-large", "--set", "elastic.nnodes=null", "-o", "json").stdout)
+    assert deleted["elastic"]["nnodes"] == 1  # the profile's "1:4" deleted: the plugin's default
 
 
 def test_render_does_not_import_flytekit_or_the_kubernetes_client():

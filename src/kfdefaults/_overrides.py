@@ -190,7 +190,8 @@ def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]:
         ``(tree, labels)``: labels map the dotted key (as written) to ``--set KEY=VALUE``.
 
     Raises:
-        ProfileError: an argument without ``=``, or a key or value that cannot be read.
+        ProfileError: an argument without ``=`` or without a value (``KEY=``: write ``KEY=null`` to delete), or a
+            key or value that cannot be read.
     """
     tree: dict[str, Any] = {}
     labels: dict[str, str] = {}
@@ -200,6 +201,11 @@ def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, str]]:
         label = f"--set {item}"
         if not sep or not key.strip():
             findings.append(Finding(Location(label), "", "expected KEY=VALUE"))
+            continue
+        if not value.strip():
+            # YAML reads nothing as null, which deletes: too quiet for a value that may have been lost to the shell
+            findings.append(Finding(Location(label), "", "no value after `=`: write KEY=null to delete the key, "
+                                                         """'KEY=""' (quoted for the shell) for an empty string"""))
             continue
         try:
             apply_set(tree, key.strip(), parse_value(value))
