@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from smp_oracle import canonical, kubectl_apply
@@ -167,3 +168,10 @@ def test_values_that_are_not_json_data_are_rejected_with_their_path() -> None:
             assert e.path == path and words in str(e), (str(e), path)
         else:
             raise AssertionError(f"{patch} was accepted")
+
+
+@pytest.mark.parametrize(("directive", "shown"), [("remove", '"remove"'), (["x"], '["x"]'), ({"a": 1}, '{"a": 1}')])
+def test_a_bad_directive_is_shown_as_written(directive, shown):
+    with pytest.raises(MergeError) as excinfo:
+        strategic_merge_patch({}, {"$patch": directive})
+    assert f"unknown patch type {shown} in a map" in str(excinfo.value)

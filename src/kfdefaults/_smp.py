@@ -299,6 +299,13 @@ def _go_value(value: Any, floats_stay: bool) -> Any:
     raise _BadValue(f"not JSON data: {type(value).__name__}")
 
 
+def _shown(value: Any) -> str:
+    """A Go value as a message shows it: its JSON text (``"remove"``, ``["x"]``)."""
+    import json
+
+    return json.dumps(_to_plain(value), sort_keys=True)
+
+
 def _to_plain(value: Any) -> Any:
     """Go values -> plain Python data, as kubectl prints the result (integral floats print as ints)."""
     kind = type(value)
@@ -785,7 +792,7 @@ class _Merger:
                 return patch
             if _go_eq(directive, _DELETE):
                 return {}
-            raise MergeError(path, f"unknown patch type {directive!r} in a map ($patch takes replace or delete)")
+            raise MergeError(path, f"unknown patch type {_shown(directive)} in a map ($patch takes replace or delete)")
         if original is None:
             original = {}
         self.apply_retain_keys_directive(original, patch, path)
@@ -886,7 +893,7 @@ class _Merger:
             elif _go_eq(directive, _MERGE):
                 raise MergeError(path, "$patch: merge is not supported in a list (kubectl rejects it)")
             else:
-                raise MergeError(path, f"unknown patch type {directive!r} in a list item")
+                raise MergeError(path, f"unknown patch type {_shown(directive)} in a list item")
         if replace:
             return plain, None
         return original, plain
