@@ -89,7 +89,7 @@ def test_bad_profiles_fail_at_the_right_place(validator, profile, where):
 
 
 @pytest.mark.parametrize("nnodes", [1, 0, -1, 2**31 - 1, "1", " 2 ", "0", "00", "01", "1:4", "01:04", "0:3", "3:0", "4:3",
-                                    "1:", ":4", "1:4:5", "a", "", "²"])
+                                    "1:", ":4", "1:4:5", "a", "", "²", "1: 4", " 2 : 3 "])
 def test_schema_and_validation_agree_on_nnodes(validator, nnodes):
     """The schema accepts what ``validate`` accepts; "MIN:MAX" with MIN > MAX is the one thing a pattern cannot see."""
     from kfdefaults._model import ElasticSection

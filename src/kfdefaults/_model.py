@@ -29,7 +29,7 @@ from ._layers import NAME_PATTERN  # noqa: E402
 _INT32 = 2**31 - 1
 """The largest int32: the kubeflow PyTorchJob fields these settings become are int32."""
 
-_MIN_MAX = re.compile(r"([0-9]+):([0-9]+)")
+_MIN_MAX = re.compile(r"([0-9]+)\s*:\s*([0-9]+)")  # spaces around ":" are read as torch reads them (int(" 4"))
 
 
 class _Strict(BaseModel):
@@ -67,7 +67,7 @@ class ElasticSection(_Strict):
             "anyOf": [
                 {"type": "integer", "minimum": 1, "maximum": _INT32},
                 # 1 <= MIN: no 0 and no leading-zero 0; MIN <= MAX is beyond a pattern (``validate`` checks it)
-                {"type": "string", "pattern": r"^\s*(0*[1-9][0-9]*|0*[1-9][0-9]*:0*[1-9][0-9]*)\s*$"},
+                {"type": "string", "pattern": r"^\s*(0*[1-9][0-9]*|0*[1-9][0-9]*\s*:\s*0*[1-9][0-9]*)\s*$"},
                 {"type": "null"},
             ]
         },
