@@ -188,6 +188,29 @@ def test_shm_size_limit_above_the_memory_limit(tmp_path):
     assert f"{path}:6:28" in warning.message
 
 
+def test_a_volume_given_a_second_source_by_a_higher_layer(tmp_path):
+    path = write(tmp_path / "team", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            volumes:
+              - name: dshm
+                hostPath: {path: /dev/shm}
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(f"{path}:5:19: [team] pod_template.spec.volumes[name=dshm].hostPath: warning: "
+                                   "volume `dshm` has 2 sources: `emptyDir` ([builtin] ")
+    assert "Kubernetes rejects the pod" in warning.message and "(`emptyDir: null`)" in warning.message
+    fixed = write(tmp_path / "fixed", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            volumes:
+              - name: dshm
+                emptyDir: null
+                hostPath: {path: /dev/shm}
+        """)
+    assert validate_paths([fixed]).findings == []
+
+
 def test_two_shm_mounts_in_one_container(tmp_path):
     path = write(tmp_path / "team", "gpu-large.yaml", """\
         pod_template:

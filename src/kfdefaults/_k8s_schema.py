@@ -280,6 +280,10 @@ class SchemaType:
             return set()
         return _types_of(self._props[key])
 
+    def field_names(self) -> tuple[str, ...]:
+        """For a struct: the names of its fields, in schema order; empty for other kinds."""
+        return tuple(self._props) if self._props is not None else ()
+
     def property(self, key: str) -> SchemaType | None:
         """For a struct: the type of field ``key`` (exact name), or ``None``."""
         if self._props is None or key not in self._props:

@@ -238,6 +238,8 @@ class _MergedChecker:
         if primary is not None:
             self.gpus(primary)
         volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
+        for volume in volumes.values():
+            self.volume_sources(volume)
         for container in containers:
             self.shm(container, volumes)
         self.join_timeout()
@@ -349,6 +351,36 @@ class _MergedChecker:
                 size_setter, memory_setter,
             )
 
+    def volume_sources(self, volume: dict[str, Any]) -> None:
+        """A volume with two sources (``emptyDir`` and ``hostPath``), most often from two layers.
+
+        The API server accepts exactly one source per volume ("may not specify more than 1 volume type",
+        ``ValidateVolumes`` in k8s.io/kubernetes pkg/apis/core/validation); a strategic merge patch keeps the
+        lower layer's source beside a higher layer's new one unless the higher layer deletes it. The sources
+        are the fields of the schema's ``Volume`` other than ``name``.
+        """
+        set_keys = [k for k, v in volume.items() if k != "name" and v is not None]
+        if len(set_keys) < 2:  # the common case decides without the schema
+            return
+        from ._k8s_schema import schema_type
+
+        source_fields = set(schema_type("io.k8s.api.core.v1.Volume").field_names()) - {"name"}
+        sources = [k for k in set_keys if k in source_fields]
+        if len(sources) < 2:
+            return
+        name = volume.get("name")
+        setters = [self.pod_setter(["spec", "volumes", ("name", name), k]) for k in sources]
+        listed = ", ".join(f"`{k}` ({_where(s)})" for k, s in zip(sources, setters))
+        top = max(range(len(sources)), key=lambda i: setters[i].index if setters[i] else -1)
+        lower = [k for i, k in enumerate(sources) if i != top]
+        self.warn(
+            _named("pod_template", ["spec", "volumes", ("name", name), sources[top]]),
+            f"volume `{name}` has {len(sources)} sources: {listed}. Kubernetes rejects the pod (a volume has exactly "
+            f"one source); to replace a lower layer's source, delete it where the new one is set "
+            f"({', '.join(f'`{k}: null`' for k in lower)})",
+            *setters,
+        )
+
     def join_timeout(self) -> None:
         rdzv = self.merged.elastic.get("rdzv_configs") or {}
         if isinstance(rdzv, dict) and rdzv.get("timeout") is not None and rdzv.get("join_timeout") is None:
@@ -371,6 +403,8 @@ def check_merged(merged: Any) -> list[Finding]:
     * containers none of which is the primary container (flytekit then adds an empty one,
       ``flytekit.core.utils._serialize_pod_spec``).
     * ``rdzv_configs.timeout`` without any ``join_timeout``.
+    * a volume with two sources (``emptyDir`` from one layer, ``hostPath`` from another): the API server
+      accepts one.
     * a ``run_policy`` with ``nnodes: 1``: the plugin runs a plain pod and serializes no run policy.
 
     Args:
