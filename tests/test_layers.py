@@ -6,12 +6,14 @@ import os
 import textwrap
 
 import pytest
+from click.testing import CliRunner
 from conftest import PLATFORM, TEAM
 
 import kfdefaults
 from kfdefaults import ProfileError
 from kfdefaults._layers import builtin_folder
 from kfdefaults._resolve import Catalog, expand
+from kfdefaults.cli import main
 
 
 def profile(folder, name: str, text: str) -> str:
@@ -84,7 +86,19 @@ def test_pyproject_typo_is_located(monkeypatch, tmp_path):
 def test_missing_folder_is_an_error():
     with pytest.raises(ProfileError) as excinfo:
         kfdefaults.resolve("gpu-large", team=["/nonexistent/profiles"])
-    assert "team folder (from --team): no such folder" in str(excinfo.value)
+    assert "team folder (from team=): no such folder" in str(excinfo.value)
+
+
+@pytest.mark.parametrize(("team", "said"), [(5, "not int"), ([None], "not a list holding NoneType"), (b"/x", "not bytes")])
+def test_folders_of_the_wrong_type_are_named(team, said):
+    with pytest.raises(TypeError, match=f"team= takes a folder path or a list of them .*{said}"):
+        kfdefaults.resolve("gpu-large", team=team)
+
+
+def test_diff_names_the_flag_that_gave_a_missing_folder():
+    result = CliRunner().invoke(main, ["diff", "gpu-large", "--team", TEAM, "--team-against", "/nonexistent/new"])
+    assert result.exit_code == 2
+    assert "team folder (from --team-against): no such folder" in result.output
 
 
 def install_profile_package(site, name: str, value: str, files: dict[str, str]) -> None:

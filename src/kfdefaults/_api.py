@@ -227,14 +227,26 @@ def resolve(
     """
     if not isinstance(name, str):
         raise TypeError(f"a profile name is a string, not {type(name).__name__}")
-    platform, team = _folders(platform), _folders(team)
+    platform, team = _folders(platform, "platform="), _folders(team, "team=")
     fragments = discover_and_expand(name, platform, team, kubernetes_version=kubernetes_version)
     task = task_fragment(name, overrides, kubernetes_version=kubernetes_version)
     return Resolved(merge_fragments(name, fragments + ([task] if task else []), kubernetes_version=kubernetes_version))
 
 
-def _folders(value: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[str]:
-    """Folders as a list: one path on its own (``platform="/etc/profiles"``) is one folder, not its letters."""
+def _folders(value: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], what: str = "folders") -> list[str]:
+    """Folders as a list: one path on its own (``platform="/etc/profiles"``) is one folder, not its letters.
+
+    Raises:
+        TypeError: ``value`` is neither a path nor an iterable of paths (``str`` or ``os.PathLike``).
+    """
     if isinstance(value, (str, os.PathLike)):
         return [os.fspath(value)]
-    return [os.fspath(v) for v in value]
+    wrong = f"{what} takes a folder path or a list of them (str or os.PathLike)"
+    if isinstance(value, (bytes, dict)) or not isinstance(value, Iterable):
+        raise TypeError(f"{wrong}, not {type(value).__name__}")
+    out = []
+    for v in value:
+        if not isinstance(v, (str, os.PathLike)):
+            raise TypeError(f"{wrong}, not a list holding {type(v).__name__} {v!r}")
+        out.append(os.fspath(v))
+    return out

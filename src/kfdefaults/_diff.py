@@ -246,10 +246,12 @@ def compare(
     if label_a == label_b:
         label_a, label_b = f"{name_a} (before)", f"{b_name} (after)"
     sides = []
-    for label, name, plat, tm in ((label_a, name_a, platform, team),
-                                  (label_b, b_name, platform if platform_against is None else platform_against,
-                                   team if team_against is None else team_against)):
-        catalog = Catalog.discover(plat, tm, **kwargs)
+    flags_b = ("--platform" if platform_against is None else "--platform-against",
+               "--team" if team_against is None else "--team-against")
+    for label, name, plat, tm, flags in ((label_a, name_a, platform, team, ("--platform", "--team")),
+                                         (label_b, b_name, platform if platform_against is None else platform_against,
+                                          team if team_against is None else team_against, flags_b)):
+        catalog = Catalog.discover(plat, tm, flags=flags, **kwargs)
         resolved = Resolved(merge_fragments(name, expand(catalog, name), kubernetes_version=kubernetes_version))
         folders = {layer: [f.path for f in catalog.folders.get(layer, [])] for layer in ("platform", "team")}
         sides.append(side(label, resolved, folders, kubernetes_version=kubernetes_version))

@@ -121,7 +121,7 @@ class Elastic(PluginElastic):
             raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}{hint}")
         if not isinstance(profile, str):
             raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
-        platform, team = _folders(platform), _folders(team)
+        platform, team = _folders(platform, "Elastic(platform=...)"), _folders(team, "Elastic(team=...)")
         elastic_overrides = {k: (_run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
         self.profile = profile
         self.runtime_key = _runtime_key(profile, platform, team, elastic_overrides)

@@ -272,8 +272,12 @@ def layer_sources(
     cwd: str | None = None,
     entry_points: bool | None = None,
     pyproject: bool = True,
+    flags: tuple[str, str] = ("--platform", "--team"),
 ) -> dict[str, list]:
     """The sources of each folder layer, in the order of :data:`LAYERS`.
+
+    ``flags`` names what gave ``platform`` and ``team`` in messages: the command-line flags, or the keyword
+    arguments of the Python call (``resolve(team=...)``).
 
     ``entry_points=None`` reads installed packages' folders unless ``KFDEFAULTS_NO_ENTRY_POINTS`` is set (to
     test a package's own folder, given with ``--platform``, while an older version of it is installed).
@@ -283,10 +287,10 @@ def layer_sources(
         from ._env import flag
 
         entry_points = not flag(NO_ENTRY_POINTS_ENV, environ)
-    platform_sources: list = [FlagSource("platform", list(platform), "--platform"), EnvSource("platform", PLATFORM_ENV, environ)]
+    platform_sources: list = [FlagSource("platform", list(platform), flags[0]), EnvSource("platform", PLATFORM_ENV, environ)]
     if entry_points:
         platform_sources.append(EntryPointSource())
-    team_sources: list = [FlagSource("team", list(team), "--team"), EnvSource("team", TEAM_ENV, environ)]
+    team_sources: list = [FlagSource("team", list(team), flags[1]), EnvSource("team", TEAM_ENV, environ)]
     if pyproject:
         team_sources.append(PyprojectSource(cwd or os.getcwd()))
     return {"builtin": [BuiltinSource()], "platform": platform_sources, "team": team_sources}

@@ -445,7 +445,7 @@ def discover_and_expand(
         (folders, signature, stamp), fragments = hit
         if stamp == pyproject_stamp() and tuple((f, folder_listing(f)) for f in folders) == signature:
             return fragments
-    catalog = Catalog.discover(platform, team)
+    catalog = Catalog.discover(platform, team, flags=("platform=", "team="))
     catalog.kubernetes_version = kubernetes_version
     fragments = expand(catalog, name)
     signature = catalog.signature()
