@@ -149,9 +149,13 @@ class ProfileFile(_Strict):
     @field_validator("extends")
     @classmethod
     def _extends(cls, v: Any) -> Any:
-        for parent in [v] if isinstance(v, str) else v or []:
+        parents = [v] if isinstance(v, str) else v or []
+        for parent in parents:
             if not re.fullmatch(NAME_PATTERN, parent):
                 raise ValueError(f"{parent!r} is not a profile name ([a-z0-9][a-z0-9-]*)")
+        twice = sorted({p for p in parents if parents.count(p) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(repr(p) for p in twice)} listed twice: each parent is applied once, in order")
         return v
 
     def parents(self) -> list[str]:

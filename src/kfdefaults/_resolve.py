@@ -165,8 +165,10 @@ def _validate_body(
     from ._validate import check_body, sorted_findings
 
     if not isinstance(data, dict) or not data:
-        what = "empty" if not data else f"a {type(data).__name__}"
-        return None, [Finding(doc.location(()), "", f"a profile must be a mapping that says something; this file is {what}", layer=layer)]
+        kinds = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
+        what = "empty" if not data else kinds.get(type(data), f"a {type(data).__name__}")
+        return None, [Finding(doc.location(()), "", "a profile must be a mapping that says something (keys among "
+                              f"name, description, extends, elastic, pod_template); this file is {what}", layer=layer)]
     findings = check_body(doc, data, layer, kubernetes_version)
     try:
         body = ProfileFile.model_validate(data)

@@ -360,6 +360,7 @@ def _parse_yaml(text: str, file: str) -> Document:
     overrun = _flow_depth_overrun(text)
     if overrun is not None:
         raise _error(file, *overrun, f"values nest deeper than {MAX_DEPTH} levels")
+    _check_yaml_version(text, file)
     yaml = _yaml_loader()
     try:
         nodes = list(yaml.compose_all(io.StringIO(text)))
@@ -395,6 +396,30 @@ def _parse_yaml(text: str, file: str) -> Document:
             raise converter.fail(nodes[0], f"document expands to more than {MAX_NODES} values (aliases?)")
         doc.data = converter.convert(nodes[0], ())
     return doc
+
+
+def _check_yaml_version(text: str, file: str) -> None:
+    """Refuse a ``%YAML`` directive for another version than 1.2, the only one kfdefaults reads.
+
+    A file that says ``%YAML 1.1`` expects ``yes``, ``on`` and ``0755`` to mean what YAML 1.1 makes of them;
+    reading it as 1.2 would silently mean something else. Directives come before the first ``---``.
+
+    Raises:
+        ProfileError: at the directive's line.
+    """
+    if "%YAML" not in text:
+        return
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not line.startswith("%"):
+            return  # the document has begun
+        m = re.match(r"%YAML[ \t]+([^\s#]+)", line)
+        if m and m.group(1) != "1.2":
+            raise _error(file, number, 1, f"%YAML {m.group(1)}: kfdefaults reads YAML 1.2 only, where yes, no, on "
+                                          "and off are strings and 0755 is 755; remove the directive and write "
+                                          "true or false for a boolean")
 
 
 _FLOW_SPECIAL = re.compile(r"[\[\]{}\"'#\n|>]")
