@@ -174,3 +174,14 @@ def test_render_does_not_import_flytekit_or_the_kubernetes_client():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
     assert "HEAVY []" in proc.stderr, proc.stderr
+
+
+def test_a_folder_without_profile_files_is_a_warning_that_names_its_sub_folders(tmp_path):
+    (tmp_path / "repo" / "profiles").mkdir(parents=True)
+    (tmp_path / "repo" / "profiles" / "gpu-large.yaml").write_text("description: from the sub-folder\n")
+    for command in (["render", "gpu-large"], ["list"]):
+        proc = run(*command, "--platform", str(tmp_path / "repo"))
+        assert proc.returncode == 0
+        assert (f"{tmp_path / 'repo'}: [platform] warning: no profile files (*.yaml, *.yml, *.toml) in this platform "
+                "folder (from --platform); sub-folders are not searched, and profiles/ holds profile files") in proc.stderr
+        assert "from the sub-folder" not in proc.stdout

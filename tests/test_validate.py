@@ -471,3 +471,11 @@ def test_an_unreadable_folder_is_an_error_wherever_it_is_named(tmp_path, monkeyp
     assert "team folder (from KFDEFAULTS_TEAM_PATH): cannot read this folder: permission denied" in str(excinfo.value)
     report = validate_paths([str(team)])
     assert [f.message for f in report.findings] == ["cannot read this folder: permission denied"]
+
+
+def test_two_path_folders_defining_one_name_are_told_they_are_one_layer():
+    proc = run("validate", PLATFORM, TEAM)
+    assert proc.returncode == 1
+    assert "is defined twice in the team layer" in proc.stderr
+    assert "the PATHs are checked together, as the team layer" in proc.stderr
+    assert run("validate", "--platform", PLATFORM, TEAM).returncode == 0

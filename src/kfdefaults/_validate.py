@@ -428,6 +428,33 @@ def _as_merged(obj: Any) -> Any:
                   obj.fragments)
 
 
+def empty_folder_warnings(catalog: Any) -> list[Finding]:
+    """A warning for each platform or team folder with no profile file directly in it.
+
+    Folders are not searched recursively, so ``--platform repo`` where the files are in ``repo/profiles/``
+    would otherwise add nothing without a word; the warning names the sub-folders that hold profile files.
+    """
+    from ._resolve import folder_listing
+
+    findings = []
+    for layer, folders in catalog.folders.items():
+        if layer == "builtin":
+            continue
+        for folder in folders:
+            if folder_listing(folder.path):
+                continue
+            try:
+                with os.scandir(folder.path) as entries:
+                    below = sorted(f"{e.name}/" for e in entries if e.is_dir() and folder_listing(e.path))
+            except OSError:
+                below = []
+            hint = (f"; sub-folders are not searched, and {', '.join(below)} {'holds' if len(below) == 1 else 'hold'} "
+                    "profile files: name that folder instead") if below else ""
+            findings.append(Finding(Location(folder.path), "", f"no profile files (*.yaml, *.yml, *.toml) in this "
+                                    f"{layer} folder (from {folder.origin}){hint}", "warning", layer))
+    return findings
+
+
 def render_warnings(catalog: Any, merged: Any) -> list[Finding]:
     """Every warning about a profile as ``render`` builds it: its files' own, then the merged profile's.
 
@@ -436,7 +463,7 @@ def render_warnings(catalog: Any, merged: Any) -> list[Finding]:
         merged: The :class:`kfdefaults._resolve.Merged` or :class:`kfdefaults._api.Resolved` profile.
     """
     view = _as_merged(merged)
-    findings: list[Finding] = []
+    findings: list[Finding] = empty_folder_warnings(catalog)
     for fragment in view.fragments:
         definition = catalog._definitions.get(fragment.source)
         if definition is not None:
@@ -600,6 +627,11 @@ def validate_paths(
             fragments = expand(catalog, name)
             merged = merge_fragments(name, fragments, kubernetes_version=kubernetes_version)
         except ProfileError as e:
+            for f in e.findings:
+                if paths and f.layer == layer and "defined twice" in f.message and len(paths) > 1:
+                    # two PATH folders meant as two layers (platform, team) are one layer here
+                    f.message += (f" (the PATHs are checked together, as the {layer} layer; check a folder of "
+                                  "another layer with --layer, or give it as context with --platform / --team)")
             findings.extend(e.findings)
             continue
         findings.extend(check_merged(merged))

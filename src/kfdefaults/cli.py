@@ -157,7 +157,10 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
     def body() -> int:
         from ._resolve import Catalog, expand
 
+        from ._validate import empty_folder_warnings
+
         catalog = Catalog.discover(platform, team)
+        _report(empty_folder_warnings(catalog))
         rows = []
         problems: dict[str, Any] = {}  # str(finding) -> finding: each problem once
         for name in catalog.names():
