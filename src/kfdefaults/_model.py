@@ -87,6 +87,13 @@ class ElasticSection(_Strict):
     )
     run_policy: Optional[RunPolicySection] = Field(None, description="PyTorchJob run policy.")
 
+    @field_validator("monitor_interval", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"monitor_interval must be a finite number of seconds, got {v}")
+        return v
+
     @field_validator("nnodes", mode="before")
     @classmethod
     def _nnodes(cls, v: Any) -> Any:
