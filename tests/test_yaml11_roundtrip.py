@@ -17,10 +17,11 @@ TRICKY = ["no", "on", "y", "off", "Yes", "0755", "1_000", "12:30", "2024-01-01",
 def tricky_profile(tmp_path):
     team = tmp_path / "team"
     team.mkdir()
-    labels = "\n".join(f"    l{i}: {json.dumps(v)}" for i, v in enumerate(TRICKY))
+    # annotations, not labels: label values such as "12:30" or "~" are not valid label values
+    annotations = "\n".join(f"    l{i}: {json.dumps(v)}" for i, v in enumerate(TRICKY))
     env = "\n".join(f"          - {{name: V{i}, value: {json.dumps(v)}}}" for i, v in enumerate(TRICKY))
     (team / "tricky.yaml").write_text(
-        f"pod_template:\n  labels:\n{labels}\n  spec:\n    containers:\n      - name: primary\n        env:\n{env}\n",
+        f"pod_template:\n  annotations:\n{annotations}\n  spec:\n    containers:\n      - name: primary\n        env:\n{env}\n",
         encoding="utf-8",
     )
     return team
@@ -35,7 +36,7 @@ def test_rendered_strings_survive_kubectl(kubectl, tmp_path, tricky_profile):
     out = subprocess.run([kubectl, "patch", "--local", "-f", str(manifest), "--type", "strategic", "-p", "{}", "-o", "json"],
                          check=True, capture_output=True, text=True)
     template = json.loads(out.stdout)["template"]
-    assert template["metadata"]["labels"] == {f"l{i}": v for i, v in enumerate(TRICKY)}
+    assert template["metadata"]["annotations"] == {f"l{i}": v for i, v in enumerate(TRICKY)}
     env = template["spec"]["containers"][0]["env"]
     assert env == [{"name": f"V{i}", "value": v} for i, v in enumerate(TRICKY)]
 
@@ -45,4 +46,4 @@ def test_rendered_profile_reads_back_the_same_with_a_yaml_1_1_reader(tricky_prof
 
     result = CliRunner().invoke(main, ["render", "tricky", "--team", str(tricky_profile)], catch_exceptions=False)
     profile = yaml.safe_load(result.output)  # PyYAML resolves YAML 1.1 scalars
-    assert profile["pod_template"]["labels"] == {f"l{i}": v for i, v in enumerate(TRICKY)}
+    assert profile["pod_template"]["annotations"] == {f"l{i}": v for i, v in enumerate(TRICKY)}

@@ -8,7 +8,10 @@ a strategic merge patch, not a whole object, so:
 * the patch directives ``$patch``, ``$retainKeys``, ``$setElementOrder/FIELD`` and
   ``$deleteFromPrimitiveList/FIELD`` are legal where kubectl accepts them;
 * everything else follows the schema: unknown fields, wrong types, integer ranges (``int32``/``int64``),
-  resource quantities (apimachinery's grammar, :mod:`kfdefaults._quantity`) and enumerations.
+  resource quantities (apimachinery's grammar, :mod:`kfdefaults._quantity`) and enumerations;
+* names follow the API server's rules (:mod:`kfdefaults._names`): container, volume and volume mount names are
+  DNS-1123 labels, ``nodeSelector`` and ``matchLabels`` hold label keys and values, resource names are
+  standard or extended resource names. :func:`check_pod_metadata` checks the pod's labels and annotations.
 
 The schemas carry no ``enum`` for core fields; the allowed values are read from the field's own description
 ("One of Always, Never, IfNotPresent.", "Valid operators are Exists and Equal."), see :func:`enum_values`.
@@ -24,6 +27,21 @@ import re
 from typing import Any, Iterable
 
 from ._errors import Finding
+from ._names import (
+    ANNOTATIONS_MAX_BYTES,
+    DNS1123_LABEL_RULE,
+    LABEL_VALUE_RULE,
+    QUALIFIED_NAME_RULE,
+    STANDARD_CONTAINER_RESOURCES,
+    annotation_key_problem,
+    container_resource_name_problem,
+    dns1123_label_hint,
+    dns1123_label_problem,
+    is_extended_resource,
+    label_value_problem,
+    qualified_name_hint,
+    qualified_name_problem,
+)
 from ._source import Document
 
 PathT = tuple
@@ -32,6 +50,29 @@ _QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING_DEF = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
 _POD_SPEC = "io.k8s.api.core.v1.PodSpec"
+_CONTAINER = "io.k8s.api.core.v1.Container"
+_EPHEMERAL_CONTAINER = "io.k8s.api.core.v1.EphemeralContainer"
+_RESOURCE_OWNERS = (_CONTAINER, _EPHEMERAL_CONTAINER, _POD_SPEC)
+"""Where ``resources`` follows the container resource-name rules; a PersistentVolumeClaimSpec's ``resources``
+(a ResourceRequirements before Kubernetes 1.29) asks for ``storage`` and is validated otherwise."""
+
+_MOUNT_NOTE = "; it names a volume, and volume names are DNS-1123 labels"
+DNS_LABEL_FIELDS = {
+    (_CONTAINER, "name"): ("container name", ""),
+    (_EPHEMERAL_CONTAINER, "name"): ("container name", ""),
+    ("io.k8s.api.core.v1.Volume", "name"): ("volume name", ""),
+    ("io.k8s.api.core.v1.VolumeMount", "name"): ("volume mount name", _MOUNT_NOTE),
+    ("io.k8s.api.core.v1.VolumeDevice", "name"): ("volume device name", _MOUNT_NOTE),
+}
+"""Fields whose value must be a non-empty DNS-1123 label, with how messages name them (k8s.io/kubernetes
+pkg/apis/core/validation: ``validateContainerCommon`` and ``ValidateVolumes`` call ``ValidateDNS1123Label``;
+``ValidateVolumeMounts`` and ``ValidateVolumeDevices`` require a name that is one of the volumes')."""
+
+LABEL_MAP_FIELDS = {
+    (_POD_SPEC, "nodeSelector"): "node selector",
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector", "matchLabels"): "label selector",
+}
+"""Mappings of label keys to label values (``ValidatePodSpec`` and ``ValidateLabelSelector`` call ``ValidateLabels``)."""
 _POD_LEVEL_RESOURCES = (
     "pod-level `resources` (a budget shared by all containers) need the PodLevelResources feature gate, alpha in "
     "Kubernetes 1.32 and beta from 1.34, and clusters without it drop them; a container's requests and limits go "
@@ -44,9 +85,9 @@ PATCH_DIRECTIVE_VALUES = ("replace", "merge", "delete")
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
-STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+STANDARD_RESOURCES = STANDARD_CONTAINER_RESOURCES
 """Resource names Kubernetes accepts without a domain, besides ``hugepages-<size>``
-(apimachinery ``IsStandardContainerResourceName``); any other resource must be fully qualified (``nvidia.com/gpu``)."""
+(pkg/apis/core/helper ``IsStandardContainerResourceName``); any other resource must be fully qualified (``nvidia.com/gpu``)."""
 
 # The description of emptyDir.medium lists "" and Memory only; the kubelet's emptyDir plugin also mounts
 # hugetlbfs for HugePages and HugePages-<size> (k8s.io/kubernetes pkg/volume/emptydir). The one value set the
@@ -193,6 +234,7 @@ class FragmentChecker:
         self.layer = layer
         self.defs = definitions(kubernetes_version, strict=True)
         self.findings: list[Finding] = []
+        self._structs: list[str] = []  # the definitions of the mappings being walked, outermost first
 
     # -- reporting
 
@@ -308,19 +350,26 @@ class FragmentChecker:
             self._wrong_type(["object"], value, path, name)
             return
         props: dict[str, Any] = schema["properties"]
-        for key, item in value.items():
-            if not isinstance(key, str):
-                self.report(path, name, f"keys must be strings, got {describe(key)}")
-                continue
-            key_path, key_label = path + (key,), join(name, key)
-            if key.startswith("$"):
-                self._directive(props, key, item, key_path, key_label)
-            elif key in props:
-                if definition == _POD_SPEC and key == "resources":
-                    self.report(key_path, key_label, _POD_LEVEL_RESOURCES, key=True, severity="warning")
-                self._value(props[key], item, key_path, key_label, definition, key)
-            else:
-                self.report(key_path, key_label, self._unknown_field(key, props, definition), key=True)
+        deleted = value.get("$patch") == "delete"  # a list item being deleted puts no name into the pod
+        self._structs.append(definition)
+        try:
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    self.report(path, name, f"keys must be strings, got {describe(key)}")
+                    continue
+                key_path, key_label = path + (key,), join(name, key)
+                if key.startswith("$"):
+                    self._directive(props, key, item, key_path, key_label)
+                elif key in props:
+                    if definition == _POD_SPEC and key == "resources":
+                        self.report(key_path, key_label, _POD_LEVEL_RESOURCES, key=True, severity="warning")
+                    self._value(props[key], item, key_path, key_label, definition, key)
+                    if (definition, key) in DNS_LABEL_FIELDS and isinstance(item, str) and not deleted:
+                        self._dns_label(item, key_path, key_label, *DNS_LABEL_FIELDS[definition, key])
+                else:
+                    self.report(key_path, key_label, self._unknown_field(key, props, definition), key=True)
+        finally:
+            self._structs.pop()
         retain = value.get("$retainKeys")
         if isinstance(retain, list):
             for key in value:
@@ -394,7 +443,9 @@ class FragmentChecker:
             self._wrong_type(["object"], value, path, name)
             return
         values = schema.get("additionalProperties")
-        resources = owner == _RESOURCE_REQUIREMENTS or (owner == _POD_SPEC and field == "overhead")
+        resources = (owner == _RESOURCE_REQUIREMENTS and len(self._structs) >= 2 and self._structs[-2] in _RESOURCE_OWNERS) \
+            or (owner == _POD_SPEC and field == "overhead")
+        labels = LABEL_MAP_FIELDS.get((owner or "", field or ""))
         for key, item in value.items():
             if not isinstance(key, str):
                 self.report(path, name, f"keys must be strings, got {describe(key)}")
@@ -405,25 +456,49 @@ class FragmentChecker:
                 continue
             if resources and isinstance(values, dict):
                 self._resource_name(key, item, key_path, key_label)
+            if labels and item is not None:
+                label_problems(self.report, key, item, key_path, key_label, f"{labels} key")
             if isinstance(values, dict):
                 self._value(values, item, key_path, key_label, owner, field)
 
     def _resource_name(self, key: str, value: Any, path: PathT, name: str) -> None:
+        """A key of ``limits``/``requests``: pkg/apis/core/validation ``validateContainerResourceName`` (see
+        :func:`kfdefaults._names.container_resource_name_problem`), then whole units for extended resources
+        (``validateResourceQuantityValue``: ``IsIntegerResourceName``)."""
         from ._quantity import quantity_value
         from ._suggest import closest
 
-        if "/" in key:
+        problem = container_resource_name_problem(key)
+        if problem == "standard":
+            hint = "nvidia.com/gpu" if "gpu" in key.lower() else closest(key, STANDARD_RESOURCES)
+            self.report(path, name, f"`{key}` is not a Kubernetes resource name: use cpu, memory, ephemeral-storage, "
+                        "hugepages-<size> or a fully qualified name such as nvidia.com/gpu"
+                        + (f"; did you mean `{hint}`?" if hint else ""), key=True)
+            return
+        if problem:
+            if "/" in key and qualified_name_problem(key):
+                problem += f"; an extended resource name is a qualified name: {QUALIFIED_NAME_RULE}"
+            hint = qualified_name_hint(key)
+            self.report(path, name, f"`{key}` is not a valid resource name: {problem}"
+                        + (f"; did you mean `{hint}`?" if hint else ""), key=True)
+            return
+        if is_extended_resource(key):
             amount = quantity_value(value)
-            if amount is not None and amount.denominator != 1 and not key.startswith(("kubernetes.io/", "hugepages-")):
+            if amount is not None and amount.denominator != 1:
                 self.report(path, name, f"`{value}` is not a whole number; Kubernetes counts extended resources such as "
                             f"`{key}` in whole units")
+
+    def _dns_label(self, value: str, path: PathT, name: str, what: str, note: str = "") -> None:
+        """A name that must be a DNS-1123 label (apimachinery ``IsDNS1123Label``), and not empty."""
+        problem = dns1123_label_problem(value)
+        if problem is None:
             return
-        if key in STANDARD_RESOURCES or re.fullmatch(r"hugepages-.+", key):
+        if not value:
+            self.report(path, name, f"{what} is empty; it must be a DNS-1123 label: {DNS1123_LABEL_RULE}{note}")
             return
-        hint = "nvidia.com/gpu" if "gpu" in key.lower() else closest(key, STANDARD_RESOURCES)
-        self.report(path, name, f"`{key}` is not a Kubernetes resource name: use cpu, memory, ephemeral-storage, "
-                    "hugepages-<size> or a fully qualified name such as nvidia.com/gpu"
-                    + (f"; did you mean `{hint}`?" if hint else ""), key=True)
+        hint = dns1123_label_hint(value)
+        self.report(path, name, f"{what} `{value}` is not a valid DNS-1123 label: {DNS1123_LABEL_RULE}; {problem}{note}"
+                    + (f"; did you mean `{hint}`?" if hint else ""))
 
     def _list(self, schema: dict[str, Any], value: Any, path: PathT, name: str) -> None:
         if not isinstance(value, list):
@@ -471,3 +546,81 @@ def check_pod_spec(document: Document, spec: Any, layer: str | None, *, kubernet
         return []
     checker = FragmentChecker(document, layer, kubernetes_version)
     return checker.check(spec, _POD_SPEC, path, ".".join(path))
+
+
+# --- labels and annotations -----------------------------------------------------------------------------------
+
+
+def label_problems(report: Any, key: str, value: Any, path: PathT, name: str, what: str = "label key") -> None:
+    """Check one label: the key a qualified name, a string value a valid label value (apimachinery
+    ``ValidateLabels``: ``IsQualifiedName`` and ``IsValidLabelValue``); other values are left to the type checks.
+
+    Args:
+        report: ``report(path, name, message, key=...)``, as :meth:`FragmentChecker.report`.
+        key: The label key.
+        value: Its value as written.
+        path: Where the label sits in the document (its key is reported at the key, its value at the value).
+        name: Its dotted name in messages.
+        what: How messages name the key (``"label key"``, ``"node selector key"``).
+    """
+    problem = qualified_name_problem(key)
+    if problem:
+        hint = qualified_name_hint(key)
+        report(path, name, f"{what} `{key}` is not a valid qualified name: {problem}; a label key is {QUALIFIED_NAME_RULE}"
+               + (f"; did you mean `{hint}`?" if hint else ""), key=True)
+    if isinstance(value, str):
+        problem = label_value_problem(value)
+        if problem:
+            report(path, name, f"`{value}` is not a valid label value: {LABEL_VALUE_RULE}; {problem}")
+
+
+def check_pod_metadata(document: Document, pod_template: Any, layer: str | None,
+                       path: PathT = ("pod_template",)) -> list[Finding]:
+    """Check the pod's ``labels`` and ``annotations`` (``pod_template.labels`` / ``.annotations``) by the API
+    server's rules (apimachinery ``ValidateLabels`` and ``ValidateAnnotations``).
+
+    Label keys are qualified names and values valid label values; annotation keys are qualified names once
+    lower-cased, values any string, and all keys and values together at most 256 KiB. Keys that are patch
+    directives (``$patch``, ``$retainKeys``...) and ``null`` values (deletions) are not names and are skipped;
+    values of the wrong type are left to the section model.
+
+    Args:
+        document: The parsed profile file (for positions).
+        pod_template: The ``pod_template`` section as plain data.
+        layer: The file's layer, named in the findings.
+        path: Where the section sits in the document.
+
+    Returns:
+        One finding per bad key or value, each at the key or value.
+    """
+    findings: list[Finding] = []
+    if not isinstance(pod_template, dict):
+        return findings
+
+    def report(where: PathT, name: str, message: str, *, key: bool = False) -> None:
+        findings.append(Finding(document.location(where, key=key), name, message, "error", layer))
+
+    base = ".".join(path)
+    labels = pod_template.get("labels")
+    if isinstance(labels, dict):
+        for key, value in labels.items():
+            if isinstance(key, str) and not key.startswith("$") and value is not None:
+                label_problems(report, key, value, path + ("labels", key), join(join(base, "labels"), key))
+    annotations = pod_template.get("annotations")
+    if isinstance(annotations, dict):
+        size = 0
+        for key, value in annotations.items():
+            if not isinstance(key, str) or key.startswith("$") or value is None:
+                continue
+            size += len(key.encode()) + (len(value.encode()) if isinstance(value, str) else 0)
+            problem = annotation_key_problem(key)
+            if problem:
+                hint = qualified_name_hint(key)
+                report(path + ("annotations", key), join(join(base, "annotations"), key),
+                       f"annotation key `{key}` is not a valid qualified name: {problem}; an annotation key is "
+                       f"{QUALIFIED_NAME_RULE} (letter case aside)" + (f"; did you mean `{hint}`?" if hint else ""), key=True)
+        if size > ANNOTATIONS_MAX_BYTES:
+            report(path + ("annotations",), join(base, "annotations"),
+                   f"the annotations take {size} bytes; Kubernetes allows at most {ANNOTATIONS_MAX_BYTES} (256 KiB) "
+                   "for all of a pod's annotation keys and values together", key=True)
+    return findings

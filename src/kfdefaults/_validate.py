@@ -4,8 +4,9 @@ Three levels, each reporting :class:`~kfdefaults.Finding` objects located at ``F
 
 1. :func:`check_body`: what one profile file says, checked where the pydantic models of :mod:`kfdefaults._model`
    cannot give a position per key: ``elastic.rdzv_configs`` key by key against what torch's c10d rendezvous reads
-   (:data:`kfdefaults._model.RDZV_SETTINGS`), and ``pod_template.spec`` against the strict Kubernetes schema
-   (:mod:`kfdefaults._fragment`). Called for every file loaded, so ``render`` reports the same errors.
+   (:data:`kfdefaults._model.RDZV_SETTINGS`), ``pod_template.spec`` against the strict Kubernetes schema and
+   the pod's labels and annotations by the API server's name rules (:mod:`kfdefaults._fragment`). Called for
+   every file loaded, so ``render`` reports the same errors.
 2. :func:`check_merged`: warnings for combinations that only break once the layers are merged, each located at
    the value (in its layer and file) that causes it.
 3. :func:`validate_paths`: the ``kfdefaults validate`` command: every file of the given folders, their
@@ -59,7 +60,7 @@ def check_body(document: Document, data: Any, layer: str | None, kubernetes_vers
     Returns:
         Errors and warnings, each located at the offending key or value.
     """
-    from ._fragment import check_pod_spec
+    from ._fragment import check_pod_metadata, check_pod_spec
 
     findings: list[Finding] = []
     if not isinstance(data, dict):
@@ -68,6 +69,8 @@ def check_body(document: Document, data: Any, layer: str | None, kubernetes_vers
     if isinstance(elastic, dict) and isinstance(elastic.get("rdzv_configs"), dict):
         findings += check_rdzv_configs(document, elastic["rdzv_configs"], layer)
     pod_template = data.get("pod_template")
+    if isinstance(pod_template, dict):
+        findings += check_pod_metadata(document, pod_template, layer)
     if isinstance(pod_template, dict) and isinstance(pod_template.get("spec"), dict):
         findings += check_pod_spec(document, pod_template["spec"], layer, kubernetes_version=kubernetes_version)
     return findings
