@@ -511,6 +511,12 @@ class FragmentChecker:
         merges = merge_key and "merge" in str(schema.get("x-kubernetes-patch-strategy", "")).split(",")
         for i, item in enumerate(value):
             label = f"{name}[{i}]"
+            if isinstance(item, dict) and item.get("$patch") == "merge":
+                # kubectl rejects it when a lower layer has this list, and drops the item when none has
+                self.report(path + (i, "$patch"), f"{label}.$patch", "`$patch: merge` is not supported in a list item: "
+                            "kubectl rejects it when a lower layer has this list, and drops the item when none has; "
+                            "remove it (items are merged by their merge key without it)")
+                continue
             if merges and isinstance(item, dict) and merge_key not in item and not all(k.startswith("$") for k in item):
                 # kubectl: "map: ... does not contain declared merge key" as soon as a lower layer has this list
                 self.report(path + (i,), label, f"this item has no `{merge_key}`: items of this list are merged by "
