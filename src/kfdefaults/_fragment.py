@@ -353,11 +353,7 @@ class FragmentChecker:
         deleted = value.get("$patch") == "delete"  # a list item being deleted puts no name into the pod
         self._structs.append(definition)
         try:
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    self.report(path, name, f"keys must be strings, got {describe(key)}")
-                    continue
-                key_path, key_label = path + (key,), join(name, key)
+            for key, item, key_path, key_label in self._entries(value, path, name):
                 if key.startswith("$"):
                     self._directive(props, key, item, key_path, key_label)
                 elif key in props:
@@ -446,11 +442,7 @@ class FragmentChecker:
         resources = (owner == _RESOURCE_REQUIREMENTS and len(self._structs) >= 2 and self._structs[-2] in _RESOURCE_OWNERS) \
             or (owner == _POD_SPEC and field == "overhead")
         labels = LABEL_MAP_FIELDS.get((owner or "", field or ""))
-        for key, item in value.items():
-            if not isinstance(key, str):
-                self.report(path, name, f"keys must be strings, got {describe(key)}")
-                continue
-            key_path, key_label = path + (key,), join(name, key)
+        for key, item, key_path, key_label in self._entries(value, path, name):
             if key.startswith("$"):
                 self._directive(None, key, item, key_path, key_label)
                 continue
@@ -460,6 +452,14 @@ class FragmentChecker:
                 label_problems(self.report, key, item, key_path, key_label, f"{labels} key")
             if isinstance(values, dict):
                 self._value(values, item, key_path, key_label, owner, field)
+
+    def _entries(self, value: dict[Any, Any], path: PathT, name: str) -> Iterable[tuple[str, Any, PathT, str]]:
+        """``(key, value, path, dotted name)`` of each entry of a mapping; a key that is not a string is reported."""
+        for key, item in value.items():
+            if not isinstance(key, str):
+                self.report(path, name, f"keys must be strings, got {describe(key)}")
+                continue
+            yield key, item, path + (key,), join(name, key)
 
     def _resource_name(self, key: str, value: Any, path: PathT, name: str) -> None:
         """A key of ``limits``/``requests``: pkg/apis/core/validation ``validateContainerResourceName`` (see
