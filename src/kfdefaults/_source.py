@@ -21,7 +21,7 @@ import os
 import re
 import stat
 import sys
-from typing import Any, Iterator
+from typing import Any
 
 from ._errors import Finding, Location, ProfileError
 
@@ -823,18 +823,3 @@ class _TomlScanner:
         else:
             while self.i < len(s) and s[self.i] not in ",]}\n#":
                 self.i += 1
-
-
-def iter_profile_files(folder: str) -> Iterator[str]:
-    """Profile files directly in ``folder`` (not in sub-folders), sorted by name.
-
-    Every entry named like a profile file is listed, a broken link or a folder named ``x.yaml`` too: reading
-    it then fails with a located error, where skipping it would hide a profile without a word.
-    """
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return
-    for name in names:
-        if name.endswith(PROFILE_SUFFIXES) and not name.startswith("."):
-            yield os.path.join(folder, name)

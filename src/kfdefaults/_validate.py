@@ -569,8 +569,8 @@ def validate_paths(
         A :class:`Report`; it never raises for bad input.
     """
     from ._layers import LAYERS, discover_folders, layer_sources
-    from ._resolve import Catalog, profile_name_of, expand, merge_fragments
-    from ._source import PROFILE_SUFFIXES, iter_profile_files, path_problem
+    from ._resolve import Catalog, expand, folder_names, merge_fragments, profile_name_of
+    from ._source import PROFILE_SUFFIXES, path_problem
 
     findings: list[Finding] = []
     try:
@@ -590,7 +590,7 @@ def validate_paths(
             if problem is not None:
                 findings.append(Finding(Location(path), "", problem))
                 continue
-            files = list(iter_profile_files(path))
+            files = [file for file, _ in folder_names(path)]
             if not files:  # a CI job pointed at the wrong folder must not pass
                 findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"))
             given.extend(files)
