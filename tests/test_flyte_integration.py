@@ -18,7 +18,14 @@ import pytest
 from flytekit import PodTemplate, Resources, task
 from flytekit.configuration import ImageConfig, SerializationSettings
 from flytekit.tools.translator import get_serializable
-from kubernetes.client import V1Container, V1EmptyDirVolumeSource, V1PodSpec, V1Volume, V1VolumeMount
+from kubernetes.client import (
+    V1Container,
+    V1EmptyDirVolumeSource,
+    V1PodSpec,
+    V1ResourceRequirements,
+    V1Volume,
+    V1VolumeMount,
+)
 
 import kfdefaults
 from kfdefaults import Elastic
@@ -108,6 +115,19 @@ def test_single_container_already_named_pytorch_is_the_primary():
     primary = primary_of(tt)
     assert {"name": "A", "value": "1"} in primary["env"]
     assert primary["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
+
+
+def test_the_task_container_named_primary_is_the_profile_primary_whatever_the_profile_calls_it(tmp_path):
+    (tmp_path / "mainp.yaml").write_text("extends: gpu-large\npod_template: {primary_container_name: main}\n")
+    user = PodTemplate(pod_spec=V1PodSpec(containers=[V1Container(
+        name="primary", resources=V1ResourceRequirements(limits={"cpu": "3"}))]))
+    t, _ = define(body, task_config=Elastic(profile="mainp", team=[str(tmp_path)]), pod_template=user)
+    tt = template(t)
+    assert list(containers(tt)) == ["main"]  # one container: the task's "primary" is the profile's "main"
+    primary = primary_of(tt)
+    assert primary["resources"]["limits"] == {"cpu": "3", "nvidia.com/gpu": "8"}
+    assert primary["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
+    assert user.pod_spec.containers[0].name == "primary"  # the object passed in is not changed
 
 
 def test_sidecars_and_init_containers_are_kept():

@@ -36,7 +36,7 @@ from ._api import Resolved, _folders, task_fragment
 from ._errors import KfdefaultsError, ProfileError
 from ._flyte_objects import flytekit_pod_template, plugin_elastic, to_plain
 from ._elastic import PLUGIN_ELASTIC_DEFAULTS
-from ._resolve import Fragment, discover_and_expand, merge_fragments
+from ._resolve import DEFAULT_PRIMARY_CONTAINER_NAME, Fragment, discover_and_expand, merge_fragments
 
 RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
 """Environment variable of the primary container holding the settings resolved at registration (JSON)."""
@@ -85,6 +85,26 @@ def _embedded_settings(key: str) -> dict[str, Any] | None:
 
 _RESOLVED: dict[tuple[str, str], tuple[list[Fragment], Fragment | None, Resolved]] = {}
 """(profile, overrides) -> the merged profile, reused while :func:`discover_and_expand` returns the same fragments."""
+
+
+def _name_primary_as_the_profile_does(spec: dict[str, Any], task_primary: str, profile_primary: str) -> None:
+    """Rename the task's ``primary`` container to the profile's primary container name, in place.
+
+    ``PodTemplate(primary_container_name=...)`` defaults to ``"primary"``, so a task that leaves it unset cannot
+    be told from one that sets ``"primary"``; either way its container named ``primary`` is the task's primary
+    container, and it means the profile's (``main``, say), not a second container beside it. A name the task
+    chooses other than the default is a choice, which the merge applies to every layer instead.
+    """
+    if task_primary != DEFAULT_PRIMARY_CONTAINER_NAME or profile_primary == task_primary:
+        return
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        return
+    names = [c.get("name") for c in containers if isinstance(c, dict)]
+    if task_primary in names and profile_primary not in names:
+        for container in containers:
+            if isinstance(container, dict) and container.get("name") == task_primary:
+                container["name"] = profile_primary
 
 
 class Elastic(PluginElastic):
@@ -180,6 +200,8 @@ class Elastic(PluginElastic):
         section: dict[str, Any] = {}
         if pod_template.pod_spec is not None:
             section["spec"] = to_plain(pod_template.pod_spec)
+            _name_primary_as_the_profile_does(section["spec"], pod_template.primary_container_name,
+                                              self.resolved.primary_container_name)
         if pod_template.labels:
             section["labels"] = dict(pod_template.labels)
         if pod_template.annotations:
