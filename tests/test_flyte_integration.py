@@ -161,11 +161,22 @@ def test_task_resources_win_per_key():
     assert resources["limits"] == {"memory": "4Gi"}
 
 
-def test_task_gpu_replaces_the_profile_nvidia_gpu():
+def test_task_gpu_replaces_the_profile_nvidia_gpu_on_both_sides():
+    # a GPU request must equal its limit: the profile's request of 8 would contradict the task's limit of 2
     t, _ = define(body, task_config=Elastic(profile="gpu-large"), limits=Resources(gpu="2"))
     resources = primary_of(template(t))["resources"]
-    assert resources["limits"] == {"gpu": "2"}
-    assert resources["requests"] == {"nvidia.com/gpu": "8"}
+    assert resources == {"limits": {"gpu": "2"}}
+    t, _ = define(body, task_config=Elastic(profile="gpu-large"), requests=Resources(gpu="2"))
+    assert primary_of(template(t))["resources"] == {"requests": {"gpu": "2"}}
+
+
+def test_a_task_limit_below_the_profile_request_drops_the_request():
+    t, _ = define(body, task_config=Elastic(profile="cpu-small"), limits=Resources(mem="1Gi"))
+    resources = primary_of(template(t))["resources"]
+    assert resources["limits"] == {"memory": "1Gi"}
+    assert "memory" not in resources.get("requests", {})  # Kubernetes sets the request to the limit
+    t, _ = define(body, task_config=Elastic(profile="cpu-small"), limits=Resources(mem="8Gi"))
+    assert primary_of(template(t))["resources"]["requests"]["memory"] == "2Gi"  # below the limit: kept
 
 
 # --- objects passed in are never changed -----------------------------------------------------------

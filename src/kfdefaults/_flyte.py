@@ -107,6 +107,55 @@ def _name_primary_as_the_profile_does(spec: dict[str, Any], task_primary: str, p
                 container["name"] = profile_primary
 
 
+GPU_RESOURCE = "nvidia.com/gpu"
+"""What Flyte's backend calls flytekit's ``gpu`` resource by default (propeller's ``gpu-resource-name``)."""
+
+
+def _resource(name: str) -> str:
+    return GPU_RESOURCE if name == "gpu" else name
+
+
+def merge_task_resources(profile: dict[str, Any], task: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The primary container's ``resources`` from the profile's and the task's (``@task(requests=, limits=)``).
+
+    Shape: ``{"requests": {name: quantity}, "limits": {name: quantity}}``, quantities as strings.
+
+    * Per resource name, ``requests`` and ``limits`` separately, the task winning per key: ``gpu-large``'s
+      ``nvidia.com/gpu: 8`` survives ``@task(requests=Resources(cpu="4"))``.
+    * flytekit's ``gpu`` is Flyte's ``nvidia.com/gpu``: a task's ``gpu`` replaces the profile's.
+    * Where the task sets one side of a resource and the profile's other side would contradict it, the profile's
+      side is dropped, so that the API server accepts the pod: a request above the limit (a task limit of
+      ``memory: 1Gi`` under a profile request of ``2Gi``; Kubernetes then sets the request to the limit), or, for
+      an extended resource or hugepages, a request that is not the limit (``ValidateResourceRequirements`` in
+      k8s.io/kubernetes pkg/apis/core/validation).
+    """
+    from ._quantity import quantity_value
+
+    kinds = ("limits", "requests")
+    merged = {kind: {k: str(v) for k, v in (profile.get(kind) or {}).items()} for kind in kinds}
+    task_sets: dict[str, dict[str, str]] = {kind: {} for kind in kinds}  # resource -> the key the task used
+    for kind in kinds:
+        for key, value in (task.get(kind) or {}).items():
+            for other in [k for k in merged[kind] if _resource(k) == _resource(key)]:
+                del merged[kind][other]
+            merged[kind][key] = value
+            task_sets[kind][_resource(key)] = key
+    for kind, other_kind in (("limits", "requests"), ("requests", "limits")):
+        for resource, key in task_sets[kind].items():
+            if resource in task_sets[other_kind]:
+                continue  # the task set both sides: its own business
+            task_value = quantity_value(merged[kind][key])
+            for other in [k for k in merged[other_kind] if _resource(k) == resource]:
+                profile_value = quantity_value(merged[other_kind][other])
+                if task_value is None or profile_value is None:
+                    continue
+                request, limit = (profile_value, task_value) if kind == "limits" else (task_value, profile_value)
+                exact = "/" in resource and not resource.startswith("kubernetes.io/") or resource.startswith("hugepages-")
+                if (request != limit) if exact else (request > limit):
+                    del merged[other_kind][other]
+    return {kind: values for kind, values in merged.items() if values}
+
+
 class Elastic(PluginElastic):
     """``flytekitplugins.kfpytorch.Elastic`` with its settings taken from a profile.
 
@@ -295,9 +344,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         """flytekit's pod, with the profile's resources kept where the task sets no value for that resource.
 
         flytekit replaces the primary container's ``resources`` wholesale when the task has requests or limits;
-        here they merge per resource name (``requests`` and ``limits`` separately), the task winning per key.
-        A task's ``gpu`` (flytekit's name, which Flyte maps to ``nvidia.com/gpu``) replaces the profile's
-        ``nvidia.com/gpu``.
+        here they merge as :func:`merge_task_resources` says.
         """
         pod = super().get_k8s_pod(settings)
         resolved = self.kfdefaults_resolved
@@ -308,19 +355,8 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         if not profile_resources:
             return pod
         for container in pod.pod_spec.get("containers", []):
-            if container.get("name") != resolved.primary_container_name:
-                continue
-            task_resources = container.get("resources") or {}
-            merged = {}
-            for kind in ("limits", "requests"):
-                values = {k: str(v) for k, v in (profile_resources.get(kind) or {}).items()}
-                task_values = task_resources.get(kind) or {}
-                if "gpu" in task_values:
-                    values.pop("nvidia.com/gpu", None)
-                values.update(task_values)
-                if values:
-                    merged[kind] = values
-            container["resources"] = merged
+            if container.get("name") == resolved.primary_container_name:
+                container["resources"] = merge_task_resources(profile_resources, container.get("resources") or {})
         return pod
 
     def execute(self, **kwargs: Any) -> Any:
