@@ -42,13 +42,14 @@ class RunPolicySection(_Strict):
     clean_pod_policy: Optional[Literal["none", "running", "all"]] = Field(
         None, description="Which pods to delete when the job ends: none, running or all."
     )
+    # flyteidl's kubeflow RunPolicy message holds the three numbers as int32: a larger one fails serialization
     ttl_seconds_after_finished: Optional[int] = Field(
-        None, ge=0, description="Seconds after the job finishes before it is deleted."
+        None, ge=0, le=_INT32, description="Seconds after the job finishes before it is deleted."
     )
     active_deadline_seconds: Optional[int] = Field(
-        None, gt=0, description="Seconds the job may run before it is terminated."
+        None, gt=0, le=_INT32, description="Seconds the job may run before it is terminated."
     )
-    backoff_limit: Optional[int] = Field(None, ge=0, description="Retries before the job is marked failed.")
+    backoff_limit: Optional[int] = Field(None, ge=0, le=_INT32, description="Retries before the job is marked failed.")
 
     @field_validator("clean_pod_policy", mode="before")
     @classmethod
