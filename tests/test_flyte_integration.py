@@ -347,3 +347,12 @@ def test_render_as_flyte_is_a_serialized_task_template():
     assert primary["args"][0] == "pyflyte-execute"
     env = {e["name"]: e["value"] for e in primary["env"]}
     assert json.loads(env[RUNTIME_ENV])["elastic"]["nnodes"] == "2:3"
+
+
+def test_each_elastic_has_its_own_resolved_profile():
+    first = Elastic(profile="gpu-large")
+    first.resolved.elastic_settings["nproc_per_node"] = 99
+    first.resolved.pod_template_spec["spec"]["containers"][0]["image"] = "changed"
+    second = Elastic(profile="gpu-large")
+    assert second.nproc_per_node == 8
+    assert "image" not in second.resolved.pod_template_spec["spec"]["containers"][0]

@@ -121,6 +121,14 @@ class Resolved:
     def __repr__(self) -> str:
         return f"Resolved(name={self.name!r}, layers={[f.layer for f in self.fragments]})"
 
+    def copy(self) -> Resolved:
+        """A copy whose settings and pod template can be changed without changing this one (fragments shared)."""
+        twin = object.__new__(Resolved)
+        twin.__dict__.update(self.__dict__)
+        twin.elastic_settings = copy.deepcopy(self.elastic_settings)
+        twin.pod_template_spec = copy.deepcopy(self.pod_template_spec)
+        return twin
+
     @property
     def labels(self) -> dict[str, str]:
         """The merged pod labels (``pod_template.labels`` of every layer), a new dict."""

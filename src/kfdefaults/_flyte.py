@@ -217,7 +217,8 @@ class Elastic(PluginElastic):
         memo_key = (self.profile, json.dumps(elastic_overrides, sort_keys=True, default=repr))
         hit = _RESOLVED.get(memo_key)
         if hit is not None and hit[0] is self._fragments:
-            _, self._task_layer, self.resolved = hit
+            _, self._task_layer, remembered = hit
+            self.resolved = remembered.copy()  # each Elastic its own: one may be changed, the next one not
         else:
             labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
             self._task_layer = task_fragment(
@@ -226,7 +227,7 @@ class Elastic(PluginElastic):
             )
             layers = self._fragments + ([self._task_layer] if self._task_layer else [])
             self.resolved = Resolved(merge_fragments(self.profile, layers))
-            _RESOLVED[memo_key] = (self._fragments, self._task_layer, self.resolved)
+            _RESOLVED[memo_key] = (self._fragments, self._task_layer, self.resolved.copy())
         return copy.deepcopy(self.resolved.elastic_settings)
 
     def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
