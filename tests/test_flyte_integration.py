@@ -79,6 +79,18 @@ def test_task_shared_memory_wins_over_the_profile_with_a_message():
     assert not [w for w in caught if "increase_shared_mem" in str(w.message)]
 
 
+def test_task_shared_memory_also_wins_over_a_mount_written_with_a_trailing_slash(tmp_path):
+    (tmp_path / "slash.yaml").write_text(
+        "pod_template:\n  spec:\n    containers:\n      - name: primary\n"
+        "        volumeMounts: [{name: s2, mountPath: /dev/shm/}]\n"
+        "    volumes: [{name: s2, emptyDir: {medium: Memory}}]\n")
+    t, caught = define(body, task_config=Elastic(profile="slash", team=[str(tmp_path)]), shared_memory=True)
+    tt = template(t)
+    assert [m for c in tt.k8s_pod.pod_spec["containers"] for m in c.get("volumeMounts") or []] == []
+    assert "volumes" not in tt.k8s_pod.pod_spec
+    assert [w for w in caught if issubclass(w.category, KfdefaultsWarning)]
+
+
 def test_user_volume_named_shm_already_mounted_gives_one_mount_and_no_error():
     user = PodTemplate(pod_spec=V1PodSpec(
         containers=[V1Container(name="primary", volume_mounts=[V1VolumeMount(name="shm", mount_path="/dev/shm")])],

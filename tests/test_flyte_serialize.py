@@ -145,3 +145,4 @@ def test_elastic_overrides_are_validated_and_located():
     assert str(excinfo.value).startswith("Elastic(nproc_per_node=0): [task] elastic.nproc_per_node: ")
     with pytest.raises(TypeError, match="profiles own /dev/shm"):
         Elastic(profile="gpu-large", increase_shared_mem=True)
+    assert Elastic(profile="gpu-large", increase_shared_mem=False).increase_shared_mem is False  # agrees: accepted

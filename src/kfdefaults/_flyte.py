@@ -179,14 +179,17 @@ class Elastic(PluginElastic):
         ProfileError: the profile is unknown or invalid, or an override is invalid (``FILE:LINE:COLUMN``
             locations; overrides are named ``Elastic(key=...)``). In a Flyte pod, the error is kept and raised
             only if this task runs (see :data:`RUNTIME_ENV`).
-        TypeError: an unknown keyword argument. ``increase_shared_mem`` is not accepted: the profile owns
-            ``/dev/shm``.
+        TypeError: an unknown keyword argument. ``increase_shared_mem=True`` is not accepted: the profile owns
+            ``/dev/shm`` (``increase_shared_mem=False``, which agrees, is accepted and ignored).
     """
 
     def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
+        if overrides.get("increase_shared_mem") is False:
+            del overrides["increase_shared_mem"]  # what kfdefaults does anyway: a port from the plugin keeps working
         unknown = sorted(set(overrides) - set(_ELASTIC_FIELDS))
         if unknown:
-            hint = " (kfdefaults profiles own /dev/shm)" if "increase_shared_mem" in unknown else ""
+            hint = (" (kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, or use "
+                    "@task(shared_memory=...))") if "increase_shared_mem" in unknown else ""
             raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}{hint}")
         if not isinstance(profile, str):
             raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
@@ -287,14 +290,21 @@ def _primary(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return container
 
 
+def _is_shm(mount_path: Any) -> bool:
+    """``/dev/shm`` however written (``/dev/shm/``, ``//dev/shm``): the kubelet mounts them on one directory."""
+    import posixpath
+
+    return isinstance(mount_path, str) and posixpath.normpath(mount_path).replace("//", "/") == SHM_PATH
+
+
 def _drop_shm_mounts(spec: dict[str, Any], primary_name: str) -> list[str]:
     """Remove the primary container's ``/dev/shm`` mounts, and volumes no container mounts any more."""
     primary = _primary(spec, primary_name)
     mounts = primary.get("volumeMounts") or []
-    dropped = [m.get("name") for m in mounts if m.get("mountPath") == SHM_PATH]
+    dropped = [m.get("name") for m in mounts if _is_shm(m.get("mountPath"))]
     if not dropped:
         return []
-    primary["volumeMounts"] = [m for m in mounts if m.get("mountPath") != SHM_PATH]
+    primary["volumeMounts"] = [m for m in mounts if not _is_shm(m.get("mountPath"))]
     if not primary["volumeMounts"]:
         del primary["volumeMounts"]
     still = {m.get("name") for c in spec.get("containers", []) + spec.get("initContainers", []) for m in c.get("volumeMounts") or []}
