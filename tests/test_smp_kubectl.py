@@ -95,6 +95,14 @@ EDGE_CASES = [
      _containers({"name": "a", "ports": [{"containerPort": True, "name": "x"}]})),
     ("finalizers-int-vs-float", {"metadata": {"finalizers": [1, 2]}}, {"metadata": {"finalizers": [2.0, 3]}}),
     ("finalizers-bool-vs-int", {"metadata": {"finalizers": [True]}}, {"metadata": {"finalizers": [1]}}),
+    # Numbers beyond int64, and integral floats beyond 2**53: printed as Go's encoding/json writes a float64.
+    ("int-beyond-int64", {"spec": {"priority": 1}}, {"spec": {"priority": 2**64}}),
+    ("int-below-int64", {"spec": {"priority": 1}}, {"spec": {"priority": -(2**63) - 1}}),
+    ("int64-exact", {"spec": {"priority": 1}}, {"spec": {"priority": 2**62 + 1}}),
+    ("float-beyond-2-53-in-original", {"spec": {"priority": float(2**60)}}, {"spec": {"hostname": "h"}}),
+    ("float-beyond-2-53-in-patch", {"spec": {"priority": 1}}, {"spec": {"priority": float(2**60)}}),
+    ("float-1e20-and-1e21", {"metadata": {"labels": {"a": "b"}}},
+     {"spec": {"activeDeadlineSeconds": 1.5e20, "terminationGracePeriodSeconds": 1e21}}),
     # A list where the schema has a struct.
     # Merge keys that are null or missing.
     ("null-merge-key", _containers({"name": None, "image": "x"}), _containers({"name": None, "image": "y"})),

@@ -208,10 +208,26 @@ def _go_key(v: Any) -> tuple[str | None, Any]:
     return (t, v)
 
 
+def _printed_integer(value: float) -> int | None:
+    """The integer Go's encoding/json writes for an integral float64, or ``None`` when it writes an exponent.
+
+    Go writes a float64 below 1e21 in magnitude in plain decimal, with the shortest digits that read back to
+    the same float, then zeros (``2**64`` -> ``18446744073709552000``, not ``...551616``); Python's ``repr`` has
+    the same shortest digits.
+    """
+    if not value.is_integer() or abs(value) >= 1e21:
+        return None
+    from decimal import Decimal
+
+    return int(Decimal(repr(value)))
+
+
 def _int64_or_float(value: float) -> Any:
-    """What Go's JSON round trip makes of a float64: an int64 when integral and in range (``2.0`` -> ``2``)."""
-    if value.is_integer() and _INT64_MIN <= value < 2**63:
-        return int(value)
+    """What Go's JSON round trip makes of a float64: an int64 when the integer it is written as fits one
+    (``2.0`` -> ``2``), else the float64."""
+    printed = _printed_integer(value)
+    if printed is not None and _INT64_MIN <= printed <= _INT64_MAX:
+        return printed
     return value
 
 
@@ -316,7 +332,8 @@ def _to_plain(value: Any) -> Any:
     if kind is _Slice:
         return [v if type(v) in _PLAIN_AS_IS else _to_plain(v) for v in value.items()]
     if isinstance(value, float):
-        return _int64_or_float(value)
+        printed = _printed_integer(value)  # as kubectl prints the result: an integral float without exponent
+        return value if printed is None else printed
     return value
 
 
