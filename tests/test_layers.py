@@ -226,3 +226,27 @@ def test_unknown_parent_suggests_a_near_name(tmp_path):
     with pytest.raises(ProfileError) as excinfo:
         kfdefaults.resolve("child", team=[str(team)])
     assert "unknown parent profile 'gpu-largee'; did you mean 'gpu-large'?" in str(excinfo.value)
+
+
+def test_validate_checks_a_team_folder_on_top_of_the_installed_platform(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "acme_profiles", "acme_profiles", {"gpu-large.yaml": """\
+        pod_template:
+          spec:
+            volumes:
+              - {name: dshm, emptyDir: {medium: Memory, sizeLimit: 256Gi}}
+        """})
+    monkeypatch.syspath_prepend(str(site))
+    team = tmp_path / "profiles"
+    team.mkdir()
+    (team / "gpu-large.yaml").write_text(
+        "pod_template:\n  spec:\n    containers:\n      - name: primary\n        resources: {limits: {memory: 64Gi}}\n")
+    from kfdefaults._validate import validate_paths
+
+    [warning] = validate_paths([str(team)]).warnings  # the platform's 256Gi /dev/shm over the team's 64Gi limit
+    assert "sizeLimit 256Gi" in warning.message and "memory limit 64Gi" in warning.message
+    # the platform repository checks its own folder as the platform layer: the installed copy is not read too
+    platform = tmp_path / "platform"
+    platform.mkdir()
+    (platform / "gpu-large.yaml").write_text("description: the repository's version\n")
+    assert validate_paths([str(platform)], layer="platform").findings == []

@@ -553,9 +553,11 @@ def validate_paths(
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
 
     With ``paths``, the files given (and the profile files directly in the folders given) form the ``layer``
-    layer, on top of the builtin profiles and of the ``platform`` / ``team`` folders given as context. Without
-    ``paths``, every folder of every layer is checked, found as ``render`` finds them (flags, environment,
-    entry points, pyproject.toml).
+    layer, on top of the layers below it as ``render`` finds them (for the team layer: the builtin profiles,
+    ``--platform`` folders, ``KFDEFAULTS_PLATFORM_PATH``, installed platform packages); of the ``layer`` layer
+    and above, only the ``platform`` / ``team`` folders given count, as context. Without ``paths``, every
+    folder of every layer is checked, found as ``render`` finds them (flags, environment, entry points,
+    pyproject.toml).
 
     Args:
         paths: Profile files (``.yaml``, ``.yml``, ``.toml``) and folders of them (not searched recursively,
@@ -568,16 +570,20 @@ def validate_paths(
     Returns:
         A :class:`Report`; it never raises for bad input.
     """
-    from ._layers import LAYERS, discover_folders, layer_sources
-    from ._resolve import Catalog, expand, folder_names, merge_fragments, profile_name_of
+    from ._layers import LAYERS, FlagSource, discover_folders, layer_sources
+    from ._resolve import expand, folder_names, merge_fragments, profile_name_of
     from ._source import PROFILE_SUFFIXES, path_problem
 
     findings: list[Finding] = []
     try:
+        sources = layer_sources(platform, team)
         if paths:
-            folders = discover_folders(layer_sources(platform, team, environ={}, entry_points=False, pyproject=False))
-        else:
-            folders = Catalog.discover(platform, team).folders
+            # below the PATHs' layer, everything render would read (a team repository is checked on top of the
+            # installed platform package); in that layer and above, only the folders given as flags, so that
+            # the repository's own files are not read twice through pyproject.toml or an installed copy
+            for upper in LAYERS[LAYERS.index(layer):-1]:
+                sources[upper] = [s for s in sources[upper] if isinstance(s, FlagSource)]
+        folders = discover_folders(sources)
     except ProfileError as e:
         return Report(sorted_findings(e.findings))
 
