@@ -29,7 +29,9 @@ def test_two_profiles_differ_exit_1_with_one_line_per_leaf():
     lines = result.stdout.splitlines()
     assert '~ elastic.nnodes: "2:4" -> 1' in lines
     assert '~ pod_template.labels."platform.example.com/pool": a100 -> t4' in lines
-    assert "- pod_template.spec.tolerations[1].key: pool" in lines
+    # a list without a merge key differs as a whole: no per-position lines
+    [tolerations] = [line for line in lines if "tolerations" in line]
+    assert tolerations.startswith('~ pod_template.spec.tolerations: [{"effect": "NoSchedule", "key": "nvidia.com/gpu"')
     assert '- pod_template.spec.containers[name=primary].resources.limits.memory: 320Gi' in lines
     assert all(line[:2] in ("~ ", "- ", "+ ") for line in lines)
     assert "\x1b[" not in result.stdout
@@ -62,8 +64,8 @@ def test_one_profile_under_two_sets_of_folders(pr):
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
     assert "~ elastic.nproc_per_node: 8 -> 4" in lines
-    assert "~ pod_template.spec.tolerations[0].key: nvidia.com/gpu -> team-gpu" in lines
-    assert "- pod_template.spec.tolerations[1].key: pool" in lines
+    assert lines[-1].startswith('~ pod_template.spec.tolerations: [{"effect": "NoSchedule", "key": "nvidia.com/gpu"')
+    assert lines[-1].endswith('-> [{"key": "team-gpu", "operator": "Exists"}]')
     # unchanged files, unchanged leaves: the rest of the profile is not reported
     assert not any("NCCL_DEBUG" in line or "labels" in line for line in lines)
     same = invoke("diff", "gpu-large", "--platform", PLATFORM, "--team", old, "--team-against", old)
@@ -75,12 +77,15 @@ def test_markdown_table_for_a_pull_request(pr):
     result = invoke("diff", "gpu-large", "--platform", PLATFORM, "--team", old, "--team-against", new, "--format", "markdown")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == "**kfdefaults diff** `gpu-large (before)` → `gpu-large (after)`: 7 differences."
+    assert lines[0] == "**kfdefaults diff** `gpu-large (before)` → `gpu-large (after)`: 2 differences."
     assert lines[2] == "| | path | gpu-large (before) | gpu-large (after) | set by |"
     assert lines[3] == "|---|---|---|---|---|"
     new_file = os.path.join(new, "gpu-large.yaml")
     assert f"| ~ | `elastic.nproc_per_node` | `8` | `4` | team `{new_file}:3` |" in lines
-    assert f"| - | `pod_template.spec.tolerations[1].key` | `pool` |  | removed by team `{new_file}:22` |" in lines
+    platform_file = os.path.join(PLATFORM, "gpu-large.yaml")
+    [tolerations] = [line for line in lines if "tolerations" in line]
+    assert tolerations.startswith('| ~ | `pod_template.spec.tolerations` | `[{"effect": "NoSchedule"')
+    assert tolerations.endswith(f"| team `{new_file}:23` (was platform `{platform_file}:25`) |")
     assert all(line.count("|") == 6 for line in lines[2:])
 
 
@@ -111,8 +116,10 @@ def test_json_for_scripts(pr):
     nproc = by_path["elastic.nproc_per_node"]
     assert (nproc["change"], nproc["a"], nproc["b"]) == ("changed", 8, 4)
     assert nproc["b_set_by"]["file"] == os.path.join(new, "gpu-large.yaml") and nproc["b_set_by"]["line"] == 3
-    gone = by_path["pod_template.spec.tolerations[1].value"]
-    assert gone["change"] == "removed" and "b" not in gone and gone["b_removed_by"]["layer"] == "team"
+    replaced = by_path["pod_template.spec.tolerations"]
+    assert replaced["change"] == "changed" and replaced["b"] == [{"key": "team-gpu", "operator": "Exists"}]
+    assert [t["key"] for t in replaced["a"]] == ["nvidia.com/gpu", "pool"]
+    assert replaced["a_set_by"]["layer"] == "platform" and replaced["b_set_by"]["layer"] == "team"
 
 
 def test_compared_layer_ignores_pyproject_and_environment(pr, tmp_path, monkeypatch):
@@ -157,4 +164,18 @@ def test_table_on_a_terminal(pr, capsys, monkeypatch):
     a, b = compare("gpu-large", platform=[PLATFORM], team=[old], team_against=[new])
     assert show_diff(a, b, "table") == 1
     out = capsys.readouterr().out
-    assert "elastic.nproc_per_node" in out and "removed by team" in out
+    assert "elastic.nproc_per_node" in out and "(was" in out
+
+
+def test_a_profile_new_in_the_change_is_compared_with_nothing(pr):
+    old, new = pr
+    with open(os.path.join(new, "segmenter.yaml"), "w", encoding="utf-8") as f:
+        f.write("description: a new profile\nelastic: {nnodes: 2}\n")
+    result = invoke("diff", "segmenter", "--team", old, "--team-against", new)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert '+ description: "a new profile"' in lines and "+ elastic.nnodes: 2" in lines
+    deleted = invoke("diff", "segmenter", "--team", new, "--team-against", old)
+    assert deleted.exit_code == 1 and "- elastic.nnodes: 2" in deleted.stdout.splitlines()
+    nowhere = invoke("diff", "no-such-profile", "--team", old, "--team-against", new)
+    assert nowhere.exit_code == 2 and "no profile named 'no-such-profile'" in nowhere.output

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ._explain import Entry, Origin, explain, skeleton
-from ._leaves import PathT, format_path, format_value, tree_order
+from ._leaves import PathT, Select, format_path, format_value, tree_order
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 """Stands for "no value at this path on this side"."""
@@ -88,6 +88,19 @@ class Difference:
             return "removed by ", self.after_removed_by
         return "was ", self.before_origin
 
+    def cause(self, code: Any = str) -> str:
+        """The "set by" text: who set B's value (or removed it, or set A's), and, when a value changed layer
+        (a team now overriding the platform), which layer set the value before. ``code`` formats a location."""
+        prefix, origin = self.where()
+        if origin is None:
+            return ""
+        text = f"{prefix}{origin.layer} {code(origin.where)}"
+        before = self.before_origin
+        if self.change == "changed" and before is not None and before.layer != origin.layer:
+            # the builtin files are the package's own: their layer says enough, and their path is the machine's
+            text += " (was builtin)" if before.layer == "builtin" else f" (was {before.layer} {code(before.where)})"
+        return text
+
 
 def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]], *, kubernetes_version: str | None = None) -> Side:
     """A :class:`Side` from a :class:`~kfdefaults.Resolved` profile."""
@@ -98,19 +111,31 @@ def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]], *, kub
 def differences(a: Side, b: Side) -> list[Difference]:
     """Leaves that differ between ``a`` and ``b``, in output order (B's order, then what only A has).
 
+    A list without a merge key (``tolerations``, ``args``) is replaced whole by a layer, and its items have no
+    identity to compare by: when it differs, it is one difference at the list's path with both lists, not a
+    difference per position (which would show a replaced GPU toleration as an edited one).
+
     Returns:
-        One :class:`Difference` per leaf path; ``[]`` when the two merged profiles carry the same data.
+        One :class:`Difference` per leaf path or per differing list without a merge key; ``[]`` when the two
+        merged profiles carry the same data.
     """
     from ._leaves import same
 
     left, right = a.leaves(), b.leaves()
     removed_in_b = {e.path: e.removed_by for e in b.entries if e.removed_by is not None}
-    out = []
+    out: list[Difference] = []
+    lists_done: set[PathT] = set()
     for path in tree_order(set(left) | set(right), skeleton() + list(right) + list(left)):
         x, y = left.get(path), right.get(path)
+        if x is not None and y is not None and same(x.value, y.value):
+            continue
+        whole = _atomic_list(path)
+        if whole is not None:
+            if whole not in lists_done:
+                lists_done.add(whole)
+                out.append(_list_difference(whole, left, right, removed_in_b))
+            continue
         if x is not None and y is not None:
-            if same(x.value, y.value):
-                continue
             out.append(Difference(path, "changed", x.value, y.value, x.set_by, y.set_by))
         elif x is not None:
             out.append(Difference(path, "removed", x.value, ABSENT, x.set_by, None, removed_in_b.get(path)))
@@ -118,6 +143,59 @@ def differences(a: Side, b: Side) -> list[Difference]:
             assert y is not None
             out.append(Difference(path, "added", ABSENT, y.value, None, y.set_by))
     return out
+
+
+def _atomic_list(path: PathT) -> PathT | None:
+    """The path of the outermost list without a merge key that ``path`` goes through, if any."""
+    for i, part in enumerate(path):
+        if isinstance(part, int) and not isinstance(part, bool):
+            return tuple(path[:i])
+    return None
+
+
+def _list_difference(at: PathT, left: Mapping[PathT, Entry], right: Mapping[PathT, Entry],
+                     removed_in_b: Mapping[PathT, Origin | None]) -> Difference:
+    """One difference for the whole list at ``at``, each side's list rebuilt from its leaves."""
+    def gather(leaves: Mapping[PathT, Entry]) -> tuple[Any, Origin | None]:
+        under = sorted((p[len(at):], e) for p, e in leaves.items() if p[:len(at)] == at and len(p) > len(at)
+                       and isinstance(p[len(at)], int))
+        if not under:
+            return ABSENT, None
+        items: list[Any] = []
+        for rest, entry in under:
+            _place(items, rest, entry.value)
+        return items, under[0][1].set_by
+
+    before, before_origin = gather(left)
+    after, after_origin = gather(right)
+    change = "added" if before is ABSENT else "removed" if after is ABSENT else "changed"
+    removed_by = next((who for p, who in removed_in_b.items() if p[:len(at)] == at and who is not None), None)
+    return Difference(at, change, before, after, before_origin, after_origin,
+                      removed_by if after is ABSENT else None)
+
+
+def _place(container: Any, rest: PathT, value: Any) -> None:
+    """Put ``value`` at the relative path ``rest`` (indices and keys) inside ``container``, creating what is missing."""
+    import copy
+
+    head, tail = rest[0], rest[1:]
+    if isinstance(head, int) and not isinstance(head, bool):
+        while len(container) <= head:
+            container.append(None)
+        if not tail:
+            container[head] = copy.deepcopy(value)
+            return
+        if container[head] is None:
+            container[head] = [] if isinstance(tail[0], int) and not isinstance(tail[0], bool) else {}
+        _place(container[head], tail, value)
+        return
+    key = head.value if isinstance(head, Select) else head
+    if not tail:
+        container[key] = copy.deepcopy(value)
+        return
+    if key not in container:
+        container[key] = [] if isinstance(tail[0], int) and not isinstance(tail[0], bool) else {}
+    _place(container[key], tail, value)
 
 
 def diff_document(a: Side, b: Side, diffs: Sequence[Difference]) -> dict[str, Any]:
@@ -162,7 +240,8 @@ def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
     """A Markdown summary and table, ready to paste into a pull-request comment.
 
     Columns: the change (``+``, ``-``, ``~``), the leaf path, the value on each side, and where the value
-    that is now in effect was set (B's origin; A's for a value B no longer has).
+    that is now in effect was set (B's origin; A's for a value B no longer has), with the layer that set A's
+    value when another layer set it (``team ... (was platform ...)``).
     """
     title = f"**kfdefaults diff** {_code(a.label)} → {_code(b.label)}"
     if not diffs:
@@ -173,9 +252,7 @@ def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
     for d in diffs:
         before = _code(format_value(d.before)) if d.before is not ABSENT else ""
         after = _code(format_value(d.after)) if d.after is not ABSENT else ""
-        prefix, origin = d.where()
-        where = f"{prefix}{origin.layer} {_code(origin.where)}" if origin is not None else ""
-        lines.append(f"| {_MARK[d.change]} | {_code(format_path(d.path))} | {before} | {after} | {where} |")
+        lines.append(f"| {_MARK[d.change]} | {_code(format_path(d.path))} | {before} | {after} | {d.cause(_code)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -195,8 +272,7 @@ def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
         table.add_column(column, overflow="fold", no_wrap=column == "path")  # a path stays whole
     styles = {"added": "green", "removed": "red", "changed": "yellow"}
     for d in diffs:
-        prefix, origin = d.where()
-        where = f"{prefix}{origin.layer} {origin.where}" if origin is not None else ""
+        where = d.cause()
         table.add_row(Text(_MARK[d.change], style=styles[d.change]), format_path(d.path),
                       Text(format_value(d.before) if d.before is not ABSENT else "", style="red" if d.before is not ABSENT else ""),
                       Text(format_value(d.after) if d.after is not ABSENT else "", style="green" if d.after is not ABSENT else ""),
@@ -222,8 +298,12 @@ def compare(
     the ``kfdefaults.platform`` entry points (platform) and pyproject.toml (team) are left out, since they
     would add the same folder to both sides (or the new folder to the old side).
 
+    Comparing one profile under two sets of folders, a profile defined on one side only (new in a pull request,
+    or deleted by it) is compared with nothing: every leaf is added (or removed).
+
     Raises:
-        ProfileError: a profile is unknown or a file is invalid, on either side.
+        ProfileError: a profile is unknown (on both sides, when one profile is compared under two sets of
+            folders) or a file is invalid, on either side.
     """
     import os
 
@@ -252,9 +332,15 @@ def compare(
                                          (label_b, b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
         catalog = Catalog.discover(plat, tm, flags=flags, **kwargs)
-        resolved = Resolved(merge_fragments(name, expand(catalog, name), kubernetes_version=kubernetes_version))
         folders = {layer: [f.path for f in catalog.folders.get(layer, [])] for layer in ("platform", "team")}
+        if name_b in (None, name_a) and name not in catalog.names():
+            # one profile under two sets of folders, defined on one side only: new (or deleted) in the change
+            sides.append(Side(f"{label}: absent", name, folders, []))
+            continue
+        resolved = Resolved(merge_fragments(name, expand(catalog, name), kubernetes_version=kubernetes_version))
         sides.append(side(label, resolved, folders, kubernetes_version=kubernetes_version))
+    if not sides[0].entries and not sides[1].entries:
+        expand(catalog, name_a)  # on neither side: the unknown-profile error, with its near names
     return sides[0], sides[1]
 
 
