@@ -479,3 +479,47 @@ def test_two_path_folders_defining_one_name_are_told_they_are_one_layer():
     assert "is defined twice in the team layer" in proc.stderr
     assert "the PATHs are checked together, as the team layer" in proc.stderr
     assert run("validate", "--platform", PLATFORM, TEAM).returncode == 0
+
+
+def test_the_path_of_a_warning_is_the_one_of_the_line_it_points_at(tmp_path):
+    """The team's memory limit under the builtin /dev/shm: the warning stands at the team's line, with its path."""
+    path = write(tmp_path / "team", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                resources:
+                  limits: {memory: 1Gi}
+            volumes:
+              - name: dshm
+                emptyDir: {medium: Memory, sizeLimit: 2Gi}
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(f"{path}:9:47: [team] pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit: ")
+    lower = write(tmp_path / "platform", "gpu-large.yaml",
+                  "pod_template:\n  spec:\n    volumes:\n      - {name: dshm, emptyDir: {medium: Memory, sizeLimit: 64Gi}}\n")
+    team = write(tmp_path / "team2", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                resources:
+                  limits: {memory: 32Gi}
+        """)
+    [warning] = validate_paths([team], platform=[os.path.dirname(lower)]).warnings
+    assert str(warning).startswith(
+        f"{team}:6:28: [team] pod_template.spec.containers[name=primary].resources.limits.memory: warning: ")
+
+
+def test_a_container_without_an_image_beside_the_primary_one(tmp_path):
+    path = write(tmp_path / "team", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primry
+                env: [{name: A, value: "1"}]
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(f"{path}:4:15: [team] pod_template.spec.containers[name=primry]: warning: "
+                                   "container `primry` has no image: Kubernetes rejects the pod")
+    assert warning.message.endswith("did you mean `primary`?")

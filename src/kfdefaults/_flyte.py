@@ -290,6 +290,20 @@ def _primary(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return container
 
 
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the user's code: the first frame outside kfdefaults and
+    flytekit (the ``@task`` line), counted from the caller of :func:`warnings.warn`."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.split(".")[0] not in ("kfdefaults", "flytekit", "flytekitplugins"):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
+
+
 def _is_shm(mount_path: Any) -> bool:
     """``/dev/shm`` however written (``/dev/shm/``, ``//dev/shm``): the kubelet mounts them on one directory."""
     import posixpath
@@ -343,7 +357,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
                         f"@task(shared_memory=...) wins over the {SHM_PATH} volume {', '.join(map(repr, dropped))} of "
                         f"profile {task_config.profile!r}: the task gets Flyte's shared-memory volume instead",
                         KfdefaultsWarning,
-                        stacklevel=3,
+                        stacklevel=_caller_stacklevel(),
                     )
             _set_env(_primary(spec, primary_name), RUNTIME_ENV, task_config.runtime_env_value())
             kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, resolved.annotations)

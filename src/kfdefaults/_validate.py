@@ -240,6 +240,10 @@ class _MergedChecker:
             self.primary_not_named(containers, primary_name)
         if primary is not None:
             self.gpus(primary)
+        for field in ("containers", "initContainers"):
+            for container in spec.get(field) or []:
+                if isinstance(container, dict) and container is not primary and not container.get("image"):
+                    self.no_image(field, container, primary_name)
         volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
         for volume in volumes.values():
             self.volume_sources(volume)
@@ -344,15 +348,32 @@ class _MergedChecker:
             if size is None or size <= memory:
                 continue
             size_steps = ["spec", "volumes", ("name", volume.get("name")), "emptyDir", "sizeLimit"]
+            memory_steps = base + ["resources", "limits", "memory"]
             size_setter = self.pod_setter(size_steps)
-            memory_setter = self.pod_setter(base + ["resources", "limits", "memory"])
+            memory_setter = self.pod_setter(memory_steps)
+            memory_is_higher = memory_setter is not None and (size_setter is None or memory_setter.index > size_setter.index)
             self.warn(
-                _named("pod_template", size_steps),
+                _named("pod_template", memory_steps if memory_is_higher else size_steps),  # the path of the line shown
                 f"/dev/shm sizeLimit {size_text} ({_where(size_setter)}) is above the memory limit {memory_text} of "
                 f"container `{name}` ({_where(memory_setter)}): /dev/shm in memory counts against the container's "
                 "memory, so the container is OOM-killed before /dev/shm is full; keep sizeLimit below the memory limit",
                 size_setter, memory_setter,
             )
+
+    def no_image(self, field: str, container: dict[str, Any], primary_name: str) -> None:
+        """A container other than the primary one without an image: the API server requires one
+        (``validateContainerCommon``: "image: Required value"); flytekit sets the primary container's only."""
+        from ._suggest import closest
+
+        name = container.get("name")
+        steps = ["spec", field, ("name", name)]
+        hint = closest(str(name), [primary_name]) if field == "containers" else None
+        self.warn(
+            _named("pod_template", steps),
+            f"container `{name}` has no image: Kubernetes rejects the pod (flytekit gives an image to the primary "
+            f"container `{primary_name}` only)" + (f"; did you mean `{primary_name}`?" if hint else "; give it one"),
+            self.pod_setter(steps + ["name"]),
+        )
 
     def volume_sources(self, volume: dict[str, Any]) -> None:
         """A volume with two sources (``emptyDir`` and ``hostPath``), most often from two layers.
@@ -408,6 +429,8 @@ def check_merged(merged: Any) -> list[Finding]:
     * ``rdzv_configs.timeout`` without any ``join_timeout``.
     * a volume with two sources (``emptyDir`` from one layer, ``hostPath`` from another): the API server
       accepts one.
+    * a container or init container, other than the primary container, without an image (a misspelt
+      primary container name, most often).
     * a ``run_policy`` with ``nnodes: 1``: the plugin runs a plain pod and serializes no run policy.
 
     Args:
