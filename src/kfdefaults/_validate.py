@@ -463,11 +463,13 @@ def empty_folder_warnings(catalog: Any) -> list[Finding]:
     from ._resolve import folder_listing
 
     findings = []
+    index = catalog.index()  # already listed for the lookup: no folder is listed twice
+    holding = {os.path.normpath(os.path.dirname(f)) for names in index.values() for files in names.values() for f in files}
     for layer, folders in catalog.folders.items():
         if layer == "builtin":
             continue
         for folder in folders:
-            if folder_listing(folder.path):
+            if os.path.normpath(folder.path) in holding:
                 continue
             try:
                 with os.scandir(folder.path) as entries:
