@@ -118,6 +118,21 @@ def _registered_entry_points() -> list[tuple[str, str]]:
 
     key = tuple(sys.path)
     if key not in _ENTRY_POINTS:
+        from . import _cache
+
+        # the answer for the whole path at once, keyed by every folder and its time: one cache read, where
+        # reading each folder's own entry costs a read per folder on every Elastic(...) of a fresh process
+        stamps = []
+        for entry in key:
+            try:
+                stamps.append(f"{os.path.abspath(entry or '.')}\0{os.stat(entry or '.').st_mtime_ns}")
+            except OSError:
+                stamps.append(f"{entry}\0-")
+        path_key = _cache.key("\n".join(stamps).encode(), "entry points of sys.path", ENTRY_POINT_GROUP)
+        stored = _cache.load(path_key)
+        if isinstance(stored, list) and all(isinstance(p, list) and len(p) == 2 for p in stored):
+            _ENTRY_POINTS[key] = [(str(name), str(value)) for name, value in stored]
+            return _ENTRY_POINTS[key]
         seen: set[str] = set()
         found: set[tuple[str, str]] = set()
         for entry in key:
@@ -126,6 +141,7 @@ def _registered_entry_points() -> list[tuple[str, str]]:
                     seen.add(distribution)
                     found.update((name, value) for name, value in points)
         _ENTRY_POINTS[key] = sorted(found)
+        _cache.store(path_key, [list(p) for p in _ENTRY_POINTS[key]])
     return _ENTRY_POINTS[key]
 
 
