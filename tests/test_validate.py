@@ -482,20 +482,8 @@ def test_two_path_folders_defining_one_name_are_told_they_are_one_layer():
 
 
 def test_the_path_of_a_warning_is_the_one_of_the_line_it_points_at(tmp_path):
-    """The team's memory limit under the builtin /dev/shm: the warning stands at the team's line, with its path."""
-    path = write(tmp_path / "team", "gpu-large.yaml", """\
-        pod_template:
-          spec:
-            containers:
-              - name: primary
-                resources:
-                  limits: {memory: 1Gi}
-            volumes:
-              - name: dshm
-                emptyDir: {medium: Memory, sizeLimit: 2Gi}
-        """)
-    [warning] = validate_paths([path]).warnings
-    assert str(warning).startswith(f"{path}:9:47: [team] pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit: ")
+    """A team's memory limit under the platform's /dev/shm: the warning stands at the team's line, with its path
+    (when one file sets both, it stands at the sizeLimit: test_shm_size_limit_above_the_memory_limit)."""
     lower = write(tmp_path / "platform", "gpu-large.yaml",
                   "pod_template:\n  spec:\n    volumes:\n      - {name: dshm, emptyDir: {medium: Memory, sizeLimit: 64Gi}}\n")
     team = write(tmp_path / "team2", "gpu-large.yaml", """\
