@@ -185,3 +185,10 @@ def test_a_folder_without_profile_files_is_a_warning_that_names_its_sub_folders(
         assert (f"{tmp_path / 'repo'}: [platform] warning: no profile files (*.yaml, *.yml, *.toml) in this platform "
                 "folder (from --platform); sub-folders are not searched, and profiles/ holds profile files") in proc.stderr
         assert "from the sub-folder" not in proc.stdout
+
+
+def test_the_list_table_prints_descriptions_as_written(tmp_path):
+    (tmp_path / "m.yaml").write_text('description: "[/]oops [bold]x"\n')
+    result = CliRunner().invoke(main, ["list", "--team", str(tmp_path), "-o", "table"])
+    assert result.exit_code == 0
+    assert "[/]oops [bold]x" in result.output

@@ -179,3 +179,26 @@ def test_a_profile_new_in_the_change_is_compared_with_nothing(pr):
     assert deleted.exit_code == 1 and "- elastic.nnodes: 2" in deleted.stdout.splitlines()
     nowhere = invoke("diff", "no-such-profile", "--team", old, "--team-against", new)
     assert nowhere.exit_code == 2 and "no profile named 'no-such-profile'" in nowhere.output
+
+
+def test_a_list_emptied_by_the_change_is_one_difference(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder, command in ((old, "[x]"), (new, "[]")):
+        folder.mkdir()
+        (folder / "p.yaml").write_text(
+            f"pod_template:\n  spec:\n    containers:\n      - name: primary\n        command: {command}\n")
+    result = invoke("diff", "p", "--team", str(old), "--team-against", str(new))
+    assert result.stdout.splitlines() == ['~ pod_template.spec.containers[name=primary].command: ["x"] -> []']
+
+
+def test_the_terminal_table_prints_paths_and_labels_as_written(pr, capsys, monkeypatch):
+    from kfdefaults._diff import Difference, Side, print_diff_table
+    from kfdefaults._leaves import Select
+
+    monkeypatch.setenv("COLUMNS", "300")
+
+    path = ("pod_template", "spec", "containers", Select("name", "primary"), "image")
+    print_diff_table(Side("[a]", "p", {}, []), Side("b", "p", {}, []),
+                     [Difference(path, "changed", "x:1", "x:2", None, None)])
+    out = capsys.readouterr().out
+    assert "pod_template.spec.containers[name=primary].image" in out and "[a] → b" in out

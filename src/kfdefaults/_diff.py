@@ -129,7 +129,7 @@ def differences(a: Side, b: Side) -> list[Difference]:
         x, y = left.get(path), right.get(path)
         if x is not None and y is not None and same(x.value, y.value):
             continue
-        whole = _atomic_list(path)
+        whole = _atomic_list(path) or (path if any(e is not None and e.value == [] for e in (x, y)) else None)
         if whole is not None:
             if whole not in lists_done:
                 lists_done.add(whole)
@@ -157,6 +157,9 @@ def _list_difference(at: PathT, left: Mapping[PathT, Entry], right: Mapping[Path
                      removed_in_b: Mapping[PathT, Origin | None]) -> Difference:
     """One difference for the whole list at ``at``, each side's list rebuilt from its leaves."""
     def gather(leaves: Mapping[PathT, Entry]) -> tuple[Any, Origin | None]:
+        empty = leaves.get(at)
+        if empty is not None and empty.value == []:  # an empty list is a leaf of its own
+            return [], empty.set_by
         under = sorted((p[len(at):], e) for p, e in leaves.items() if p[:len(at)] == at and len(p) > len(at)
                        and isinstance(p[len(at)], int))
         if not under:
@@ -264,16 +267,16 @@ def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
 
     console = Console()
     if not diffs:
-        console.print(f"{a.label} and {b.label}: no differences")
+        console.print(Text(f"{a.label} and {b.label}: no differences"))
         return
     noun = "difference" if len(diffs) == 1 else "differences"
-    table = Table(title=f"{a.label} → {b.label}: {len(diffs)} {noun}", title_justify="left")
+    table = Table(title=Text(f"{a.label} → {b.label}: {len(diffs)} {noun}"), title_justify="left")
     for column in ("", "path", a.label, b.label, "set by"):
-        table.add_column(column, overflow="fold", no_wrap=column == "path")  # a path stays whole
+        table.add_column(Text(column), overflow="fold", no_wrap=column == "path")  # a path stays whole
     styles = {"added": "green", "removed": "red", "changed": "yellow"}
     for d in diffs:
         where = d.cause()
-        table.add_row(Text(_MARK[d.change], style=styles[d.change]), format_path(d.path),
+        table.add_row(Text(_MARK[d.change], style=styles[d.change]), Text(format_path(d.path)),  # Text: no markup
                       Text(format_value(d.before) if d.before is not ABSENT else "", style="red" if d.before is not ABSENT else ""),
                       Text(format_value(d.after) if d.after is not ABSENT else "", style="green" if d.after is not ABSENT else ""),
                       Text(where, style="dim"))

@@ -187,10 +187,11 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
         elif output == "table" or (output is None and sys.stdout.isatty()):
             from rich.console import Console
             from rich.table import Table
+            from rich.text import Text
 
             table = Table("name", "layers", "description")
-            for row in rows:
-                table.add_row(row["name"], ", ".join(row["layers"]), shown(row))
+            for row in rows:  # Text: a description is printed as written, never read as rich markup
+                table.add_row(Text(row["name"]), Text(", ".join(row["layers"])), Text(shown(row)))
             Console().print(table)
         else:
             width = max((len(r["name"]) for r in rows), default=4)
