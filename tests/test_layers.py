@@ -150,6 +150,19 @@ def test_a_broken_entry_point_is_a_located_error(monkeypatch, tmp_path):
     assert str(excinfo.value).startswith("entry point broken_profiles (no_such_module:FOLDER): [platform] cannot load")
 
 
+def test_validate_reports_a_broken_package_and_still_checks_the_files_given(monkeypatch, tmp_path):
+    from kfdefaults._validate import validate_paths
+
+    site = tmp_path / "site"
+    install_profile_package(site, "broken_profiles", "no_such_module:FOLDER", {})
+    monkeypatch.syspath_prepend(str(site))
+    team = profile(tmp_path / "team", "x.yaml", "elastic:\n  nnodes: 0\n")
+    messages = [str(f) for f in validate_paths([str(tmp_path / "team")], platform=[str(tmp_path / "nowhere")]).errors]
+    assert any(m.startswith("entry point broken_profiles (no_such_module:FOLDER): [platform] cannot load") for m in messages)
+    assert any("platform folder (from --platform): no such folder" in m for m in messages)
+    assert any(m.startswith(f"{team}:2:11: [team] elastic.nnodes: ") for m in messages)
+
+
 def test_entry_point_may_name_a_path_attribute(monkeypatch, tmp_path):
     site = tmp_path / "site"
     install_profile_package(site, "beta_profiles", "beta_profiles:FOLDER", {})

@@ -312,8 +312,11 @@ def layer_sources(
     return {"builtin": [BuiltinSource()], "platform": platform_sources, "team": team_sources}
 
 
-def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
+def discover_folders(sources: dict[str, list], errors: list[Finding] | None = None) -> dict[str, list[Folder]]:
     """The folders of each layer, duplicates (same real path) dropped, missing folders an error.
+
+    With ``errors``, problems are appended to it and the folders that could be found are returned (``validate``
+    checks the files it was given even when a context folder or an installed package is broken).
 
     Raises:
         ProfileError: a folder named by a flag, variable, entry point or pyproject.toml does not exist, is
@@ -327,7 +330,12 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
     for layer, layer_sources_ in sources.items():
         folders = []
         for source in layer_sources_:
-            for folder in source.folders():
+            try:
+                found = source.folders()
+            except ProfileError as e:  # a broken installed package or pyproject.toml
+                findings.extend(e.findings)
+                continue
+            for folder in found:
                 real = os.path.realpath(folder.path)
                 problem = path_problem(folder.path, "folder")
                 if problem is not None:
@@ -346,6 +354,8 @@ def discover_folders(sources: dict[str, list]) -> dict[str, list[Folder]]:
                 seen.setdefault(layer, set()).add(real)
                 folders.append(folder)
         out[layer] = folders
-    if findings:
+    if findings and errors is None:
         raise ProfileError(findings)
+    if errors is not None:
+        errors.extend(findings)
     return out

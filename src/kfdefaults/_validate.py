@@ -602,15 +602,16 @@ def validate_paths(
     findings: list[Finding] = []
     try:
         sources = layer_sources(platform, team)
-        if paths:
-            # below the PATHs' layer, everything render would read (a team repository is checked on top of the
-            # installed platform package); in that layer and above, only the folders given as flags, so that
-            # the repository's own files are not read twice through pyproject.toml or an installed copy
-            for upper in LAYERS[LAYERS.index(layer):-1]:
-                sources[upper] = [s for s in sources[upper] if isinstance(s, FlagSource)]
-        folders = discover_folders(sources)
     except ProfileError as e:
         return Report(sorted_findings(e.findings))
+    if paths:
+        # below the PATHs' layer, everything render would read (a team repository is checked on top of the
+        # installed platform package); in that layer and above, only the folders given as flags, so that
+        # the repository's own files are not read twice through pyproject.toml or an installed copy
+        for upper in LAYERS[LAYERS.index(layer):-1]:
+            sources[upper] = [s for s in sources[upper] if isinstance(s, FlagSource)]
+    # a broken context folder or installed package is reported, and the rest is checked all the same
+    folders = discover_folders(sources, errors=findings)
 
     given: list[str] = []
     for path in paths:
