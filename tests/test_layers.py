@@ -163,6 +163,28 @@ def test_validate_reports_a_broken_package_and_still_checks_the_files_given(monk
     assert any(m.startswith(f"{team}:2:11: [team] elastic.nnodes: ") for m in messages)
 
 
+def test_an_entry_points_file_rewritten_in_place_is_read_again(monkeypatch, tmp_path):
+    """A legacy editable install rewrites entry_points.txt without touching its folder's modification time."""
+    from kfdefaults import _layers
+
+    monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    install_profile_package(site, "acme_profiles", "acme_profiles", {"acme-one.yaml": "description: one\n"})
+    profile(tmp_path / "gamma", "acme-two.yaml", "description: two\n")
+    (site / "acme_profiles" / "__init__.py").write_text(f"GAMMA = {str(tmp_path / 'gamma')!r}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    _layers._ENTRY_POINTS.clear()
+    assert "acme-two" not in Catalog.discover().names()  # the answer is now in the cache
+    points = site / "acme_profiles-1.0.dist-info" / "entry_points.txt"
+    folder_time = os.stat(site).st_mtime_ns
+    with open(points, "a", encoding="utf-8") as f:  # in place: same file, same folder time
+        f.write("gamma = acme_profiles:GAMMA\n")
+    os.utime(points, ns=(os.stat(points).st_atime_ns, os.stat(points).st_mtime_ns + 10**9))
+    assert os.stat(site).st_mtime_ns == folder_time
+    _layers._ENTRY_POINTS.clear()  # a new process
+    assert {"acme-one", "acme-two"} <= set(Catalog.discover().names())
+
+
 def test_entry_point_may_name_a_path_attribute(monkeypatch, tmp_path):
     site = tmp_path / "site"
     install_profile_package(site, "beta_profiles", "beta_profiles:FOLDER", {})

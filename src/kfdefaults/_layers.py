@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ._errors import Finding, Location, ProfileError
 
@@ -110,9 +110,12 @@ def _registered_entry_points() -> list[tuple[str, str]]:
     Looks where :mod:`importlib.metadata` looks (each ``*.dist-info`` / ``*.egg-info`` folder on ``sys.path``,
     the first distribution of a name winning) but reads only the ``entry_points.txt`` files that name the
     group, with :mod:`configparser`: a few milliseconds, where reading every distribution's metadata takes
-    several times that on every ``Elastic(...)`` of a fresh process. What each folder holds is also kept in the
-    cache, keyed by the folder and its modification time, which changes whenever a package is installed in it
-    or removed from it; the answer is kept for the process, per ``sys.path``.
+    several times that on every ``Elastic(...)`` of a fresh process.
+
+    The answer is cached, for the whole ``sys.path`` and for each folder, keyed by the folders' modification
+    times (which change whenever a package is installed or removed) and checked against the modification time
+    of every ``entry_points.txt`` that registers a folder (which changes when a legacy editable install
+    rewrites it in place); it is kept for the process, per ``sys.path``.
     """
     import sys
 
@@ -120,8 +123,8 @@ def _registered_entry_points() -> list[tuple[str, str]]:
     if key not in _ENTRY_POINTS:
         from . import _cache
 
-        # the answer for the whole path at once, keyed by every folder and its time: one cache read, where
-        # reading each folder's own entry costs a read per folder on every Elastic(...) of a fresh process
+        # the answer for the whole path at once: one cache read, where reading each folder's own entry costs a
+        # read per folder on every Elastic(...) of a fresh process
         stamps = []
         for entry in key:
             try:
@@ -130,26 +133,44 @@ def _registered_entry_points() -> list[tuple[str, str]]:
                 stamps.append(f"{entry}\0-")
         path_key = _cache.key("\n".join(stamps).encode(), "entry points of sys.path", ENTRY_POINT_GROUP)
         stored = _cache.load(path_key)
-        if isinstance(stored, list) and all(isinstance(p, list) and len(p) == 2 for p in stored):
-            _ENTRY_POINTS[key] = [(str(name), str(value)) for name, value in stored]
-            return _ENTRY_POINTS[key]
+        try:
+            if _unchanged(stored["files"]):
+                _ENTRY_POINTS[key] = [(str(name), str(value)) for name, value in stored["points"]]
+                return _ENTRY_POINTS[key]
+        except (TypeError, KeyError, ValueError):
+            pass  # missing or not of this shape: computed again below
         seen: set[str] = set()
         found: set[tuple[str, str]] = set()
+        files: list[list[Any]] = []
         for entry in key:
-            for distribution, points in _distributions_in(entry or "."):
+            for distribution, points, stamp in _distributions_in(entry or "."):
+                if stamp:
+                    files.append(stamp)
                 if distribution not in seen:
                     seen.add(distribution)
                     found.update((name, value) for name, value in points)
         _ENTRY_POINTS[key] = sorted(found)
-        _cache.store(path_key, [list(p) for p in _ENTRY_POINTS[key]])
+        _cache.store(path_key, {"points": [list(p) for p in _ENTRY_POINTS[key]], "files": files})
     return _ENTRY_POINTS[key]
 
 
 _ENTRY_POINTS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
 
 
-def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]]]]:
-    """``(distribution, its kfdefaults.platform entry points)`` for each distribution installed in ``folder``."""
+def _unchanged(files: Any) -> bool:
+    """Whether every ``[path, mtime_ns]`` still has that modification time."""
+    for path, stamp in files:
+        try:
+            if os.stat(path).st_mtime_ns != stamp:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]], list[Any] | None]]:
+    """``(distribution, its kfdefaults.platform entry points, [entry_points.txt, mtime_ns] or None)`` for each
+    distribution installed in ``folder``; the file is given for the distributions that register entry points."""
     from . import _cache
 
     try:
@@ -160,7 +181,9 @@ def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]]]]:
     stored = _cache.load(entry_key)
     if isinstance(stored, list):
         try:
-            return [(str(dist), [(str(n), str(v)) for n, v in points]) for dist, points in stored]
+            out = [(str(dist), [(str(n), str(v)) for n, v in points], file) for dist, points, file in stored]
+            if _unchanged(file for _, _, file in out if file):
+                return out
         except (TypeError, ValueError):
             pass
     out = []
@@ -169,11 +192,19 @@ def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]]]]:
             for item in listing:
                 if item.name.endswith((".dist-info", ".egg-info")):
                     distribution = item.name.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("-", "_").replace(".", "_")
-                    out.append((distribution, _entry_points_of(os.path.join(item.path, "entry_points.txt"))))
+                    path = os.path.join(item.path, "entry_points.txt")
+                    points = _entry_points_of(path)
+                    file = None
+                    if points:
+                        try:
+                            file = [path, os.stat(path).st_mtime_ns]
+                        except OSError:
+                            file = None
+                    out.append((distribution, points, file))
     except OSError:
         return []
-    out.sort()
-    _cache.store(entry_key, [[dist, [list(p) for p in points]] for dist, points in out])
+    out.sort(key=lambda row: (row[0], row[1]))
+    _cache.store(entry_key, [[dist, [list(p) for p in points], file] for dist, points, file in out])
     return out
 
 
