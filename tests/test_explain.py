@@ -270,6 +270,27 @@ def test_explain_paths_are_set_keys():
         assert same[0]["set_by"]["layer"] == "task", leaf["path"]
 
 
+def test_explain_paths_with_brackets_and_quotes_in_merge_keys_are_set_keys_too(tmp_path):
+    (tmp_path / "odd.yaml").write_text(
+        'pod_template:\n  spec:\n    containers:\n      - name: primary\n'
+        '        volumeMounts: [{name: v, mountPath: "/a]b"}]\n        env: [{name: "e\\"f", value: x}]\n'
+        "    volumes: [{name: v, emptyDir: {}}]\n")
+    leaves = {leaf["path"]: leaf for leaf in explain_json("odd", "--team", str(tmp_path))}
+    mount = 'pod_template.spec.containers[name=primary].volumeMounts[mountPath="/a]b"].name'
+    env = 'pod_template.spec.containers[name=primary].env[name="e\\"f"].value'
+    assert mount in leaves and env in leaves
+    again = {leaf["path"]: leaf for leaf in explain_json("odd", "--team", str(tmp_path), "--set", f"{mount}=w",
+                                                         "--set", f"{env}=y")}
+    assert again[mount]["value"] == "w" and again[env]["value"] == "y"
+    assert again[mount]["set_by"]["layer"] == again[env]["set_by"]["layer"] == "task"
+
+
+def test_a_list_item_by_position_cannot_be_set_and_the_message_says_why():
+    result = invoke("render", "gpu-large", "--set", "pod_template.spec.tolerations[0].key=a")
+    assert result.exit_code == 1
+    assert "names a list item by position" in result.output and "set the whole list" in result.output
+
+
 # --- formats --------------------------------------------------------------------------------------------------
 
 

@@ -169,16 +169,16 @@ def test_an_entry_points_file_rewritten_in_place_is_read_again(monkeypatch, tmp_
 
     monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(tmp_path / "cache"))
     site = tmp_path / "site"
-    install_profile_package(site, "acme_profiles", "acme_profiles", {"acme-one.yaml": "description: one\n"})
+    install_profile_package(site, "acme_rewritten_profiles", "acme_rewritten_profiles", {"acme-one.yaml": "description: one\n"})
     profile(tmp_path / "gamma", "acme-two.yaml", "description: two\n")
-    (site / "acme_profiles" / "__init__.py").write_text(f"GAMMA = {str(tmp_path / 'gamma')!r}\n", encoding="utf-8")
+    (site / "acme_rewritten_profiles" / "__init__.py").write_text(f"GAMMA = {str(tmp_path / 'gamma')!r}\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
     _layers._ENTRY_POINTS.clear()
     assert "acme-two" not in Catalog.discover().names()  # the answer is now in the cache
-    points = site / "acme_profiles-1.0.dist-info" / "entry_points.txt"
+    points = site / "acme_rewritten_profiles-1.0.dist-info" / "entry_points.txt"
     folder_time = os.stat(site).st_mtime_ns
     with open(points, "a", encoding="utf-8") as f:  # in place: same file, same folder time
-        f.write("gamma = acme_profiles:GAMMA\n")
+        f.write("gamma = acme_rewritten_profiles:GAMMA\n")
     os.utime(points, ns=(os.stat(points).st_atime_ns, os.stat(points).st_mtime_ns + 10**9))
     assert os.stat(site).st_mtime_ns == folder_time
     _layers._ENTRY_POINTS.clear()  # a new process
@@ -265,7 +265,7 @@ def test_unknown_parent_suggests_a_near_name(tmp_path):
 
 def test_validate_checks_a_team_folder_on_top_of_the_installed_platform(monkeypatch, tmp_path):
     site = tmp_path / "site"
-    install_profile_package(site, "acme_profiles", "acme_profiles", {"gpu-large.yaml": """\
+    install_profile_package(site, "acme_context_profiles", "acme_context_profiles", {"gpu-large.yaml": """\
         pod_template:
           spec:
             volumes:

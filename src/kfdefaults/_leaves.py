@@ -44,7 +44,9 @@ class Select:
     value: Any
 
     def __str__(self) -> str:
-        value = self.value if isinstance(self.value, str) else json.dumps(self.value)
+        value = self.value
+        if not isinstance(value, str) or not value or value != value.strip() or any(c in value for c in '[]"\\'):
+            value = json.dumps(value, ensure_ascii=False)  # quoted where it could not be read back bare
         return f"[{self.key}={value}]"
 
 

@@ -20,7 +20,8 @@ from typing import Any, Iterable
 
 from ._errors import Finding, Location, ProfileError
 
-_SELECTOR = re.compile(r"\[([^=\]]+)=([^\]]*)\]")
+_SELECTOR = re.compile(r'\[([^=\]]+)=("(?:[^"\\]|\\.)*"|[^\]]*)\]')
+"""``[mergeKey=value]``; a value holding ``]`` is written in double quotes, JSON-escaped (``[mountPath="/a]b"]``)."""
 
 
 class SetError(ValueError):
@@ -62,6 +63,10 @@ def split_path(key: str) -> list[Any]:
         if c == "[":
             m = _SELECTOR.match(key, i)
             if not m:
+                if re.match(r"\[\s*\d+\s*\]", key[i:]):
+                    raise SetError(f"{key!r} names a list item by position: such a list (tolerations, args, ...) has no "
+                                   "merge key and a layer replaces it whole, so set the whole list, like "
+                                   "'pod_template.spec.tolerations=[{key: a, operator: Exists}]'")
                 raise SetError(f"bad list selector in {key!r}: use [mergeKey=value], like [name=primary]")
             if current:
                 parts.append(current)
@@ -69,8 +74,15 @@ def split_path(key: str) -> list[Any]:
             if not parts or isinstance(parts[-1], tuple):
                 raise SetError(f"a selector must follow a field name in {key!r}")
             raw = m.group(2).strip()
-            if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
-                raw = raw[1:-1]  # [name="1"]: the quotes say string, they are not part of the name
+            if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+                import json
+
+                try:
+                    raw = json.loads(raw)  # [name="1"]: the quotes say string; escapes as JSON writes them
+                except ValueError:
+                    raw = raw[1:-1]
+            elif len(raw) >= 2 and raw[0] == raw[-1] == "'":
+                raw = raw[1:-1]
             parts.append((m.group(1).strip(), raw))
             i = m.end()
             continue
