@@ -511,3 +511,11 @@ def test_a_container_without_an_image_beside_the_primary_one(tmp_path):
     assert str(warning).startswith(f"{path}:4:15: [team] pod_template.spec.containers[name=primry]: warning: "
                                    "container `primry` has no image: Kubernetes rejects the pod")
     assert warning.message.endswith("did you mean `primary`?")
+
+
+def test_validate_of_a_folder_whose_profiles_are_one_level_down_says_where_they_are(tmp_path):
+    write(tmp_path / "repo" / "profiles", "gpu-large.yaml", "description: x\n")
+    proc = run("validate", str(tmp_path / "repo"))
+    assert proc.returncode == 1
+    assert f"{tmp_path / 'repo'}: no profile files (*.yaml, *.yml, *.toml) in this folder; sub-folders are not " \
+           "searched, and profiles/ holds profile files" in proc.stderr

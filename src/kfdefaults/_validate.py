@@ -460,8 +460,6 @@ def empty_folder_warnings(catalog: Any) -> list[Finding]:
     Folders are not searched recursively, so ``--platform repo`` where the files are in ``repo/profiles/``
     would otherwise add nothing without a word; the warning names the sub-folders that hold profile files.
     """
-    from ._resolve import folder_listing
-
     findings = []
     index = catalog.index()  # already listed for the lookup: no folder is listed twice
     holding = {os.path.normpath(os.path.dirname(f)) for names in index.values() for files in names.values() for f in files}
@@ -471,16 +469,25 @@ def empty_folder_warnings(catalog: Any) -> list[Finding]:
         for folder in folders:
             if os.path.normpath(folder.path) in holding:
                 continue
-            try:
-                with os.scandir(folder.path) as entries:
-                    below = sorted(f"{e.name}/" for e in entries if e.is_dir() and folder_listing(e.path))
-            except OSError:
-                below = []
-            hint = (f"; sub-folders are not searched, and {', '.join(below)} {'holds' if len(below) == 1 else 'hold'} "
-                    "profile files: name that folder instead") if below else ""
             findings.append(Finding(Location(folder.path), "", f"no profile files (*.yaml, *.yml, *.toml) in this "
-                                    f"{layer} folder (from {folder.origin}){hint}", "warning", layer))
+                                    f"{layer} folder (from {folder.origin}){_sub_folders_hint(folder.path)}",
+                                    "warning", layer))
     return findings
+
+
+def _sub_folders_hint(folder: str) -> str:
+    """``; sub-folders are not searched, and profiles/ holds profile files: ...`` when one does, else ``""``."""
+    from ._resolve import folder_listing
+
+    try:
+        with os.scandir(folder) as entries:
+            below = sorted(f"{e.name}/" for e in entries if e.is_dir() and folder_listing(e.path))
+    except OSError:
+        below = []
+    if not below:
+        return ""
+    return (f"; sub-folders are not searched, and {', '.join(below)} {'holds' if len(below) == 1 else 'hold'} "
+            "profile files: name that folder instead")
 
 
 def render_warnings(catalog: Any, merged: Any) -> list[Finding]:
@@ -624,7 +631,8 @@ def validate_paths(
                 continue
             files = [file for file, _ in folder_names(path)]
             if not files:  # a CI job pointed at the wrong folder must not pass
-                findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"))
+                findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"
+                                        + _sub_folders_hint(path)))
             given.extend(files)
         elif path.endswith(PROFILE_SUFFIXES) and os.path.lexists(path):
             given.append(path)  # reading it says what is wrong with it, if anything
