@@ -150,7 +150,8 @@ def test_unknown_profile_exits_1():
 
 
 @pytest.mark.parametrize("argument", ["elastic.nnodes", "a..b=1", "x[name=y]=1", "pod_template.spec.containers[bad].image=x",
-                                      "elastic.nnodes=", "elastic.nnodes= "])
+                                      "elastic.nnodes=", "elastic.nnodes= ", "pod_template.spec.containers[name=].image=x",
+                                      "pod_template.spec.containers[name=primary].env[name=Q]].value=1"])
 def test_bad_set_exits_1(argument):
     proc = run("render", "gpu-large", "--set", argument)
     assert proc.returncode == 1

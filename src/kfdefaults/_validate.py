@@ -702,6 +702,11 @@ def task_label(path: str, labels: dict[str, str]) -> str | None:
         for key in (candidate, re.sub(r"\[[^\]]*\]", "", candidate)):
             if key in labels:
                 return labels[key]
-    # a value a --set wrote below ``path`` (an unknown key ``labels`` from ``--set labels.a=b``)
-    below = sorted(label for key, label in labels.items() if key.startswith(path + ".") or key.startswith(path + "["))
-    return below[0] if below else None
+    # a value a --set wrote below ``path`` or beside it in the same list item (an unknown key ``labels`` from
+    # ``--set labels.a=b``; the merge key ``containers[name=].name`` of ``--set containers[name=].image=x``)
+    for candidate in candidates:
+        below = sorted(label for key, label in labels.items()
+                       if key.startswith(candidate + ".") or key.startswith(candidate + "["))
+        if below and (candidate == path or candidate.endswith("]")):
+            return below[0]
+    return None
