@@ -67,6 +67,24 @@ def test_a_cached_run_does_not_parse_or_validate(tmp_path, cache):
     assert proc.stdout.strip() == "[]", proc.stderr
 
 
+def test_an_unchanged_profile_is_merged_once(tmp_path, cache):
+    team = team_with(tmp_path)
+    fresh = kfdefaults.resolve("p", team=[team])  # merges, and stores the merge
+    code = (
+        "import json, sys, kfdefaults\n"
+        f"r = kfdefaults.resolve('p', team=[{team!r}])\n"
+        "print(json.dumps([r.elastic_settings, r.pod_template_spec, r.primary_container_name, r.description]))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('deepmerge',) or m == 'kfdefaults._smp'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    merged, imported = proc.stdout.splitlines()
+    assert json.loads(merged) == [fresh.elastic_settings, fresh.pod_template_spec, fresh.primary_container_name,
+                                  fresh.description]
+    assert imported == "[]", proc.stderr  # neither the merge engine nor deepmerge was needed
+    changed = kfdefaults.resolve("p", team=[team], overrides={"elastic": {"nnodes": 3}})  # another merge: computed
+    assert changed.elastic_settings["nnodes"] == 3
+
+
 def test_a_changed_file_is_read_again(tmp_path, cache):
     team = team_with(tmp_path)
     assert kfdefaults.resolve("p", team=[team]).elastic_settings["nproc_per_node"] == 4

@@ -627,11 +627,46 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
         ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
     """
     fragments = assign_primary_container(fragments)
+    entry_key = _merge_key(fragments, kubernetes_version)
+    if entry_key is not None:
+        from . import _cache
+
+        hit = _cache.load(entry_key)
+        if isinstance(hit, dict) and {"description", "elastic", "pod", "primary"} <= set(hit):
+            return Merged(name, hit["description"], hit["elastic"], hit["pod"], hit["primary"], fragments)
     state = MergeState.initial()
     for fragment in fragments:
         state = merge_step(state, fragment, kubernetes_version=kubernetes_version)
     _reject_leftover_directives(state.pod, fragments)
-    return Merged(name, state.description, fill_plugin_defaults(state.elastic), state.pod, state.primary, fragments)
+    merged = Merged(name, state.description, fill_plugin_defaults(state.elastic), state.pod, state.primary, fragments)
+    if entry_key is not None:
+        from . import _cache
+
+        _cache.store(entry_key, {"description": merged.description, "elastic": merged.elastic,
+                                 "pod": merged.pod_template, "primary": merged.primary_container_name})
+    return merged
+
+
+def _merge_key(fragments: list[Fragment], kubernetes_version: str | None) -> str | None:
+    """The cache key of a merge: everything the merge reads from the fragments, in order.
+
+    The merge is a function of these alone (and of kfdefaults' code and the schema version, which every cache
+    key holds), so a profile whose files are unchanged is merged once: later runs skip the strategic merge
+    patch, deepmerge and their imports. ``None`` when the data is not JSON (only the task layer can hold such
+    values, and then the merge reports them).
+    """
+    import json
+
+    from . import _cache
+    from ._k8s_schema import normalize_version
+
+    try:
+        text = json.dumps([[f.layer, f.elastic, f.pod_template, f.primary_container_name, f.description]
+                           for f in fragments], allow_nan=False, separators=(",", ":"))
+        version = normalize_version(kubernetes_version)
+    except (TypeError, ValueError):
+        return None
+    return _cache.key(text.encode(), "merge", version)
 
 
 def _directive_paths(value: Any, field: tuple = (), at: tuple = ()) -> list[tuple[tuple, tuple, str]]:
