@@ -14,7 +14,7 @@ from kfdefaults._source import parse_text
 TRICKY = ["no", "on", "y", "Yes", "0755", "1_000", "12:30", "2024-01-01", "~", "null", "", " x", "x ", "a: b", "#x",
           "- x", "[x]", "{x}", "@x", "`x", "*x", "&x", "!x", "%x", "|x", ">x", "'x", '"x', "x #y", "x:", "1e3", ".5",
           "0x1F", "0o17", ".inf", "-.inf", ".nan", "<<", "=", "a\nb", "tab\there", "é", "\u2028", "{{.input}}",
-          "--inputs", "-m", "--", "-", "---", "-x:y", "-1", "--1"]
+          "--inputs", "-m", "--", "-", "---", "-x:y", "-1", "--1", "\x7f", "\x85", "\U0001F600", "a\u2029b"]
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),

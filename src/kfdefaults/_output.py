@@ -141,16 +141,26 @@ def _yaml_scalar(value: Any) -> str:
         and not needs_quotes_for_yaml11(text)
         and _YAML12_NOT_STRING.fullmatch(text) is None
     )
-    return text if plain else _NOT_YAML_PRINTABLE.sub(_escape, json.dumps(text, ensure_ascii=False))
+    return text if plain else _escape_unprintable(json.dumps(text, ensure_ascii=False))
 
 
-# Characters YAML does not allow unescaped (and line separators readers treat as line breaks).
-_NOT_YAML_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+def _yaml_printable(c: str) -> bool:
+    """Whether YAML allows ``c`` unescaped (line separators, which readers take for line breaks, excluded)."""
+    code = ord(c)
+    return (code in (0x09, 0x0A, 0x0D) or 0x20 <= code <= 0x7E or 0xA0 <= code <= 0x2027 or 0x202A <= code <= 0xD7FF
+            or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF)
 
 
-def _escape(m: re.Match[str]) -> str:
-    code = ord(m.group(0))
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+def _escape_unprintable(quoted: str) -> str:
+    """``quoted`` (a JSON string) with what YAML does not allow unescaped written as ``\\uXXXX`` / ``\\UXXXXXXXX``.
+
+    A character loop rather than a regular expression: the class of YAML's printable characters spans the
+    whole of Unicode, and compiling it cost more than rendering a profile.
+    """
+    if quoted.isascii() and "\x7f" not in quoted:  # json.dumps has escaped the ASCII control characters
+        return quoted
+    return "".join(c if _yaml_printable(c) else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+                   for c in quoted)
 
 
 _YAML12_NOT_STRING = re.compile(
