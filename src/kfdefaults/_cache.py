@@ -96,11 +96,12 @@ def store(entry_key: str, value: Any) -> None:
     import tempfile
 
     try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)  # one write, not one per token
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(value, f, separators=(",", ":"), ensure_ascii=False)
+                f.write(text)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

@@ -614,7 +614,8 @@ class Merged:
         self.fragments = fragments
 
 
-def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version: str | None = None) -> Merged:
+def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version: str | None = None,
+                    remember: bool = True) -> Merged:
     """Merge fragments, lowest first.
 
     The ``elastic`` sections merge key by key over the plugin's defaults (:func:`kfdefaults._model.merge_elastic`);
@@ -623,11 +624,14 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
     :func:`fill_plugin_defaults`: :mod:`kfdefaults._explain` replays these same steps for provenance, so
     keep the merge in them.
 
+    ``remember=False`` neither reads nor stores the merge in the cache (``validate`` merges a thousand profiles
+    once each: storing them would cost more than it saves).
+
     Raises:
         ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
     """
     fragments = assign_primary_container(fragments)
-    entry_key = _merge_key(fragments, kubernetes_version)
+    entry_key = _merge_key(fragments, kubernetes_version) if remember else None
     if entry_key is not None:
         from . import _cache
 

@@ -668,7 +668,7 @@ def validate_paths(
     for name in names:
         try:
             fragments = expand(catalog, name)
-            merged = merge_fragments(name, fragments, kubernetes_version=kubernetes_version)
+            merged = merge_fragments(name, fragments, kubernetes_version=kubernetes_version, remember=False)
         except ProfileError as e:
             for f in e.findings:
                 if paths and f.layer == layer and "defined twice" in f.message and len(paths) > 1:
