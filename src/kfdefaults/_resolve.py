@@ -262,28 +262,32 @@ def fragment_from_body(name: str, layer: str, source: str, body: Any, document: 
     return Fragment(name, layer, source, document, description, raw_elastic, patch, primary)
 
 
-def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
-    """``(file name, size, mtime_ns)`` of every profile file directly in ``folder``, sorted by name.
+def _profile_file_names(folder: str) -> list[str]:
+    """The names of the entries directly in ``folder`` named like profile files, sorted; no ``stat`` per entry.
 
-    Every entry named like a profile file counts, a broken symbolic link or a folder named ``x.yaml`` too
-    (size and time ``-1`` when they cannot be read): loading it then fails with a located error, where
-    leaving it out would hide a profile without a word.
+    Every such entry counts, a broken symbolic link or a folder named ``x.yaml`` too: loading it then fails with
+    a located error, where leaving it out would hide a profile without a word.
     """
     from ._source import PROFILE_SUFFIXES
 
-    out = []
     try:
         with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.endswith(PROFILE_SUFFIXES) and not entry.name.startswith("."):
-                    try:
-                        st = entry.stat()
-                        out.append((entry.name, st.st_size, st.st_mtime_ns))
-                    except OSError:
-                        out.append((entry.name, -1, -1))
+            return sorted(e.name for e in entries if e.name.endswith(PROFILE_SUFFIXES) and not e.name.startswith("."))
     except OSError:
-        return ()
-    return tuple(sorted(out))
+        return []
+
+
+def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
+    """``(file name, size, mtime_ns)`` of every profile file directly in ``folder``, sorted by name (size and time
+    ``-1`` when they cannot be read); what the in-process memo of :func:`discover_and_expand` compares."""
+    out = []
+    for name in _profile_file_names(folder):
+        try:
+            st = os.stat(os.path.join(folder, name))
+            out.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((name, -1, -1))
+    return tuple(out)
 
 
 def folder_names(folder: str) -> list[tuple[str, str]]:
@@ -292,7 +296,7 @@ def folder_names(folder: str) -> list[tuple[str, str]]:
     The file name is the profile name (``gpu-large.yaml`` defines ``gpu-large``), so finding a profile reads
     no file: a folder of a thousand profiles costs one ``scandir``.
     """
-    return [(os.path.join(folder, file), profile_name_of(file)) for file, _, _ in folder_listing(folder)]
+    return [(os.path.join(folder, file), profile_name_of(file)) for file in _profile_file_names(folder)]
 
 
 def profile_name_of(path: str) -> str:

@@ -477,11 +477,11 @@ def empty_folder_warnings(catalog: Any) -> list[Finding]:
 
 def _sub_folders_hint(folder: str) -> str:
     """``; sub-folders are not searched, and profiles/ holds profile files: ...`` when one does, else ``""``."""
-    from ._resolve import folder_listing
+    from ._resolve import folder_names
 
     try:
         with os.scandir(folder) as entries:
-            below = sorted(f"{e.name}/" for e in entries if e.is_dir() and folder_listing(e.path))
+            below = sorted(f"{e.name}/" for e in entries if e.is_dir() and folder_names(e.path))
     except OSError:
         below = []
     if not below:
