@@ -13,6 +13,7 @@ The steps, in order:
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Iterable, Mapping
 
@@ -674,7 +675,26 @@ def _merge_key(fragments: list[Fragment], kubernetes_version: str | None) -> str
         version = normalize_version(kubernetes_version)
     except (TypeError, ValueError):
         return None
-    return _cache.key(text.encode(), "merge", version)
+    return _cache.key(text.encode(), "merge", version, _deepmerge_stamp())
+
+
+@functools.lru_cache(maxsize=1)
+def _deepmerge_stamp() -> str:
+    """The installed deepmerge, which merges the ``elastic`` sections, as its files' sizes and times (found
+    without importing it): another deepmerge is another merge key."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("deepmerge")
+    folder = list(spec.submodule_search_locations or [])[0] if spec and spec.submodule_search_locations else None
+    if folder is None:
+        return "deepmerge ?"
+    parts = []
+    for root, _, files in os.walk(folder):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(root, name))
+                parts.append(f"{os.path.relpath(os.path.join(root, name), folder)} {st.st_size} {st.st_mtime_ns}")
+    return "\n".join(sorted(parts))
 
 
 def _directive_paths(value: Any, field: tuple = (), at: tuple = ()) -> list[tuple[tuple, tuple, str]]:
