@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 
+import kfdefaults
+
 from kfdefaults._names import (
     annotation_key_problem,
     container_resource_name_problem,
@@ -220,3 +222,13 @@ def test_names_in_task_overrides_are_checked():
     with pytest.raises(ProfileError) as excinfo:
         kfdefaults.resolve("cpu-small", overrides={"pod_template": {"labels": {"Bad Key": "x"}}})
     assert any("label key `Bad Key` is not a valid qualified name" in f.message for f in excinfo.value.findings)
+
+
+def test_names_with_lone_surrogates_are_reported_not_crashed_on():
+    """Python strings may hold lone surrogates (JSON's "\\ud800", undecodable file names): a finding, not a UnicodeEncodeError."""
+    with pytest.raises(kfdefaults.ProfileError) as excinfo:
+        kfdefaults.resolve("cpu-small", overrides={"pod_template": {
+            "annotations": {"\ud800": "x"},
+            "spec": {"containers": [{"name": "\ud800\udc00"}]}}})
+    messages = " ".join(f.message for f in excinfo.value.findings)
+    assert "container name" in messages and "annotation" in messages

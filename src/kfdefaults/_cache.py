@@ -63,12 +63,12 @@ def _code_fingerprint() -> str:
     from ._k8s_schema import schema_package_version
 
     parts.append(f"kubernetes-validate {schema_package_version()}")
-    return digest("\n".join(parts).encode())
+    return digest("\n".join(parts).encode("utf-8", "surrogatepass"))
 
 
 def key(content: bytes, *context: str) -> str:
     """The cache key of a file's bytes in a context (``"profile"``, the Kubernetes version, ...)."""
-    return digest(_code_fingerprint().encode(), *(part.encode() for part in context), content)
+    return digest(_code_fingerprint().encode(), *(part.encode("utf-8", "surrogatepass") for part in context), content)
 
 
 def _path(entry_key: str) -> str | None:

@@ -618,7 +618,7 @@ def check_pod_metadata(document: Document, pod_template: Any, layer: str | None,
         for key, value in annotations.items():
             if not isinstance(key, str) or key.startswith("$") or value is None:
                 continue
-            size += len(key.encode()) + (len(value.encode()) if isinstance(value, str) else 0)
+            size += len(key.encode("utf-8", "surrogatepass")) + (len(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else 0)
             problem = annotation_key_problem(key)
             if problem:
                 hint = qualified_name_hint(key)

@@ -131,7 +131,7 @@ def _registered_entry_points() -> list[tuple[str, str]]:
                 stamps.append(f"{os.path.abspath(entry or '.')}\0{os.stat(entry or '.').st_mtime_ns}")
             except OSError:
                 stamps.append(f"{entry}\0-")
-        path_key = _cache.key("\n".join(stamps).encode(), "entry points of sys.path", ENTRY_POINT_GROUP)
+        path_key = _cache.key("\n".join(stamps).encode("utf-8", "surrogatepass"), "entry points of sys.path", ENTRY_POINT_GROUP)
         stored = _cache.load(path_key)
         try:
             if _unchanged(stored["files"]):
@@ -177,7 +177,7 @@ def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]], lis
         stamp = os.stat(folder).st_mtime_ns
     except OSError:
         return []
-    entry_key = _cache.key(f"{os.path.abspath(folder)}\0{stamp}".encode(), "distributions", ENTRY_POINT_GROUP)
+    entry_key = _cache.key(f"{os.path.abspath(folder)}\0{stamp}".encode("utf-8", "surrogatepass"), "distributions", ENTRY_POINT_GROUP)
     stored = _cache.load(entry_key)
     if isinstance(stored, list):
         try:

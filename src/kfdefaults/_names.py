@@ -47,14 +47,19 @@ QUOTA_REQUESTS_PREFIX = "requests."
 """core ``DefaultResourceRequestsPrefix``: extended resource names may not start with it (``IsExtendedResourceName``)."""
 
 
+def _byte_len(text: str) -> int:
+    """Length in bytes, as Go's ``len`` counts a string (a lone surrogate counts as its 3 bytes, not an error)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def is_dns1123_label(value: str) -> bool:
     """apimachinery ``IsDNS1123Label``: ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most 63 characters."""
-    return len(value.encode()) <= DNS1123_LABEL_MAX and _DNS1123_LABEL.fullmatch(value) is not None
+    return _byte_len(value) <= DNS1123_LABEL_MAX and _DNS1123_LABEL.fullmatch(value) is not None
 
 
 def is_dns1123_subdomain(value: str) -> bool:
     """apimachinery ``IsDNS1123Subdomain``: dot-separated DNS labels, at most 253 characters in all."""
-    return len(value.encode()) <= DNS1123_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
+    return _byte_len(value) <= DNS1123_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
 
 
 def _shape(text: str, allowed: str, what: str) -> str:
@@ -77,8 +82,8 @@ def dns1123_label_problem(value: str) -> str | None:
         return None
     if not value:
         return "it is empty"
-    if len(value.encode()) > DNS1123_LABEL_MAX:
-        return f"it has {len(value.encode())} characters"
+    if _byte_len(value) > DNS1123_LABEL_MAX:
+        return f"it has {_byte_len(value)} characters"
     return _shape(value, "-a-z0-9", "it")
 
 
@@ -102,8 +107,8 @@ def qualified_name_problem(value: str) -> str | None:
         if not prefix:
             return "its prefix (before '/') is empty"
         if not is_dns1123_subdomain(prefix):
-            if len(prefix.encode()) > DNS1123_SUBDOMAIN_MAX:
-                return f"its prefix has {len(prefix.encode())} characters, more than a DNS subdomain's 253"
+            if _byte_len(prefix) > DNS1123_SUBDOMAIN_MAX:
+                return f"its prefix has {_byte_len(prefix)} characters, more than a DNS subdomain's 253"
             if re.search(r"[^-a-z0-9.]", prefix):
                 why = _shape(prefix, "-a-z0-9.", "it")
             else:
@@ -114,8 +119,8 @@ def qualified_name_problem(value: str) -> str | None:
         name, where = value, "it"
     if not name:
         return f"{where} is empty" if where != "it" else "it is empty"
-    if len(name.encode()) > QUALIFIED_NAME_MAX:
-        return f"{where} has {len(name.encode())} characters, more than 63"
+    if _byte_len(name) > QUALIFIED_NAME_MAX:
+        return f"{where} has {_byte_len(name)} characters, more than 63"
     if _QUALIFIED_NAME.fullmatch(name) is None:
         return _shape(name, "-A-Za-z0-9_.", where)
     return None
@@ -133,8 +138,8 @@ def qualified_name_hint(value: str) -> str | None:
 
 def label_value_problem(value: str) -> str | None:
     """Why ``value`` is not a valid label value (apimachinery ``IsValidLabelValue``), or ``None``; empty is valid."""
-    if len(value.encode()) > LABEL_VALUE_MAX:
-        return f"it has {len(value.encode())} characters"
+    if _byte_len(value) > LABEL_VALUE_MAX:
+        return f"it has {_byte_len(value)} characters"
     if _LABEL_VALUE.fullmatch(value) is None:
         return _shape(value, "-A-Za-z0-9_.", "it")
     return None
