@@ -138,3 +138,25 @@ def test_a_cached_file_renamed_to_a_bad_name_is_still_rejected(tmp_path, cache):
     os.rename(os.path.join(team, "p.yaml"), os.path.join(team, "Bad_Name.yaml"))
     with pytest.raises(ProfileError, match="the file name `Bad_Name` is not a profile name"):
         Catalog.discover(team=[team], entry_points=False).definition("Bad_Name", "team")
+
+
+def test_the_same_bytes_as_yaml_and_as_toml_are_two_documents(tmp_path, cache):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "a.yaml").write_text("description: x\n", encoding="utf-8")
+    assert kfdefaults.resolve("a", team=[str(team)]).description == "x"  # cached as YAML
+    (team / "a.yaml").rename(team / "a.toml")
+    with pytest.raises(ProfileError, match="invalid TOML"):
+        kfdefaults.resolve("a", team=[str(team)])
+
+
+def test_no_cache_turns_off_the_in_process_memo_too(tmp_path, cache, monkeypatch):
+    team = team_with(tmp_path, "elastic: {nnodes: 2}\n")
+    assert kfdefaults.resolve("p", team=[team]).elastic_settings["nnodes"] == 2
+    path = os.path.join(team, "p.yaml")
+    stat = os.stat(path)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("elastic: {nnodes: 3}\n")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same time: the memo cannot tell
+    monkeypatch.setenv("KFDEFAULTS_NO_CACHE", "1")
+    assert kfdefaults.resolve("p", team=[team]).elastic_settings["nnodes"] == 3

@@ -368,3 +368,10 @@ def test_each_elastic_has_its_own_resolved_profile():
     second = Elastic(profile="gpu-large")
     assert second.nproc_per_node == 8
     assert "image" not in second.resolved.pod_template_spec["spec"]["containers"][0]
+
+
+def test_repeated_elastic_keeps_the_order_of_its_own_arguments():
+    first = Elastic(profile="cpu-small", rdzv_configs={"last_call_timeout": 5, "close_timeout": 7})
+    second = Elastic(profile="cpu-small", rdzv_configs={"close_timeout": 7, "last_call_timeout": 5})
+    assert list(first.rdzv_configs)[-2:] == ["last_call_timeout", "close_timeout"]
+    assert list(second.rdzv_configs)[-2:] == ["close_timeout", "last_call_timeout"]

@@ -217,7 +217,8 @@ class Elastic(PluginElastic):
 
     def _resolve(self, platform: list[str], team: list[str], elastic_overrides: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
         self._fragments = discover_and_expand(self.profile, platform, team)
-        memo_key = (self.profile, json.dumps(elastic_overrides, sort_keys=True, default=repr))
+        # key order kept: rdzv_configs={"a": 1, "b": 2} and {"b": 2, "a": 1} merge to dictionaries of other orders
+        memo_key = (self.profile, json.dumps(elastic_overrides, default=repr))
         hit = _RESOLVED.get(memo_key)
         if hit is not None and hit[0] is self._fragments:
             _, self._task_layer, remembered = hit

@@ -391,7 +391,11 @@ class Catalog:
         from ._k8s_schema import normalize_version
 
         raw = read_bytes(file)
-        entry_key = _cache.key(raw, "profile", normalize_version(self.kubernetes_version))
+        from ._source import TOML_SUFFIXES
+
+        # the same bytes are another document in the other format: the suffix chooses the parser
+        file_format = "toml" if file.endswith(TOML_SUFFIXES) else "yaml"
+        entry_key = _cache.key(raw, "profile", file_format, normalize_version(self.kubernetes_version))
         entry = _cache.load(entry_key)
         definition = _definition_from_entry(entry, file, layer) if entry is not None else None
         stem = profile_name_of(file)
@@ -447,7 +451,9 @@ def discover_and_expand(
         except OSError:
             return (path, None)
 
-    hit = _EXPANDED.get(key)
+    from ._env import flag
+
+    hit = None if flag("KFDEFAULTS_NO_CACHE") else _EXPANDED.get(key)  # no cache: no memo either
     if hit is not None:
         (folders, signature, stamp), fragments = hit
         if stamp == pyproject_stamp() and tuple((f, folder_listing(f)) for f in folders) == signature:
