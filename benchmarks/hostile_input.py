@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
 
 from kfdefaults import ProfileError  # noqa: E402
-from kfdefaults._source import MAX_FILE_BYTES, MAX_NODES, parse_text  # noqa: E402
+from kfdefaults.read import MAX_FILE_BYTES, MAX_NODES, parse_text  # noqa: E402
 
 TARGET_SECONDS = 1.0
 

@@ -133,7 +133,7 @@ def build_case(tmp: str) -> dict[str, str]:
     sys.path.insert(0, os.path.join(ROOT, "src"))
     import yaml  # PyYAML writes the kustomize files; the fragments use no YAML 1.1-ambiguous scalars
 
-    from kfdefaults._layers import builtin_folder
+    from kfdefaults.layers import builtin_folder
 
     def pod_template_patch(path: str) -> dict:
         with open(path) as f:

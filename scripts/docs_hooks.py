@@ -2,7 +2,7 @@
 
 Nothing in these pages is copied by hand, so they cannot drift from the code:
 
-* ``reference/profile-file.md``: every key of a profile file, from the pydantic models of ``kfdefaults._model``
+* ``reference/profile-file.md``: every key of a profile file, from the pydantic models of ``kfdefaults.validate.model``
   (field names, descriptions) and the JSON Schema that ``kfdefaults schema`` prints (types, bounds, patterns,
   enumerations); the ``rdzv_configs`` keys from ``RDZV_SETTINGS``; the PodSpec fields and how every list of a
   PodSpec merges, from the Kubernetes schema the merge engine reads.
@@ -78,14 +78,14 @@ def _code(value: Any) -> str:
 
 
 def _defs() -> tuple[dict[str, Any], dict[str, Any]]:
-    from kfdefaults._jsonschema import profile_schema
+    from kfdefaults.show.jsonschema import profile_schema
 
     schema = profile_schema()
     return schema, schema["$defs"]
 
 
 def _schema_json() -> str:
-    from kfdefaults._jsonschema import profile_schema
+    from kfdefaults.show.jsonschema import profile_schema
 
     return json.dumps(profile_schema(), indent=2) + "\n"
 
@@ -175,16 +175,11 @@ def _rst_to_md(text: str) -> str:
 
 
 def profile_file_page() -> str:
-    from kfdefaults._k8s_schema import DEFAULT_KUBERNETES_VERSION, definitions
-    from kfdefaults._model import (
-        NAME_PATTERN,
-        PLUGIN_ELASTIC_DEFAULTS,
-        RDZV_SETTINGS,
-        ElasticSection,
-        PodTemplateSection,
-        ProfileFile,
-        RunPolicySection,
-    )
+    from kfdefaults.smp.schema import DEFAULT_KUBERNETES_VERSION, definitions
+    from kfdefaults.layers import NAME_PATTERN
+    from kfdefaults.merge.elastic import PLUGIN_ELASTIC_DEFAULTS
+    from kfdefaults.validate.model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
+    from kfdefaults.validate.rdzv import RDZV_SETTINGS
 
     schema, defs = _defs()
     version = DEFAULT_KUBERNETES_VERSION
@@ -193,7 +188,7 @@ def profile_file_page() -> str:
         "# Profile file reference\n\n",
         _NOTE,
         "A profile file holds one profile, in YAML (`.yaml`, `.yml`) or TOML (`.toml`), the same structure in both. "
-        "This page is generated from the models that validate profile files (`kfdefaults._model`) and from the "
+        "This page is generated from the models that validate profile files (`kfdefaults.validate.model`) and from the "
         "JSON Schema that [`kfdefaults schema`](cli.md#kfdefaults-schema) prints, so it says exactly what "
         "[`kfdefaults validate`](cli.md#kfdefaults-validate) accepts.\n\n",
         "* Every key is optional, but a profile must say something.\n"
@@ -327,7 +322,7 @@ def _cli(*args: str) -> str:
 
 
 def builtin_profiles_page() -> str:
-    from kfdefaults._layers import builtin_folder
+    from kfdefaults.layers import builtin_folder
 
     folder = builtin_folder()
     files = sorted(f for f in os.listdir(folder) if f.endswith((".yaml", ".yml", ".toml")))

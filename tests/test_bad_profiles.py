@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from kfdefaults import ProfileError
-from kfdefaults._validate import validate_paths
+from kfdefaults.api import validate_paths
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "bad_profiles")
@@ -73,17 +73,17 @@ def test_bad_profile_is_reported_at_its_place(name):
 @pytest.mark.parametrize("name", FILES)
 def test_render_path_raises_only_profile_errors(name, tmp_path):
     """Loading the file as render does (a layer folder holding just it) fails with located ProfileErrors."""
-    from kfdefaults._resolve import Catalog, expand, merge_fragments
+    from kfdefaults.pipeline import Pipeline
 
     folder = tmp_path / "team"
     folder.mkdir()
     with open(os.path.join(CORPUS, name), "rb") as src:
         (folder / name).write_bytes(src.read())
-    catalog = Catalog.discover(team=[str(folder)])
-    profile = catalog.names()
-    target = next(n for n in profile if catalog.files(n, "team"))
+    pipeline = Pipeline.discover(team=[str(folder)])
+    profile = pipeline.catalog.names()
+    target = next(n for n in profile if pipeline.catalog.files(n, "team"))
     with pytest.raises(ProfileError) as excinfo:
-        merge_fragments(target, expand(catalog, target))
+        pipeline.resolve(target)
     for finding in excinfo.value.findings:
         assert re.match(r".+:\d+:\d+: ", str(finding)), str(finding)
 

@@ -12,7 +12,7 @@ import pytest
 
 import kfdefaults
 from kfdefaults import ProfileError
-from kfdefaults._resolve import Catalog
+from kfdefaults.pipeline import Pipeline
 
 PROFILE = "description: cached\nelastic:\n  nnodes: 2\n  nproc_per_node: 4\npod_template:\n  spec:\n    nodeSelector: {pool: a}\n"
 
@@ -36,7 +36,7 @@ def team_with(tmp_path, text: str = PROFILE) -> str:
 
 
 def load(team: str):
-    return Catalog.discover(team=[team], entry_points=False).definition("p", "team")
+    return Pipeline.discover(team=[team], entry_points=False).definition("p", "team")
 
 
 def test_a_valid_file_is_cached_and_read_back_identically(tmp_path, cache, monkeypatch):
@@ -47,7 +47,7 @@ def test_a_valid_file_is_cached_and_read_back_identically(tmp_path, cache, monke
     def no_parsing(raw, file):
         raise AssertionError(f"{file} parsed again")
 
-    monkeypatch.setattr("kfdefaults._resolve.parse_bytes", no_parsing)
+    monkeypatch.setattr("kfdefaults.validate.files.parse_bytes", no_parsing)
     cached = load(team)
     assert cached.fragment.elastic == fresh.fragment.elastic == {"nnodes": 2, "nproc_per_node": 4}
     assert cached.fragment.pod_template == fresh.fragment.pod_template
@@ -74,7 +74,7 @@ def test_an_unchanged_profile_is_merged_once(tmp_path, cache):
         "import json, sys, kfdefaults\n"
         f"r = kfdefaults.resolve('p', team=[{team!r}])\n"
         "print(json.dumps([r.elastic_settings, r.pod_template_spec, r.primary_container_name, r.description]))\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('deepmerge',) or m == 'kfdefaults._smp'))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('deepmerge',) or m == 'kfdefaults.smp.patch'))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
     merged, imported = proc.stdout.splitlines()
@@ -126,8 +126,8 @@ def test_same_bytes_under_two_file_names_are_two_profiles(tmp_path, cache):
     for folder, name in ((first, "alpha.yaml"), (second, "beta.yaml")):
         folder.mkdir()
         (folder / name).write_text(PROFILE, encoding="utf-8")
-    alpha = Catalog.discover(team=[str(first)], entry_points=False).definition("alpha", "team")
-    beta = Catalog.discover(team=[str(second)], entry_points=False).definition("beta", "team")  # a cache hit
+    alpha = Pipeline.discover(team=[str(first)], entry_points=False).definition("alpha", "team")
+    beta = Pipeline.discover(team=[str(second)], entry_points=False).definition("beta", "team")  # a cache hit
     assert (alpha.name, beta.name) == ("alpha", "beta")
     assert beta.fragment.profile == "beta" and beta.file == str(second / "beta.yaml")
 
@@ -137,7 +137,7 @@ def test_a_cached_file_renamed_to_a_bad_name_is_still_rejected(tmp_path, cache):
     load(team)
     os.rename(os.path.join(team, "p.yaml"), os.path.join(team, "Bad_Name.yaml"))
     with pytest.raises(ProfileError, match="the file name `Bad_Name` is not a profile name"):
-        Catalog.discover(team=[team], entry_points=False).definition("Bad_Name", "team")
+        Pipeline.discover(team=[team], entry_points=False).definition("Bad_Name", "team")
 
 
 def test_the_same_bytes_as_yaml_and_as_toml_are_two_documents(tmp_path, cache):

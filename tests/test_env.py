@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from kfdefaults import _cache
-from kfdefaults._env import flag
-from kfdefaults._layers import EntryPointSource, layer_sources
+from kfdefaults import cache as _cache
+from kfdefaults.settings import flag
+from kfdefaults.layers import EntryPointSource, layer_sources
 
 
 @pytest.mark.parametrize("value", ["", " ", "0", "false", "False", "NO", "off", "n", "f"])

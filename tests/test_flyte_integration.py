@@ -29,7 +29,8 @@ from kubernetes.client import (
 
 import kfdefaults
 from kfdefaults import Elastic
-from kfdefaults._flyte import RUNTIME_ENV, KfdefaultsWarning
+from kfdefaults.errors import KfdefaultsWarning
+from kfdefaults.settings import RUNTIME_ENV
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APPS = os.path.join(HERE, "flyte_apps")

@@ -16,7 +16,7 @@ from kubernetes.client import V1Container, V1EnvVar, V1PodSpec, V1Toleration
 
 import kfdefaults
 from kfdefaults import Elastic
-from kfdefaults._model import PLUGIN_ELASTIC_DEFAULTS
+from kfdefaults.merge.elastic import PLUGIN_ELASTIC_DEFAULTS
 
 with warnings.catch_warnings(record=True) as DEFINITION_WARNINGS:
     warnings.simplefilter("always")

@@ -11,8 +11,8 @@ from conftest import PLATFORM, TEAM
 
 import kfdefaults
 from kfdefaults import ProfileError
-from kfdefaults._layers import builtin_folder
-from kfdefaults._resolve import Catalog, expand
+from kfdefaults.layers import builtin_folder
+from kfdefaults.pipeline import Pipeline
 from kfdefaults.cli import main
 
 
@@ -28,10 +28,10 @@ def layer_files(resolved) -> list[tuple[str, str]]:
 
 
 def test_builtin_profiles_exist_and_describe_themselves():
-    catalog = Catalog.discover()
-    assert {"elastic-gpu-default", "gpu-large", "cpu-small"} <= set(catalog.names())
+    pipeline = Pipeline.discover()
+    assert {"elastic-gpu-default", "gpu-large", "cpu-small"} <= set(pipeline.catalog.names())
     for name in ("elastic-gpu-default", "gpu-large", "cpu-small"):
-        definition = catalog.definition(name, "builtin")
+        definition = pipeline.definition(name, "builtin")
         assert definition.fragment.description, name
         assert definition.file.startswith(builtin_folder())
 
@@ -126,7 +126,7 @@ def test_entry_point_packages_are_platform_folders(monkeypatch, tmp_path):
     assert resolved.elastic_settings["nnodes"] == "2:8"
     assert resolved.description == "ACME's GPU pool"
     assert resolved.fragments[-1].layer == "platform"
-    assert "acme-debug" in Catalog.discover().names()
+    assert "acme-debug" in Pipeline.discover().catalog.names()
 
 
 def test_installed_packages_can_be_ignored_to_test_a_package_folder(monkeypatch, tmp_path):
@@ -151,7 +151,7 @@ def test_a_broken_entry_point_is_a_located_error(monkeypatch, tmp_path):
 
 
 def test_validate_reports_a_broken_package_and_still_checks_the_files_given(monkeypatch, tmp_path):
-    from kfdefaults._validate import validate_paths
+    from kfdefaults.api import validate_paths
 
     site = tmp_path / "site"
     install_profile_package(site, "broken_profiles", "no_such_module:FOLDER", {})
@@ -165,7 +165,7 @@ def test_validate_reports_a_broken_package_and_still_checks_the_files_given(monk
 
 def test_an_entry_points_file_rewritten_in_place_is_read_again(monkeypatch, tmp_path):
     """A legacy editable install rewrites entry_points.txt without touching its folder's modification time."""
-    from kfdefaults import _layers
+    from kfdefaults.layers import entry_points as _layers
 
     monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(tmp_path / "cache"))
     site = tmp_path / "site"
@@ -174,7 +174,7 @@ def test_an_entry_points_file_rewritten_in_place_is_read_again(monkeypatch, tmp_
     (site / "acme_rewritten_profiles" / "__init__.py").write_text(f"GAMMA = {str(tmp_path / 'gamma')!r}\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
     _layers._ENTRY_POINTS.clear()
-    assert "acme-two" not in Catalog.discover().names()  # the answer is now in the cache
+    assert "acme-two" not in Pipeline.discover().catalog.names()  # the answer is now in the cache
     points = site / "acme_rewritten_profiles-1.0.dist-info" / "entry_points.txt"
     folder_time = os.stat(site).st_mtime_ns
     with open(points, "a", encoding="utf-8") as f:  # in place: same file, same folder time
@@ -182,7 +182,7 @@ def test_an_entry_points_file_rewritten_in_place_is_read_again(monkeypatch, tmp_
     os.utime(points, ns=(os.stat(points).st_atime_ns, os.stat(points).st_mtime_ns + 10**9))
     assert os.stat(site).st_mtime_ns == folder_time
     _layers._ENTRY_POINTS.clear()  # a new process
-    assert {"acme-one", "acme-two"} <= set(Catalog.discover().names())
+    assert {"acme-one", "acme-two"} <= set(Pipeline.discover().catalog.names())
 
 
 def test_entry_point_may_name_a_path_attribute(monkeypatch, tmp_path):
@@ -199,12 +199,12 @@ def test_the_file_name_is_the_profile_name(tmp_path):
     team = tmp_path / "team"
     same = profile(team, "same.yaml", "name: same\ndescription: name matching the file\nelastic: {nnodes: 1}\n")
     other = profile(team, "other.yaml", "name: renamed\nelastic: {nnodes: 1}\n")
-    catalog = Catalog.discover(team=[str(team)])
-    assert {"same", "other"} <= set(catalog.names())
-    assert "renamed" not in catalog.names()
-    assert catalog.definition("same", "team").file == same
+    pipeline = Pipeline.discover(team=[str(team)])
+    assert {"same", "other"} <= set(pipeline.catalog.names())
+    assert "renamed" not in pipeline.catalog.names()
+    assert pipeline.definition("same", "team").file == same
     with pytest.raises(ProfileError) as excinfo:
-        catalog.definition("other", "team")
+        pipeline.definition("other", "team")
     assert str(excinfo.value).startswith(f"{other}:1:7: [team] name: `renamed` is not the file's name")
 
 
@@ -212,7 +212,7 @@ def test_a_file_name_must_be_a_profile_name(tmp_path):
     team = tmp_path / "team"
     bad = profile(team, "gpu_large.yaml", "elastic: {nnodes: 1}\n")
     with pytest.raises(ProfileError) as excinfo:
-        Catalog.discover(team=[str(team)]).definition("gpu_large", "team")
+        Pipeline.discover(team=[str(team)]).definition("gpu_large", "team")
     assert str(excinfo.value) == (f"{bad}:1:1: [team] the file name `gpu_large` is not a profile name (lower-case letters, "
                                   "digits and dashes): rename the file to `gpu-large.yaml`")
 
@@ -276,7 +276,7 @@ def test_validate_checks_a_team_folder_on_top_of_the_installed_platform(monkeypa
     team.mkdir()
     (team / "gpu-large.yaml").write_text(
         "pod_template:\n  spec:\n    containers:\n      - name: primary\n        resources: {limits: {memory: 64Gi}}\n")
-    from kfdefaults._validate import validate_paths
+    from kfdefaults.api import validate_paths
 
     [warning] = validate_paths([str(team)]).warnings  # the platform's 256Gi /dev/shm over the team's 64Gi limit
     assert "sizeLimit 256Gi" in warning.message and "memory limit 64Gi" in warning.message

@@ -8,7 +8,7 @@ import pytest
 
 import kfdefaults
 
-from kfdefaults._names import (
+from kfdefaults.k8s.names import (
     annotation_key_problem,
     container_resource_name_problem,
     dns1123_label_hint,
@@ -18,7 +18,7 @@ from kfdefaults._names import (
     label_value_problem,
     qualified_name_problem,
 )
-from kfdefaults._validate import validate_paths
+from kfdefaults.api import validate_paths
 
 # --- the rules (k8s.io/apimachinery/pkg/util/validation, validation_test.go cases among them) ------------------
 

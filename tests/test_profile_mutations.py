@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kfdefaults import ProfileError
-from kfdefaults._layers import builtin_folder
-from kfdefaults._source import read_document
+from kfdefaults.layers import builtin_folder
+from kfdefaults.read import read_document
 
 SOURCES = sorted(glob.glob(os.path.join(builtin_folder(), "*")) + glob.glob(os.path.join(FIXTURES, "*", "*")))
 TEXTS = {path: open(path, encoding="utf-8").read() for path in SOURCES}
@@ -128,10 +128,10 @@ def mutated_text(draw):
 
 
 def check(text: str, suffix: str) -> None:
-    from kfdefaults._api import Resolved
-    from kfdefaults._output import order_profile, to_json, to_yaml
-    from kfdefaults._resolve import Catalog, expand, merge_fragments
-    from kfdefaults._validate import check_merged, validate_paths
+    from kfdefaults.show.output import order_profile, to_json, to_yaml
+    from kfdefaults.pipeline import Pipeline
+    from kfdefaults.api import validate_paths
+    from kfdefaults.validate.merged import check_merged
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "mutant" + suffix)
@@ -141,13 +141,12 @@ def check(text: str, suffix: str) -> None:
         for finding in report.findings:
             assert re.match(r".+:\d+:\d+: |.+: ", str(finding))
         try:
-            catalog = Catalog.discover(team=[folder], entry_points=False, pyproject=False)
-            for name in catalog.names():
-                if not catalog.files(name, "team"):
+            pipeline = Pipeline.discover(team=[folder], entry_points=False, pyproject=False)
+            for name in pipeline.catalog.names():
+                if not pipeline.catalog.files(name, "team"):
                     continue
-                merged = merge_fragments(name, expand(catalog, name))
-                check_merged(merged)
-                resolved = Resolved(merged)
+                resolved = pipeline.resolve(name)
+                check_merged(resolved)
                 to_yaml(order_profile(resolved.to_dict()))
                 to_json(resolved.pod_template_manifest())
         except ProfileError as e:

@@ -17,7 +17,7 @@ import yaml
 from conftest import PLATFORM, TEAM
 
 import kfdefaults
-from kfdefaults._layers import builtin_folder
+from kfdefaults.layers import builtin_folder
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kfdefaults import ProfileError
-from kfdefaults._source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, _flow_depth_overrun, parse_text, read_document
+from kfdefaults.read import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, parse_text, read_document
+from kfdefaults.read.yaml import _flow_depth_overrun
 
 
 # How fast these inputs are rejected is measured by benchmarks/hostile_input.py; the tests check that each is

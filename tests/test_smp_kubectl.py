@@ -209,11 +209,11 @@ def test_lists_at_pointer_struct_fields_are_the_documented_difference(kubectl: s
 
 def test_validation_rejects_lists_where_the_schema_has_objects(tmp_path) -> None:
     from kfdefaults import ProfileError
-    from kfdefaults._resolve import Catalog
+    from kfdefaults.pipeline import Pipeline
 
     team = tmp_path / "team"
     team.mkdir()
     (team / "p.yaml").write_text("pod_template:\n  spec:\n    containers:\n      - name: primary\n        resources: []\n")
     with pytest.raises(ProfileError) as excinfo:
-        Catalog.discover(team=[str(team)]).definition("p", "team")
+        Pipeline.discover(team=[str(team)]).definition("p", "team")
     assert ":5:" in str(excinfo.value) and "resources" in str(excinfo.value)

@@ -18,7 +18,7 @@ from smp_oracle import canonical, kubectl_apply
 from smp_strategies import originals, patches
 
 from kfdefaults import MergeError, strategic_merge_patch
-from kfdefaults._k8s_schema import SchemaLookupError, schema_type
+from kfdefaults.smp.schema import SchemaLookupError, schema_type
 
 _SETTINGS = dict(deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kfdefaults import ProfileError
-from kfdefaults._source import MAX_FILE_BYTES, read_document, resolve_plain_scalar
+from kfdefaults.read import MAX_FILE_BYTES, read_document
+from kfdefaults.read.scalars import resolve_plain_scalar
 
 
 def write(tmp_path, name: str, text: str) -> str:
@@ -145,7 +146,7 @@ def test_non_utf8_file_is_an_error(tmp_path):
 
 @pytest.mark.parametrize("text", ["017", "0755", "-010", "1" * 31])
 def test_ambiguous_or_huge_integers_are_errors(text):
-    from kfdefaults._source import AmbiguousScalar
+    from kfdefaults.read.scalars import AmbiguousScalar
 
     with pytest.raises(AmbiguousScalar):
         resolve_plain_scalar(text)

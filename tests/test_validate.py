@@ -14,8 +14,8 @@ from conftest import PLATFORM, TEAM
 
 import kfdefaults
 from kfdefaults import ProfileError
-from kfdefaults._layers import builtin_folder
-from kfdefaults._validate import validate_paths
+from kfdefaults.layers import builtin_folder
+from kfdefaults.api import validate_paths
 from kfdefaults.cli import main
 
 KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
@@ -107,7 +107,7 @@ def test_rdzv_keys_are_the_ones_c10d_reads():
 
     from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend, dynamic_rendezvous
 
-    from kfdefaults._model import RDZV_SETTINGS
+    from kfdefaults.validate.rdzv import RDZV_SETTINGS
 
     source = inspect.getsource(dynamic_rendezvous) + inspect.getsource(c10d_rendezvous_backend)
     for key in RDZV_SETTINGS:

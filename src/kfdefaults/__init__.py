@@ -3,6 +3,11 @@
 The public surface is small: :func:`resolve` and :class:`Resolved`, :class:`Elastic` (a drop-in for
 ``flytekitplugins.kfpytorch.Elastic`` with ``profile=``), :func:`strategic_merge_patch`, and the errors.
 
+A profile travels through the package in the order of its subpackages: :mod:`.read` (files -> documents),
+:mod:`.layers` (where each layer reads), :mod:`.validate` (documents -> fragments), :mod:`.merge` (fragments ->
+one :class:`Resolved`, merged by :mod:`.smp`), :mod:`.show` (text) and :mod:`.flytekit` (flytekit's objects);
+:mod:`.pipeline` is the one pipeline every entry point walks, :mod:`.api` and :mod:`.cli` the entry points.
+
 Every name is imported when first used: ``import kfdefaults`` costs next to nothing, and only
 :class:`Elastic` imports flytekit (which takes over a second).
 """
@@ -16,25 +21,26 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 __version__ = "0.1.0"
 
 _WHERE = {
-    "Elastic": "._flyte",
-    "Finding": "._errors",
-    "KfdefaultsError": "._errors",
-    "KfdefaultsWarning": "._flyte",
-    "Location": "._errors",
-    "MergeError": "._errors",
-    "ProfileError": "._errors",
-    "Resolved": "._api",
-    "resolve": "._api",
-    "strategic_merge_patch": "._smp",
+    "Elastic": ".flytekit",
+    "Finding": ".errors",
+    "KfdefaultsError": ".errors",
+    "KfdefaultsWarning": ".errors",
+    "Location": ".errors",
+    "MergeError": ".errors",
+    "ProfileError": ".errors",
+    "Resolved": ".merge.result",
+    "resolve": ".api",
+    "strategic_merge_patch": ".smp.patch",
 }
 
 __all__ = sorted(_WHERE)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors
-    from ._api import Resolved, resolve
-    from ._errors import Finding, KfdefaultsError, Location, MergeError, ProfileError
-    from ._flyte import Elastic, KfdefaultsWarning
-    from ._smp import strategic_merge_patch
+    from .api import resolve
+    from .errors import Finding, KfdefaultsError, KfdefaultsWarning, Location, MergeError, ProfileError
+    from .flytekit import Elastic
+    from .merge.result import Resolved
+    from .smp.patch import strategic_merge_patch
 
 
 def __getattr__(name: str) -> object:

@@ -1,4 +1,4 @@
-"""The ``kfdefaults`` command line: a thin layer over :mod:`kfdefaults._api` and friends.
+"""The ``kfdefaults`` command line: a thin layer over the :class:`~kfdefaults.pipeline.Pipeline`.
 
 Exit status: 0 success; 1 bad input (each problem printed as ``FILE:LINE:COLUMN: message`` on standard
 error, never a traceback); 2 a usage mistake (click's own).
@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from ._errors import KfdefaultsError, ProfileError
+from .errors import KfdefaultsError, ProfileError
 
 _FOLDER = click.Path(path_type=str, readable=False)  # checked by kfdefaults itself: a bad folder is bad input (exit 1), as in a variable
 
@@ -38,9 +38,9 @@ def _run(fn: Callable[[], int | None], error_code: int = 1) -> None:
         click.echo(f"kfdefaults: {e.strerror or e}", err=True)
         sys.exit(error_code)
     except Exception as e:  # a bug: say so plainly, keep the traceback for whoever asks
-        from ._env import flag
+        from .settings import DEBUG_ENV, flag
 
-        if flag("KFDEFAULTS_DEBUG"):
+        if flag(DEBUG_ENV):
             raise
         click.echo(f"kfdefaults: internal error: {type(e).__name__}: {e} (KFDEFAULTS_DEBUG=1 shows the traceback)", err=True)
         sys.exit(error_code)
@@ -50,7 +50,7 @@ def _run(fn: Callable[[], int | None], error_code: int = 1) -> None:
 def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
-    from ._k8s_schema import normalize_version
+    from .smp.schema import normalize_version
 
     try:
         return normalize_version(value)
@@ -74,7 +74,7 @@ def _layer_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def main(no_entry_points: bool) -> None:
     """Layered defaults for Flyte's torch elastic (kfpytorch) tasks: pod templates and Elastic settings."""
     if no_entry_points:
-        from ._layers import NO_ENTRY_POINTS_ENV
+        from .settings import NO_ENTRY_POINTS_ENV
 
         os.environ[NO_ENTRY_POINTS_ENV] = "1"
 
@@ -105,41 +105,45 @@ def render(name: str, platform: tuple[str, ...], team: tuple[str, ...], sets: tu
         explain_format = output if explicit else ("table" if sys.stdout.isatty() else "text")
 
     def body() -> None:
-        from ._api import Resolved, task_fragment
-        from ._output import order_k8s, order_profile, to_json, to_yaml
-        from ._overrides import parse_sets
-        from ._resolve import Catalog, expand, merge_fragments
-        from ._validate import render_warnings
+        from .pipeline import Pipeline
+        from .show.output import order_k8s, order_profile, to_json, to_yaml
+        from .validate.sets import parse_sets
 
-        tree, labels = parse_sets(sets)
-        task = task_fragment(name, tree, source="--set", labels=labels, kubernetes_version=kubernetes_version)
+        pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version)
+        tree, labels = parse_sets(sets, pipeline.kubernetes_version)
+        task = pipeline.task_layer(name, tree, source="--set", labels=labels)
         if as_ == "flyte":
-            from ._flyte_preview import flyte_task_template
-
-            try:
-                data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
-            except ImportError as e:  # the plugin imports torch when a task is defined
-                raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
-            click.echo(to_json(data) if output == "json" else to_yaml(data), nl=False)
+            _render_flyte(name, platform, team, tree, output)
             return
-        catalog = Catalog.discover(platform, team)
-        catalog.kubernetes_version = kubernetes_version
-        resolved = Resolved(merge_fragments(name, expand(catalog, name, task), kubernetes_version=kubernetes_version))
-        _report(render_warnings(catalog, resolved))  # on standard error; the output stays clean
+        resolved = pipeline.resolve(name, [task])
+        _report(pipeline.warnings(resolved))  # on standard error; the output stays clean
         if explain_format is not None:
-            from ._explain import show_explain
+            from .show.explain_view import show_explain
 
-            show_explain(resolved, explain_format, kubernetes_version=kubernetes_version)
+            show_explain(resolved, explain_format, kubernetes_version=pipeline.kubernetes_version)
             return
         if as_ == "podtemplate":
-            from ._k8s_schema import schema_type
+            from .smp.schema import schema_type
 
-            data = order_k8s(resolved.pod_template_manifest(), schema_type("PodTemplate"))
+            data = order_k8s(resolved.pod_template_manifest(), schema_type("PodTemplate", pipeline.kubernetes_version))
         else:
-            data = order_profile(resolved.to_dict())
+            data = order_profile(resolved.to_dict(), pipeline.kubernetes_version)
         click.echo(to_json(data) if output == "json" else to_yaml(data), nl=False)
 
     _run(body)
+
+
+def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree: dict[str, Any], output: str) -> None:
+    """``render --as flyte``: define a real task on the profile and print the TaskTemplate flytekit registers."""
+    from .show.output import to_json, to_yaml
+
+    try:
+        from .flytekit.preview import flyte_task_template
+
+        data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
+    except ImportError as e:  # the plugin imports torch when a task is defined
+        raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
+    click.echo(to_json(data) if output == "json" else to_yaml(data), nl=False)
 
 
 @main.command("list")
@@ -155,33 +159,14 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
     """
 
     def body() -> int:
-        from ._resolve import Catalog, expand
+        from .pipeline import Pipeline
+        from .validate.folders import empty_folder_warnings
 
-        from ._validate import empty_folder_warnings
-
-        catalog = Catalog.discover(platform, team)
-        _report(empty_folder_warnings(catalog))
-        rows = []
-        problems: dict[str, Any] = {}  # str(finding) -> finding: each problem once
-        for name in catalog.names():
-            row: dict[str, Any] = {"name": name, "layers": catalog.layers_defining(name), "description": ""}
-            try:  # the description render shows: the highest fragment's, parents (``extends``) included
-                fragments = expand(catalog, name)
-            except ProfileError as e:  # a broken file, ``extends`` or a name defined twice: no guess at a description
-                problems.update((str(f), f) for f in e.findings)
-                row["errors"] = [str(f) for f in e.findings]
-                fragments = []
-            for fragment in reversed(fragments):
-                if fragment.description:
-                    row["description"] = fragment.description
-                    break
-            rows.append(row)
-
-        def shown(row: dict[str, Any]) -> str:
-            return "(cannot be used: see the errors below)" if "errors" in row else row["description"]
-
+        pipeline = Pipeline.discover(platform, team)
+        _report(empty_folder_warnings(pipeline.catalog))
+        rows, problems = _profile_rows(pipeline)
         if output == "json":
-            from ._output import to_json
+            from .show.output import to_json
 
             click.echo(to_json(rows), nl=False)
         elif output == "table" or (output is None and sys.stdout.isatty()):
@@ -191,19 +176,43 @@ def list_(platform: tuple[str, ...], team: tuple[str, ...], output: str | None) 
 
             table = Table("name", "layers", "description")
             for row in rows:  # Text: a description is printed as written, never read as rich markup
-                table.add_row(Text(row["name"]), Text(", ".join(row["layers"])), Text(shown(row)))
+                table.add_row(Text(row["name"]), Text(", ".join(row["layers"])), Text(_shown(row)))
             Console().print(table)
         else:
             width = max((len(r["name"]) for r in rows), default=4)
             lwidth = max((len(",".join(r["layers"])) for r in rows), default=6)
             for row in rows:
-                click.echo(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {shown(row)}".rstrip())
-        from ._validate import sorted_findings
+                click.echo(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {_shown(row)}".rstrip())
+        from .errors import sorted_findings
 
-        _report(sorted_findings(problems.values()))
+        _report(sorted_findings(problems))
         return 1 if problems else 0
 
     _run(body)
+
+
+def _profile_rows(pipeline: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """One row per visible profile (name, layers, the description ``render`` shows) and every problem, once."""
+    rows = []
+    problems: dict[str, Any] = {}  # str(finding) -> finding: each problem once
+    for name in pipeline.catalog.names():
+        row: dict[str, Any] = {"name": name, "layers": pipeline.catalog.layers_defining(name), "description": ""}
+        try:  # the description render shows: the highest fragment's, parents (``extends``) included
+            fragments = pipeline.fragments(name)
+        except ProfileError as e:  # a broken file, ``extends`` or a name defined twice: no guess at a description
+            problems.update((str(f), f) for f in e.findings)
+            row["errors"] = [str(f) for f in e.findings]
+            fragments = []
+        for fragment in reversed(fragments):
+            if fragment.description:
+                row["description"] = fragment.description
+                break
+        rows.append(row)
+    return rows, list(problems.values())
+
+
+def _shown(row: dict[str, Any]) -> str:
+    return "(cannot be used: see the errors below)" if "errors" in row else row["description"]
 
 
 @main.command()
@@ -235,7 +244,8 @@ def diff(name_a: str, name_b: str | None, platform: tuple[str, ...], team: tuple
         raise click.UsageError("give NAME_B, or --team-against / --platform-against to compare NAME under two sets of folders")
 
     def body() -> int:
-        from ._diff import compare, show_diff
+        from .api import compare
+        from .show.diff import show_diff
 
         a, b = compare(name_a, name_b, platform=platform, team=team,
                        platform_against=platform_against or None, team_against=team_against or None,
@@ -268,11 +278,11 @@ def validate(paths: tuple[str, ...], platform: tuple[str, ...], team: tuple[str,
     """
 
     def body() -> int:
-        from ._validate import validate_paths
+        from .api import validate_paths
 
         report = validate_paths(paths, layer=layer, platform=platform, team=team, kubernetes_version=kubernetes_version)
         if format_ == "json":
-            from ._output import to_json
+            from .show.output import to_json
 
             click.echo(to_json(report.to_dict()), nl=False)
         else:
@@ -298,8 +308,8 @@ def schema(kubernetes_version: str | None) -> None:
     """
 
     def body() -> None:
-        from ._jsonschema import profile_schema
-        from ._output import to_json
+        from .show.jsonschema import profile_schema
+        from .show.output import to_json
 
         click.echo(to_json(profile_schema(kubernetes_version)), nl=False)
 

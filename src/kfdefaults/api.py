@@ -1,0 +1,293 @@
+"""The Python entry points, each a walk of the one :class:`~kfdefaults.pipeline.Pipeline`.
+
+:func:`resolve` merges a profile for scripts and tests; :func:`validate_paths` checks files and folders for CI
+(the ``validate`` command); :func:`compare` resolves the two sides of a ``diff``. Resolving imports neither
+flytekit nor the kubernetes client; :attr:`Resolved.elastic`, :attr:`Resolved.pod_template` and
+:meth:`Resolved.v1_pod_template` import them when first asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import Finding, Location, ProfileError, sorted_findings
+from .layers import FOLDER_LAYERS, Catalog, FlagSource, discover_folders, folder_names, layer_sources, profile_name_of
+from .layers.flags import folder_arguments
+from .pipeline import Pipeline
+from .read import PROFILE_SUFFIXES, path_problem
+from .merge.result import Resolved
+
+__all__ = ["Report", "Resolved", "compare", "resolve", "validate_paths"]
+
+
+class _FlytekitObjects:
+    """flytekit's objects for :class:`Resolved` (:data:`kfdefaults.flytekit.objects.OBJECTS`), imported when first
+    asked for: flytekit takes over a second to import."""
+
+    def __getattr__(self, name: str) -> Any:
+        from .flytekit.objects import OBJECTS
+
+        return getattr(OBJECTS, name)
+
+
+FLYTEKIT_OBJECTS = _FlytekitObjects()
+
+
+def resolve(
+    name: str,
+    *,
+    platform: Iterable[str | os.PathLike[str]] = (),
+    team: Iterable[str | os.PathLike[str]] = (),
+    overrides: Mapping[str, Any] | None = None,
+    kubernetes_version: str | None = None,
+) -> Resolved:
+    """Merge a profile across its layers: builtin, platform, team, then ``overrides`` as the task layer.
+
+    Folders come from the arguments and from every other source of their layer
+    (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the nearest
+    pyproject.toml's ``[tool.kfdefaults] team``).
+
+    Args:
+        name: Profile name, like ``"gpu-large"``.
+        platform: Extra platform-layer folders, lowest priority within the layer first.
+        team: Extra team-layer folders.
+        overrides: The task layer, in the shape of a profile file:
+            ``{"elastic": {"nnodes": 2}, "pod_template": {"spec": {...}}}``.
+        kubernetes_version: Kubernetes minor version for the strategic merge patch schema (default 1.32).
+
+    Returns:
+        The merged :class:`Resolved` profile.
+
+    Raises:
+        ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, or a pod template patch
+            is rejected; every finding has a ``FILE:LINE:COLUMN`` location.
+        TypeError: ``name`` is not a string, or ``platform`` / ``team`` is not a path or a list of paths.
+        ValueError: no schema for ``kubernetes_version``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a profile name is a string, not {type(name).__name__}")
+    platform, team = folder_arguments(platform, "platform="), folder_arguments(team, "team=")
+    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=FLYTEKIT_OBJECTS,
+                                 flags=("platform=", "team="))
+    return pipeline.resolve(name, [pipeline.task_layer(name, overrides)])
+
+
+# --- validate ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """What :func:`validate_paths` found.
+
+    Attributes:
+        findings: Errors and warnings, sorted by file and position.
+        files: The profile files checked.
+        profiles: The profile names merged and checked.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    profiles: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity != "error"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON data: ``{"files", "profiles", "errors", "warnings", "findings": [...]}``."""
+        return {
+            "files": self.files,
+            "profiles": self.profiles,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "findings": [
+                {"file": f.location.file, "line": f.location.line, "column": f.location.column, "layer": f.layer,
+                 "path": f.path, "severity": f.severity, "message": f.message, "text": str(f)}
+                for f in self.findings
+            ],
+        }
+
+
+def validate_paths(
+    paths: Sequence[str],
+    *,
+    layer: str = "team",
+    platform: Iterable[str] = (),
+    team: Iterable[str] = (),
+    kubernetes_version: str | None = None,
+) -> Report:
+    """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
+
+    With ``paths``, the files given (and the profile files directly in the folders given) form the ``layer``
+    layer, on top of the layers below it as ``render`` finds them (for the team layer: the builtin profiles,
+    ``--platform`` folders, ``KFDEFAULTS_PLATFORM_PATH``, installed platform packages); of the ``layer`` layer
+    and above, only the ``platform`` / ``team`` folders given count, as context. Without ``paths``, every
+    folder of every layer is checked, found as ``render`` finds them (flags, environment, entry points,
+    pyproject.toml).
+
+    Args:
+        paths: Profile files (``.yaml``, ``.yml``, ``.toml``) and folders of them (not searched recursively,
+            as the layers are not).
+        layer: The layer the given paths belong to: ``platform`` or ``team``.
+        platform: Platform-layer folders to validate against (context, not reported on unless broken).
+        team: Team-layer folders, likewise.
+        kubernetes_version: Kubernetes minor version of the schema (default 1.32).
+
+    Returns:
+        A :class:`Report`; it never raises for bad input.
+    """
+    findings: list[Finding] = []
+    given = _given_files(paths, findings)
+    try:
+        sources = _context_sources(platform, team, layer if paths else None)
+    except ProfileError as e:
+        return Report(sorted_findings(findings + e.findings))
+    # a broken context folder or installed package is reported, and the rest is checked all the same
+    catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
+    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version)
+    if paths:
+        by_real_path: dict[str, str] = {}
+        for file in given:  # a file given twice (or through a link) is checked once
+            by_real_path.setdefault(os.path.realpath(file), file)
+        checked = [(file, layer) for file in by_real_path.values()]
+    else:
+        checked = [(file, file_layer) for file_layer in FOLDER_LAYERS
+                   for files in pipeline.catalog.index().get(file_layer, {}).values() for file in files]
+    for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
+        try:
+            findings.extend(pipeline.loader.load(file, file_layer).warnings)
+        except ProfileError as e:
+            findings.extend(e.findings)
+    names = sorted({profile_name_of(file) for file, _ in checked} if paths else set(pipeline.catalog.names()))
+    for name in names:  # each profile they define: duplicates, extends, the merge, and the merged result
+        findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1))
+    return Report(sorted_findings(findings), [f for f, _ in checked], names)
+
+
+def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None) -> dict[str, list[Any]]:
+    """The layer sources ``validate`` reads: all of them; or, for files of ``layer``, everything below that layer
+    as ``render`` reads it (a team repository is checked on top of the installed platform package) and, in that
+    layer and above, only the folders given as flags (the repository's own files are not read twice, through
+    pyproject.toml or an installed copy).
+
+    Raises:
+        ProfileError: pyproject.toml's ``[tool.kfdefaults]`` is invalid.
+    """
+    sources = layer_sources(platform, team)
+    if layer is not None:
+        for upper in FOLDER_LAYERS[FOLDER_LAYERS.index(layer):]:
+            sources[upper] = [s for s in sources[upper] if isinstance(s, FlagSource)]
+    return sources
+
+
+def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
+    """The profile files ``paths`` name (a folder's files directly in it); what cannot be one goes to ``findings``."""
+    from .validate.folders import sub_folders_hint
+
+    given: list[str] = []
+    for path in paths:
+        if not path:
+            findings.append(Finding(Location("''"), "", "an empty path names no file or folder"))
+        elif os.path.isdir(path):
+            problem = path_problem(path, "folder")
+            if problem is not None:
+                findings.append(Finding(Location(path), "", problem))
+                continue
+            files = [file for file, _ in folder_names(path)]
+            if not files:  # a CI job pointed at the wrong folder must not pass
+                findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"
+                                        + sub_folders_hint(path)))
+            given.extend(files)
+        elif path.endswith(PROFILE_SUFFIXES) and os.path.lexists(path):
+            given.append(path)  # reading it says what is wrong with it, if anything
+        elif os.path.isfile(path):
+            findings.append(Finding(Location(path, 1, 1), "", "not a profile file: profiles end in .yaml, .yml or .toml"))
+        else:
+            problem = path_problem(path, "file")
+            findings.append(Finding(Location(path), "", "no such file or folder" if problem == "no such file" else problem or ""))
+    return given
+
+
+def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool) -> list[Finding]:
+    """Errors and warnings of profile ``name`` merged across its layers."""
+    from .validate.merged import check_merged
+
+    try:
+        return check_merged(pipeline.resolve(name, remember=False))
+    except ProfileError as e:
+        for f in e.findings:
+            if several_paths and f.layer == layer and "defined twice" in f.message:
+                # two PATH folders meant as two layers (platform, team) are one layer here
+                f.message += (f" (the PATHs are checked together, as the {layer} layer; check a folder of "
+                              "another layer with --layer, or give it as context with --platform / --team)")
+        return e.findings
+
+
+# --- diff -------------------------------------------------------------------------------------------------------
+
+
+def compare(
+    name_a: str,
+    name_b: str | None = None,
+    *,
+    platform: Sequence[str] = (),
+    team: Sequence[str] = (),
+    platform_against: Sequence[str] | None = None,
+    team_against: Sequence[str] | None = None,
+    kubernetes_version: str | None = None,
+) -> tuple[Any, Any]:
+    """Resolve both sides of a comparison (:mod:`kfdefaults.show.diff`).
+
+    A is ``name_a`` with ``platform`` and ``team``; B is ``name_b`` (default: ``name_a``) with the same
+    folders, except that ``platform_against`` / ``team_against``, when given, replace that layer's folders.
+    A layer compared that way is read from the given folders only, on both sides: its environment variable,
+    the ``kfdefaults.platform`` entry points (platform) and pyproject.toml (team) are left out, since they
+    would add the same folder to both sides (or the new folder to the old side).
+
+    Comparing one profile under two sets of folders, a profile defined on one side only (new in a pull request,
+    or deleted by it) is compared with nothing: every leaf is added (or removed).
+
+    Returns:
+        ``(side_a, side_b)``, two :class:`kfdefaults.show.diff.Side`.
+
+    Raises:
+        ProfileError: a profile is unknown (on both sides, when one profile is compared under two sets of
+            folders) or a file is invalid, on either side.
+    """
+    from .settings import PLATFORM_ENV, TEAM_ENV
+    from .show.diff import Side, side
+
+    sources: dict[str, Any] = {}
+    environ = dict(os.environ)
+    if platform_against is not None:
+        environ.pop(PLATFORM_ENV, None)
+        sources["entry_points"] = False
+    if team_against is not None:
+        environ.pop(TEAM_ENV, None)
+        sources["pyproject"] = False
+    if sources:
+        sources["environ"] = environ
+    b_name = name_b or name_a
+    labels = (name_a, b_name) if name_a != b_name else (f"{name_a} (before)", f"{b_name} (after)")
+    flags_b = ("--platform" if platform_against is None else "--platform-against",
+               "--team" if team_against is None else "--team-against")
+    sides, pipeline = [], None
+    for label, name, plat, tm, flags in ((labels[0], name_a, platform, team, ("--platform", "--team")),
+                                         (labels[1], b_name, platform if platform_against is None else platform_against,
+                                          team if team_against is None else team_against, flags_b)):
+        pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, flags=flags, **sources)
+        shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}
+        if name_b in (None, name_a) and name not in pipeline.catalog.names():
+            # one profile under two sets of folders, defined on one side only: new (or deleted) in the change
+            sides.append(Side(f"{label}: absent", name, shown, []))
+            continue
+        sides.append(side(label, pipeline.resolve(name), shown, kubernetes_version=pipeline.kubernetes_version))
+    if not sides[0].entries and not sides[1].entries and pipeline is not None:
+        pipeline.fragments(name_a)  # on neither side: the unknown-profile error, with its near names
+    return sides[0], sides[1]

@@ -1,0 +1,131 @@
+"""The exceptions and warnings kfdefaults raises, and the one way a problem is written.
+
+Every error that comes from user input carries where it came from, so that the command line can print
+``FILE:LINE:COLUMN: [layer] dotted.path: message`` and Python callers can read the same fields. Paths are
+written by :mod:`kfdefaults.paths`. Importing this module imports nothing else of kfdefaults but that.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, NamedTuple
+
+from .paths import format_path
+
+
+class KfdefaultsError(Exception):
+    """Base class of every error kfdefaults raises on purpose."""
+
+
+class KfdefaultsWarning(UserWarning):
+    """A choice kfdefaults made for the user that they should know about (``@task(shared_memory=...)`` winning
+    over a profile's ``/dev/shm``, say)."""
+
+
+class MergeError(KfdefaultsError, ValueError):
+    """A strategic merge patch that Kubernetes rejects.
+
+    Raised by :func:`kfdefaults.strategic_merge_patch` exactly where ``kubectl patch --type strategic``
+    fails (an unknown ``$patch`` value, ``$patch: merge`` in a list, a list item without its merge key,
+    a ``$retainKeys`` list that omits a key the patch sets, and so on), and for input that is not JSON data.
+
+    Attributes:
+        parts: The path of the offending value inside the patched document, as data: keys, and
+            :class:`kfdefaults.paths.Select` for list items named by their merge key; ``()`` for the document.
+        path: The same path written out (``spec.containers[name=primary].env``); ``""`` for the document itself.
+        reason: The message without the path.
+    """
+
+    def __init__(self, parts: Iterable[Any], reason: str) -> None:
+        self.parts = tuple(parts)
+        self.path = format_path(self.parts)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}" if self.path else reason)
+
+
+class Location(NamedTuple):
+    """Where a value was written: a file and a 1-based line and column, or a non-file source.
+
+    Attributes:
+        file: Path of the profile file, or a label such as ``--set`` or ``Elastic(nnodes=...)``
+            for values that did not come from a file.
+        line: 1-based line, 0 when unknown.
+        column: 1-based column, 0 when unknown.
+    """
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column or 1}"
+        return self.file
+
+
+class Finding:
+    """One problem found in a profile.
+
+    Attributes:
+        location: Where the offending value was written.
+        path: Dotted path inside the profile (``pod_template.spec.containers[name=primary].image``).
+        message: What is wrong and, where possible, how to fix it.
+        severity: ``"error"`` or ``"warning"``.
+        layer: The layer the file belongs to (``builtin``, ``platform``, ``team``, ``task``), if known.
+    """
+
+    __slots__ = ("location", "path", "message", "severity", "layer")
+
+    def __init__(self, location: Location, path: str, message: str, severity: str = "error",
+                 layer: str | None = None) -> None:
+        self.location = location
+        self.path = path
+        self.message = message
+        self.severity = severity
+        self.layer = layer
+
+    def _fields(self) -> tuple:
+        return (self.location, self.path, self.message, self.severity, self.layer)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Finding) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"Finding(location={self.location!r}, path={self.path!r}, message={self.message!r}, "
+                f"severity={self.severity!r}, layer={self.layer!r})")
+
+    def __str__(self) -> str:
+        layer = f"[{self.layer}] " if self.layer else ""
+        path = f"{self.path}: " if self.path else ""
+        prefix = "" if self.severity == "error" else f"{self.severity}: "
+        return f"{self.location}: {layer}{path}{prefix}{self.message}"
+
+
+class ProfileError(KfdefaultsError):
+    """One or more problems in profile files, each with its location.
+
+    Attributes:
+        findings: Every error found (warnings are not included); never empty.
+    """
+
+    def __init__(self, findings: list[Finding] | None = None) -> None:
+        self.findings: list[Finding] = list(findings or [])
+        super().__init__(self.findings)
+
+    def __str__(self) -> str:
+        return "\n".join(str(f) for f in self.findings)
+
+
+def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings without repeats, in file, line and column order (the order they were found within a line)."""
+    seen: set[tuple[Any, ...]] = set()
+    unique: list[Finding] = []
+    for f in findings:
+        mark = (str(f.location), f.path, f.message, f.severity)
+        if mark not in seen:
+            seen.add(mark)
+            unique.append(f)
+    order = {id(f): i for i, f in enumerate(unique)}
+    return sorted(unique, key=lambda f: (f.location.file, f.location.line, f.location.column, order[id(f)]))

@@ -1,0 +1,170 @@
+"""``kfdefaults.Elastic``: the plugin's ``Elastic`` task config, filled in from a profile.
+
+``@task(task_config=Elastic(profile="gpu-large", nnodes=2))`` resolves the profile across its layers through the
+process's shared :class:`~kfdefaults.pipeline.Pipeline`, the keyword arguments as the task layer; the task is
+then defined by :class:`~kfdefaults.flytekit.task.ProfileElasticTask`. In a Flyte pod, the settings registered
+with the task are used instead of profile files (:mod:`.runtime`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+from typing import Any, Iterable
+
+from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
+from flytekitplugins.kfpytorch.task import RunPolicy
+
+from ..errors import KfdefaultsError, ProfileError
+from ..k8s.models import to_plain
+from ..layers.flags import folder_arguments
+from ..pipeline import Pipeline, shared_pipeline
+from ..merge.elastic import PLUGIN_ELASTIC_DEFAULTS
+from ..merge.result import Resolved
+from ..validate.fragment import Fragment
+from .objects import OBJECTS, plugin_elastic
+from .pod import name_primary_as_the_profile_does
+from .runtime import FLYTE_POD_SIGNAL, embedded_settings, runtime_key
+
+ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
+"""The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
+
+_RESOLVED: dict[tuple[str, str], tuple[Pipeline, Fragment | None, Resolved]] = {}
+"""(profile, overrides) -> the merged profile, reused while the shared pipeline is the same."""
+
+
+def run_policy_dict(policy: Any) -> Any:
+    """A plugin ``RunPolicy`` as the profile format writes it (``clean_pod_policy: running``)."""
+    if isinstance(policy, RunPolicy):
+        out = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if getattr(policy, f.name) is not None}
+        clean = policy.clean_pod_policy
+        if clean is not None:
+            out["clean_pod_policy"] = clean.name.lower() if hasattr(clean, "name") else clean  # validation says if bad
+        return out
+    return policy
+
+
+class Elastic(PluginElastic):
+    """``flytekitplugins.kfpytorch.Elastic`` with its settings taken from a profile.
+
+    Usable wherever the plugin's ``Elastic`` is: it is a subclass, and a task defined with it is a
+    ``PytorchElasticFunctionTask`` (:class:`~kfdefaults.flytekit.task.ProfileElasticTask`) that carries the
+    profile's pod template.
+
+    Args:
+        profile: Profile name, like ``"gpu-large"``.
+        platform: Extra platform-layer folders (besides ``KFDEFAULTS_PLATFORM_PATH`` and entry points).
+        team: Extra team-layer folders (besides ``KFDEFAULTS_TEAM_PATH`` and pyproject.toml).
+        **overrides: Fields of the plugin's ``Elastic`` (``nnodes``, ``nproc_per_node``, ``start_method``,
+            ``monitor_interval`` in seconds, ``max_restarts``, ``rdzv_configs``, ``run_policy``): the task layer,
+            applied on top of the profile. ``rdzv_configs`` and ``run_policy`` merge per key.
+
+    Attributes:
+        profile: The profile name.
+        resolved: The merged profile (:class:`kfdefaults.Resolved`); ``None`` in a pod that runs on the
+            settings registered with the task.
+
+    Raises:
+        ProfileError: the profile is unknown or invalid, or an override is invalid (``FILE:LINE:COLUMN``
+            locations; overrides are named ``Elastic(key=...)``). In a Flyte pod, the error is kept and raised
+            only if this task runs (see :mod:`kfdefaults.flytekit.runtime`).
+        TypeError: an unknown keyword argument. ``increase_shared_mem=True`` is not accepted: the profile owns
+            ``/dev/shm`` (``increase_shared_mem=False``, which agrees, is accepted and ignored).
+    """
+
+    def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
+        if overrides.get("increase_shared_mem") is False:
+            del overrides["increase_shared_mem"]  # what kfdefaults does anyway: a port from the plugin keeps working
+        unknown = sorted(set(overrides) - set(ELASTIC_FIELDS))
+        if unknown:
+            hint = (" (kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, or use "
+                    "@task(shared_memory=...))") if "increase_shared_mem" in unknown else ""
+            raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}{hint}")
+        if not isinstance(profile, str):
+            raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
+        platform, team = folder_arguments(platform, "Elastic(platform=...)"), folder_arguments(team, "Elastic(team=...)")
+        elastic_overrides = {k: (run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
+        self.profile = profile
+        self.runtime_key = runtime_key(profile, platform, team, elastic_overrides)
+        self.resolved: Resolved | None = None
+        self.deferred_error: ProfileError | None = None
+        self._pipeline: Pipeline | None = None
+        self._task_layer: Fragment | None = None
+
+        settings = embedded_settings(self.runtime_key)
+        if settings is None:
+            try:
+                settings = self._resolve(platform, team, elastic_overrides, overrides)
+            except ProfileError as e:
+                if FLYTE_POD_SIGNAL not in os.environ:
+                    raise
+                # another task of this module may be the one running here: fail only if this one runs
+                self.deferred_error = e
+                settings = dict(PLUGIN_ELASTIC_DEFAULTS)
+        base = plugin_elastic(settings)
+        super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
+
+    def _resolve(self, platform: list[str], team: list[str], elastic_overrides: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+        self._pipeline = pipeline = shared_pipeline(platform, team, sdk=OBJECTS)
+        # key order kept: rdzv_configs={"a": 1, "b": 2} and {"b": 2, "a": 1} merge to dictionaries of other orders
+        memo_key = (self.profile, json.dumps(elastic_overrides, default=repr))
+        hit = _RESOLVED.get(memo_key)
+        if hit is not None and hit[0] is pipeline:
+            _, self._task_layer, remembered = hit
+            self.resolved = remembered.copy()  # each Elastic its own: one may be changed, the next one not
+        else:
+            labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
+            self._task_layer = pipeline.task_layer(
+                self.profile, {"elastic": elastic_overrides} if elastic_overrides else None, source="Elastic(...)",
+                labels=labels,
+            )
+            self.resolved = pipeline.resolve(self.profile, [self._task_layer])
+            _RESOLVED[memo_key] = (pipeline, self._task_layer, self.resolved.copy())
+        return copy.deepcopy(self.resolved.elastic_settings)
+
+    def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
+        """The profile with ``@task(pod_template=...)`` added to the task layer.
+
+        Args:
+            pod_template: A ``flytekit.PodTemplate`` or ``None``. Not modified.
+
+        Raises:
+            KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
+        """
+        if self.resolved is None or self._pipeline is None:
+            raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
+        if pod_template is None:
+            return self.resolved
+        from flytekit import PodTemplate
+
+        if not isinstance(pod_template, PodTemplate):
+            raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
+        section: dict[str, Any] = {}
+        if pod_template.pod_spec is not None:
+            section["spec"] = to_plain(pod_template.pod_spec)
+            name_primary_as_the_profile_does(section["spec"], pod_template.primary_container_name,
+                                              self.resolved.primary_container_name)
+        if pod_template.labels:
+            section["labels"] = dict(pod_template.labels)
+        if pod_template.annotations:
+            section["annotations"] = dict(pod_template.annotations)
+        if pod_template.primary_container_name and pod_template.primary_container_name != "primary":
+            section["primary_container_name"] = pod_template.primary_container_name
+        fragment = self._pipeline.task_layer(self.profile, {"pod_template": section}, source="@task(pod_template=...)")
+        return self._pipeline.resolve(self.profile, [self._task_layer, fragment])
+
+    def runtime_env_value(self) -> str:
+        """The JSON the pod reads back: this call's key and its resolved settings."""
+        return json.dumps({"key": self.runtime_key, "profile": self.profile, "elastic": self.elastic_settings()},
+                          sort_keys=True, separators=(",", ":"))
+
+    def elastic_settings(self) -> dict[str, Any]:
+        """The settings this config runs with, as plain data."""
+        if self.resolved is not None:
+            return copy.deepcopy(self.resolved.elastic_settings)
+        out: dict[str, Any] = {k: copy.deepcopy(getattr(self, k)) for k in ELASTIC_FIELDS if k != "run_policy"}
+        if self.run_policy is not None:
+            out["run_policy"] = run_policy_dict(self.run_policy)
+        return out

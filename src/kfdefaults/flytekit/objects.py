@@ -1,0 +1,55 @@
+"""Plain data -> the objects flytekit and the kfpytorch plugin expect: ``Elastic`` and ``PodTemplate``."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..k8s.models import to_k8s_model
+from ..merge.result import Resolved
+
+
+def plugin_elastic(settings: Mapping[str, Any]) -> Any:
+    """Merged elastic settings -> ``flytekitplugins.kfpytorch.Elastic`` with ``increase_shared_mem=False``."""
+    from flytekitplugins.kfpytorch import Elastic
+    from flytekitplugins.kfpytorch.task import CleanPodPolicy, RunPolicy
+
+    kwargs = {k: v for k, v in settings.items() if k != "run_policy"}
+    kwargs["rdzv_configs"] = dict(kwargs.get("rdzv_configs") or {})
+    run_policy = settings.get("run_policy")
+    if run_policy:
+        policy = dict(run_policy)
+        if policy.get("clean_pod_policy"):
+            policy["clean_pod_policy"] = CleanPodPolicy[policy["clean_pod_policy"].upper()]
+        kwargs["run_policy"] = RunPolicy(**policy)
+    return Elastic(increase_shared_mem=False, **kwargs)
+
+
+def flytekit_pod_template(
+    pod_spec: Mapping[str, Any], primary_container_name: str, labels: Mapping[str, str], annotations: Mapping[str, str]
+) -> Any:
+    """A ``flytekit.PodTemplate`` holding a ``kubernetes.client.V1PodSpec`` built from plain data."""
+    from flytekit import PodTemplate
+
+    spec = dict(pod_spec)
+    spec.setdefault("containers", [])
+    return PodTemplate(
+        pod_spec=to_k8s_model(spec, "V1PodSpec"),
+        primary_container_name=primary_container_name,
+        labels=dict(labels) or None,
+        annotations=dict(annotations) or None,
+    )
+
+
+class FlytekitObjects:
+    """flytekit's objects of a :class:`~kfdefaults.Resolved` profile (its :attr:`~kfdefaults.Resolved.elastic` and
+    :attr:`~kfdefaults.Resolved.pod_template`)."""
+
+    def elastic(self, resolved: Resolved) -> Any:
+        return plugin_elastic(resolved.elastic_settings)
+
+    def pod_template(self, resolved: Resolved) -> Any:
+        return flytekit_pod_template(resolved.pod_spec, resolved.primary_container_name, resolved.labels,
+                                     resolved.annotations)
+
+
+OBJECTS = FlytekitObjects()

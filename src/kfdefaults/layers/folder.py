@@ -1,0 +1,38 @@
+"""A folder of profile files, and what every layer source gives: the folders it names."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+
+class Folder(NamedTuple):
+    """A folder of profile files.
+
+    Attributes:
+        path: The folder.
+        layer: ``builtin``, ``platform`` or ``team``.
+        origin: What named it, for messages: ``--team``, ``KFDEFAULTS_TEAM_PATH``, ``entry point acme (...)``,
+            the path of a ``pyproject.toml``.
+    """
+
+    path: str
+    layer: str
+    origin: str
+
+
+class Source(Protocol):
+    """Where one layer finds folders (a flag, a variable, installed packages, pyproject.toml).
+
+    Attributes:
+        layer: The layer it feeds.
+    """
+
+    layer: str
+
+    def folders(self) -> list[Folder]:
+        """The folders, in the order they are listed.
+
+        Raises:
+            ProfileError: what names the folders is broken (an installed package, a pyproject.toml).
+        """
+        ...

@@ -1,0 +1,199 @@
+"""Fragments, lowest layer first -> one :class:`~.result.Resolved`: the ``elastic`` sections key by key, the pod
+templates by strategic merge patch, one :func:`merge_step` per fragment.
+
+A merge is a function of its fragments alone (and of kfdefaults' code and the schema version), so it is kept in
+the cache (:mod:`kfdefaults.cache`): a profile whose files are unchanged is merged once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from .. import cache
+from ..errors import Finding, Location, MergeError, ProfileError
+from ..paths import format_path
+from ..smp.schema import normalize_version
+from ..validate.fragment import Fragment
+from .elastic import PLUGIN_ELASTIC_DEFAULTS, merge_elastic
+from .primary import assign_primary_container
+from .result import Resolved, SdkObjects
+
+PathT = tuple
+
+
+def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version: str | None = None,
+                    remember: bool = True, sdk: SdkObjects | None = None) -> Resolved:
+    """Merge fragments, lowest first.
+
+    The ``elastic`` sections merge key by key over the plugin's defaults (:func:`.elastic.merge_elastic`);
+    pod templates merge with :func:`kfdefaults.strategic_merge_patch` (kind ``PodTemplateSpec``), starting
+    from an empty one. One :func:`merge_step` per fragment from :meth:`Resolved.initial`, then
+    :func:`fill_plugin_defaults`: :mod:`kfdefaults.show.explain` replays these same steps for provenance, so
+    keep the merge in them.
+
+    ``remember=False`` neither reads nor stores the merge in the cache (``validate`` merges a thousand profiles
+    once each: storing them would cost more than it saves).
+
+    Raises:
+        ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
+    """
+    fragments = assign_primary_container(fragments)
+    entry_key = merge_key(fragments, kubernetes_version) if remember else None
+    if entry_key is not None:
+        hit = cache.load(entry_key)
+        if isinstance(hit, dict) and {"description", "elastic", "pod", "primary"} <= set(hit):
+            return Resolved(name, hit["description"], hit["elastic"], hit["pod"], hit["primary"], fragments, sdk)
+    state = Resolved.initial(name, sdk)
+    for fragment in fragments:
+        state = merge_step(state, fragment, kubernetes_version=kubernetes_version)
+    _reject_leftover_directives(state.pod_template_spec, fragments)
+    merged = state.replace(elastic_settings=fill_plugin_defaults(state.elastic_settings), fragments=fragments)
+    if entry_key is not None:
+        cache.store(entry_key, {"description": merged.description, "elastic": merged.elastic_settings,
+                                "pod": merged.pod_template_spec, "primary": merged.primary_container_name})
+    return merged
+
+
+def merge_step(state: Resolved, fragment: Fragment, *, kubernetes_version: str | None = None) -> Resolved:
+    """Apply one fragment on top of ``state``: one step of :func:`merge_fragments`.
+
+    Args:
+        state: What the fragments below built; not modified.
+        fragment: The next fragment, its containers already named as :func:`assign_primary_container` names them.
+        kubernetes_version: Kubernetes minor version of the strategic merge patch schema.
+
+    Returns:
+        The new state.
+
+    Raises:
+        ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
+    """
+    from ..smp.patch import strategic_merge_patch
+
+    new = state.replace(fragments=state.fragments + [fragment])
+    if fragment.description is not None:
+        new.description = fragment.description or None
+    if fragment.primary_container_name is not None:
+        new.primary_container_name = fragment.primary_container_name
+    if fragment.elastic:
+        new.elastic_settings = merge_elastic(state.elastic_settings, fragment.elastic)
+    if fragment.pod_template:
+        try:
+            new.pod_template_spec = strategic_merge_patch(state.pod_template_spec, fragment.pod_template,
+                                                          kubernetes_version=kubernetes_version)
+        except MergeError as e:
+            file_path = _file_path_of(e.parts)
+            raise ProfileError([Finding(fragment.location(file_path), format_path(file_path) or "pod_template",
+                                        e.reason, layer=fragment.layer)]) from None
+    return new
+
+
+def fill_plugin_defaults(elastic: dict[str, Any]) -> dict[str, Any]:
+    """``elastic`` with every key a layer deleted (``null``) set back to the plugin's default, in place.
+
+    ``rdzv_configs`` comes back as ``{}``: deleting it means "no rendezvous settings", not the defaults.
+    """
+    for key, default in PLUGIN_ELASTIC_DEFAULTS.items():
+        if key not in elastic:
+            elastic[key] = {} if key == "rdzv_configs" else default
+    return elastic
+
+
+def merge_key(fragments: list[Fragment], kubernetes_version: str | None) -> str | None:
+    """The cache key of a merge: everything the merge reads from the fragments, in order.
+
+    The merge is a function of these alone (and of kfdefaults' code and the schema version, which every cache
+    key holds), so a profile whose files are unchanged is merged once: later runs skip the strategic merge
+    patch, deepmerge and their imports. ``None`` when the data is not JSON (only the task layer can hold such
+    values, and then the merge reports them).
+    """
+    import json
+
+    try:
+        text = json.dumps([[f.layer, f.elastic, f.pod_template, f.primary_container_name, f.description]
+                           for f in fragments], allow_nan=False, separators=(",", ":"))
+        version = normalize_version(kubernetes_version)
+    except (TypeError, ValueError):
+        return None
+    return cache.key(text.encode(), "merge", version, _deepmerge_stamp())
+
+
+@functools.lru_cache(maxsize=1)
+def _deepmerge_stamp() -> str:
+    """The installed deepmerge, which merges the ``elastic`` sections, as its files' sizes and times (found
+    without importing it): another deepmerge is another merge key."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("deepmerge")
+    folder = list(spec.submodule_search_locations or [])[0] if spec and spec.submodule_search_locations else None
+    if folder is None:
+        return "deepmerge ?"
+    parts = []
+    for root, _, files in os.walk(folder):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(root, name))
+                parts.append(f"{os.path.relpath(os.path.join(root, name), folder)} {st.st_size} {st.st_mtime_ns}")
+    return "\n".join(sorted(parts))
+
+
+def _directive_paths(value: Any, field: tuple = (), at: tuple = ()) -> list[tuple[tuple, tuple, str]]:
+    """``(field path without list positions, concrete path, key)`` of every ``$``-key in ``value``."""
+    found: list[tuple[tuple, tuple, str]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.startswith("$"):
+                found.append((field, at + (key,), key))
+            else:
+                found.extend(_directive_paths(item, field + (key,), at + (key,)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.extend(_directive_paths(item, field, at + (i,)))
+    return found
+
+
+def _reject_leftover_directives(pod: dict[str, Any], fragments: list[Fragment]) -> None:
+    """A directive left in the merged pod template is an error.
+
+    Strategic merge patch applies ``$patch``, ``$retainKeys`` and the others only where they meet something to
+    act on; kubectl copies the rest into the object as data (a ``$patch: delete`` item in a list without a merge
+    key, such as ``tolerations``, is added, not deleted). The cluster would then get what the author did not
+    mean, silently: the Kubernetes client drops the ``$`` key and keeps the rest of the item.
+
+    Raises:
+        ProfileError: located at the highest fragment that writes such a directive at that field.
+    """
+    leftovers = _directive_paths(pod)
+    if not leftovers:
+        return
+    findings = []
+    for field, _, key in leftovers:
+        for fragment in reversed(fragments):
+            matches = [at for f, at, k in _directive_paths(fragment.pod_template) if f == field and k == key]
+            if matches:
+                at = matches[0]
+                file_path = ("pod_template",) + (at[1:] if at[:1] == ("metadata",) else at)
+                findings.append(Finding(
+                    fragment.location(file_path, key=True), format_path(file_path),
+                    f"`{key}` has nothing to act on here and would reach the cluster as data: strategic merge patch "
+                    f"applies it only to an item of a list merged by key, or to a field that exists below; "
+                    f"`{format_path(field)}` is replaced whole or is new at this point (kubectl leaves it in too)",
+                    layer=fragment.layer))
+                break
+    unique = {str(f): f for f in findings}
+    raise ProfileError(list(unique.values()) or [Finding(Location("kfdefaults"), "", "a directive is left in the merged pod template")])
+
+
+def _file_path_of(parts: tuple) -> PathT:
+    """A PodTemplateSpec path (``metadata.labels.team``) -> the profile file's (``pod_template.labels.team``),
+    cut at the first list item: items are named by merge key, and the list is the best position in the file."""
+    keys: list[Any] = []
+    for part in parts:
+        if not isinstance(part, str):
+            break
+        keys.append(part)
+    if keys[:1] == ["metadata"]:
+        keys = keys[1:]
+    return ("pod_template", *keys)

@@ -1,0 +1,157 @@
+"""The one result type: :class:`Resolved`, a profile merged across its layers, as plain data.
+
+The merge builds it layer by layer (:func:`kfdefaults.merge.fold.merge_step` takes one and gives the next),
+``--explain`` replays those steps, the printers and the checks read it, and the SDK adapters turn it into their
+objects. Nothing here imports an SDK: :attr:`Resolved.elastic` and :attr:`Resolved.pod_template` ask the
+:class:`SdkObjects` the pipeline that made it was given.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+from ..errors import KfdefaultsError
+from .elastic import PLUGIN_ELASTIC_DEFAULTS
+from .primary import DEFAULT_PRIMARY_CONTAINER_NAME
+
+
+class SdkObjects(Protocol):
+    """Builds an SDK's objects from a :class:`Resolved` profile (:mod:`kfdefaults.flytekit.objects`)."""
+
+    def elastic(self, resolved: Resolved) -> Any:
+        """The SDK's ``Elastic`` task config with the merged settings."""
+        ...
+
+    def pod_template(self, resolved: Resolved) -> Any:
+        """The SDK's ``PodTemplate`` with the merged pod spec, labels and annotations."""
+        ...
+
+
+class Resolved:
+    """A profile merged across its layers.
+
+    Attributes:
+        name: The profile name.
+        description: Its description (from the highest layer that gives one), or ``None``.
+        elastic_settings: The effective ``Elastic`` settings as plain data, the plugin's defaults filled in:
+            ``{"nnodes": 1 | "MIN:MAX", "nproc_per_node": int, "start_method": "spawn" | "fork",
+            "monitor_interval": seconds, "max_restarts": int, "rdzv_configs": {key: value},
+            "run_policy": {...}}`` (``run_policy`` only when set).
+        pod_template_spec: The merged PodTemplateSpec as plain data (``{"metadata": {...}, "spec": {...}}``).
+        primary_container_name: Name of the container that runs the task.
+        fragments: What was merged, lowest layer first (for provenance).
+    """
+
+    __slots__ = ("name", "description", "elastic_settings", "pod_template_spec", "primary_container_name",
+                 "fragments", "sdk")
+
+    def __init__(self, name: str, description: str | None, elastic_settings: dict[str, Any],
+                 pod_template_spec: dict[str, Any], primary_container_name: str, fragments: list[Any],
+                 sdk: SdkObjects | None = None) -> None:
+        self.name = name
+        self.description = description
+        self.elastic_settings = elastic_settings
+        self.pod_template_spec = pod_template_spec
+        self.primary_container_name = primary_container_name
+        self.fragments = fragments
+        self.sdk = sdk
+
+    @classmethod
+    def initial(cls, name: str, sdk: SdkObjects | None = None) -> Resolved:
+        """What lies below every layer: the plugin's ``Elastic`` defaults, an empty pod template, flytekit's
+        primary container name."""
+        return cls(name, None, copy.deepcopy(PLUGIN_ELASTIC_DEFAULTS), {}, DEFAULT_PRIMARY_CONTAINER_NAME, [], sdk)
+
+    def replace(self, **changes: Any) -> Resolved:
+        """A shallow copy with some attributes changed."""
+        values = {slot: getattr(self, slot) for slot in self.__slots__}
+        values.update(changes)
+        return Resolved(**values)
+
+    def __repr__(self) -> str:
+        return f"Resolved(name={self.name!r}, layers={[f.layer for f in self.fragments]})"
+
+    def copy(self) -> Resolved:
+        """A copy whose settings and pod template can be changed without changing this one (fragments shared)."""
+        return self.replace(elastic_settings=copy.deepcopy(self.elastic_settings),
+                            pod_template_spec=copy.deepcopy(self.pod_template_spec))
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The merged pod labels (``pod_template.labels`` of every layer), a new dict."""
+        return dict(self.pod_template_spec.get("metadata", {}).get("labels") or {})
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        """The merged pod annotations (``pod_template.annotations`` of every layer), a new dict."""
+        return dict(self.pod_template_spec.get("metadata", {}).get("annotations") or {})
+
+    @property
+    def pod_spec(self) -> dict[str, Any]:
+        """The merged PodSpec as plain data (camelCase, as in a manifest), a copy."""
+        return copy.deepcopy(self.pod_template_spec.get("spec") or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The merged profile as plain data, in the shape of a profile file.
+
+        Returns:
+            ``{"name", "description", "elastic": {...}, "pod_template": {"primary_container_name",
+            "labels", "annotations", "spec"}}``; ``description`` is omitted when there is none.
+        """
+        out: dict[str, Any] = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        out["elastic"] = copy.deepcopy(self.elastic_settings)
+        pod: dict[str, Any] = {"primary_container_name": self.primary_container_name}
+        if self.labels:
+            pod["labels"] = self.labels
+        if self.annotations:
+            pod["annotations"] = self.annotations
+        pod["spec"] = self.pod_spec
+        out["pod_template"] = pod
+        return out
+
+    def pod_template_manifest(self, name: str | None = None) -> dict[str, Any]:
+        """A Kubernetes ``v1 PodTemplate`` manifest of the merged pod template, as plain data.
+
+        Args:
+            name: ``metadata.name`` of the PodTemplate; defaults to the profile name. Flyte's
+                ``pod_template_name`` refers to a PodTemplate by this name.
+        """
+        template: dict[str, Any] = {}
+        metadata = {k: v for k, v in (("labels", self.labels), ("annotations", self.annotations)) if v}
+        if metadata:
+            template["metadata"] = metadata
+        template["spec"] = self.pod_spec
+        return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name or self.name}, "template": template}
+
+    def _sdk(self) -> SdkObjects:
+        if self.sdk is None:
+            raise KfdefaultsError(f"profile {self.name!r} was resolved without an SDK: use kfdefaults.resolve() "
+                                  "for flytekit objects")
+        return self.sdk
+
+    @property
+    def elastic(self) -> Any:
+        """A ``flytekitplugins.kfpytorch.Elastic`` with the merged settings.
+
+        ``increase_shared_mem`` is ``False``: the profile owns ``/dev/shm``. Imports flytekit.
+        """
+        return self._sdk().elastic(self)
+
+    @property
+    def pod_template(self) -> Any:
+        """A ``flytekit.PodTemplate`` whose ``pod_spec`` is a ``kubernetes.client.V1PodSpec``. Imports flytekit."""
+        return self._sdk().pod_template(self)
+
+    def v1_pod_template(self, name: str | None = None) -> Any:
+        """A ``kubernetes.client.V1PodTemplate`` (for ``kubectl apply`` and Flyte's ``pod_template_name``).
+
+        Imports the kubernetes client.
+        """
+        from ..k8s.models import to_k8s_model
+
+        manifest = self.pod_template_manifest(name)
+        manifest["template"]["spec"].setdefault("containers", [])  # required by the client's model
+        return to_k8s_model(manifest, "V1PodTemplate")

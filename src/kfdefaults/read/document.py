@@ -1,0 +1,97 @@
+"""A parsed profile file: plain data plus the line and column of every key and value; and the budgets every
+file must keep.
+
+The budgets bound the work a hostile file causes: the YAML parser is pure Python, and with them a file at the
+size cap is read or rejected in a second or two.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Finding, Location, ProfileError
+
+Path = tuple  # a path into a document: keys (str) and list indices (int)
+
+MAX_FILE_BYTES = 64 << 10
+"""Largest profile file read, in bytes (64 KiB); a profile is a few kilobytes, and the pure-Python YAML reader
+takes about a second for 64 KiB of the slowest input (one long comment)."""
+
+MAX_NODES = 10_000
+"""Largest number of values one file may hold or expand to, aliases included; a profile holds a few hundred."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists in one file; a PodSpec fragment nests about a dozen levels."""
+
+
+def error(file: str, line: int, column: int, message: str) -> ProfileError:
+    """A :class:`~kfdefaults.ProfileError` with one finding at ``FILE:LINE:COLUMN``."""
+    return ProfileError([Finding(Location(file, line, column), "", message)])
+
+
+class Document:
+    """One parsed profile file.
+
+    Attributes:
+        file: The path the file was read from, as given.
+        data: The document as plain data (dicts, lists, str, int, float, bool, None).
+        keys: Path -> (line, column) of the key that holds the value at that path (1-based).
+        values: Path -> (line, column) where the value at that path starts (1-based); list items too.
+        plain_text: Path -> the text of a plain YAML scalar that was read as something else than a string
+            (``0755`` read as 755, ``True`` read as true), for messages that say what to quote.
+    """
+
+    __slots__ = ("file", "data", "keys", "values", "plain_text")
+
+    def __init__(
+        self,
+        file: str,
+        data: Any,
+        keys: dict[Path, tuple[int, int]] | None = None,
+        values: dict[Path, tuple[int, int]] | None = None,
+        plain_text: dict[Path, str] | None = None,
+    ) -> None:
+        self.file = file
+        self.data = data
+        self.keys: dict[Path, tuple[int, int]] = {} if keys is None else keys
+        self.values: dict[Path, tuple[int, int]] = {} if values is None else values
+        self.plain_text: dict[Path, str] = {} if plain_text is None else plain_text
+
+    def __repr__(self) -> str:
+        return f"Document({self.file!r})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The document as plain JSON data (for the cache)."""
+        return {
+            "data": self.data,
+            "keys": [[list(p), *v] for p, v in self.keys.items()],
+            "values": [[list(p), *v] for p, v in self.values.items()],
+            "plain_text": [[list(p), v] for p, v in self.plain_text.items()],
+        }
+
+    @classmethod
+    def from_json(cls, file: str, value: dict[str, Any]) -> Document:
+        """The inverse of :meth:`to_json`."""
+        return cls(
+            file,
+            value["data"],
+            {tuple(p): (line, col) for p, line, col in value["keys"]},
+            {tuple(p): (line, col) for p, line, col in value["values"]},
+            {tuple(p): text for p, text in value["plain_text"]},
+        )
+
+    def location(self, path: Path, *, key: bool = False) -> Location:
+        """Where the value (or, with ``key=True``, the key) at ``path`` was written.
+
+        Falls back to the nearest enclosing value that has a position, then to the file's first line.
+        """
+        path = tuple(path)
+        table = self.keys if key else self.values
+        if path in table:
+            return Location(self.file, *table[path])
+        while path:
+            path = path[:-1]
+            for t in (self.values, self.keys):
+                if path in t:
+                    return Location(self.file, *t[path])
+        return Location(self.file, 1, 1)

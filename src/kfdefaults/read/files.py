@@ -1,0 +1,120 @@
+"""Profile files from disk: what may be read (no pipes, devices or oversized files), as bytes, then as text
+parsed by the reader its suffix names (:mod:`.yaml`, :mod:`.toml`)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from .document import MAX_FILE_BYTES, Document, error
+
+YAML_SUFFIXES = (".yaml", ".yml")
+TOML_SUFFIXES = (".toml",)
+PROFILE_SUFFIXES = YAML_SUFFIXES + TOML_SUFFIXES
+
+
+def read_document(file: str) -> Document:
+    """Read one YAML or TOML profile file.
+
+    Args:
+        file: Path of a ``.yaml``, ``.yml`` or ``.toml`` file.
+
+    Returns:
+        The parsed :class:`Document`.
+
+    Raises:
+        ProfileError: the file cannot be read, is too large, or is not valid YAML 1.2 / TOML 1.0, with the
+            line and column of the problem.
+    """
+    return parse_bytes(read_bytes(file), file)
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def path_problem(path: str, want: str) -> str | None:
+    """Why ``path`` cannot be read as ``want`` (``"file"`` or ``"folder"``), or ``None`` when it can.
+
+    Says what is there instead: nothing, a broken or looping symbolic link, a pipe or device (which would
+    block or never end), a file where a folder is wanted, or no permission to read it.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if os.path.islink(path):
+            if e.errno == errno.ELOOP:
+                return "a symbolic link that loops (too many levels of symbolic links)"
+            return f"a symbolic link to a missing {want} ({os.readlink(path)})"
+        return f"no such {want}" if e.errno == errno.ENOENT else f"cannot read: {e.strerror or e}"
+    if want == "folder":
+        if not stat.S_ISDIR(mode):
+            return "not a folder" if stat.S_ISREG(mode) else f"not a folder ({_kind_of(mode)})"
+        if not os.access(path, os.R_OK | os.X_OK):
+            return "cannot read this folder: permission denied"
+        return None
+    if not stat.S_ISREG(mode):
+        return f"not a profile file ({_kind_of(mode)})"
+    if not os.access(path, os.R_OK):
+        return "cannot read file: permission denied"
+    return None
+
+
+def read_bytes(file: str) -> bytes:
+    """A profile file's bytes.
+
+    Raises:
+        ProfileError: the file cannot be read (missing, a broken link, a folder, a pipe, a device, no
+            permission) or is larger than :data:`MAX_FILE_BYTES`.
+    """
+    problem = path_problem(file, "file")
+    if problem is not None:  # checked first: opening a pipe would block, a device may never end
+        raise error(file, 1, 1, problem)
+    try:
+        with open(file, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise error(file, 1, 1, f"cannot read file: {e.strerror or e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise error(file, 1, 1, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; a profile is a few KiB")
+    return raw
+
+
+def parse_bytes(raw: bytes, file: str) -> Document:
+    """Parse a profile file's bytes (UTF-8); the format is chosen by ``file``'s suffix.
+
+    Raises:
+        ProfileError: not UTF-8, or not valid YAML 1.2 / TOML 1.0, with the line and column of the problem.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise error(file, line, 1, "file is not UTF-8 text") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return parse_text(text, file)
+
+
+def parse_text(text: str, file: str) -> Document:
+    """Parse profile text; the format is chosen by ``file``'s suffix (``.toml`` for TOML, else YAML).
+
+    Raises:
+        ProfileError: as :func:`read_document`.
+    """
+    if file.endswith(TOML_SUFFIXES):
+        from .toml import parse_toml
+
+        return parse_toml(text, file)
+    from .yaml import parse_yaml
+
+    return parse_yaml(text, file)

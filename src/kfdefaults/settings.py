@@ -1,0 +1,41 @@
+"""Every setting kfdefaults reads from the environment, in one place.
+
+========================== =====================================================================================
+variable                   effect
+========================== =====================================================================================
+KFDEFAULTS_PLATFORM_PATH   platform-layer folders, an ``os.pathsep`` list (:mod:`kfdefaults.layers`)
+KFDEFAULTS_TEAM_PATH       team-layer folders, likewise
+KFDEFAULTS_NO_ENTRY_POINTS a yes/no flag: ignore the platform folders of installed packages
+KFDEFAULTS_CACHE_DIR       where the cache lives (default ``$XDG_CACHE_HOME/kfdefaults``, ``~/.cache/kfdefaults``)
+KFDEFAULTS_NO_CACHE        a yes/no flag: no cache, no in-process memo
+KFDEFAULTS_DEBUG           a yes/no flag: print the traceback of an internal error
+KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary container: the settings resolved at
+                           registration (:mod:`kfdefaults.flyte.runtime`); never set by hand
+========================== =====================================================================================
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+PLATFORM_ENV = "KFDEFAULTS_PLATFORM_PATH"
+TEAM_ENV = "KFDEFAULTS_TEAM_PATH"
+NO_ENTRY_POINTS_ENV = "KFDEFAULTS_NO_ENTRY_POINTS"
+CACHE_DIR_ENV = "KFDEFAULTS_CACHE_DIR"
+NO_CACHE_ENV = "KFDEFAULTS_NO_CACHE"
+DEBUG_ENV = "KFDEFAULTS_DEBUG"
+RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
+
+_OFF = frozenset({"", "0", "false", "no", "off", "n", "f"})
+"""Values that leave a flag off, compared case-insensitively: unset and empty, and the usual spellings of no."""
+
+
+def flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment variable ``name`` turns its setting on.
+
+    Any value but an empty one, ``0``, ``false``, ``no``, ``off``, ``n`` or ``f`` (any case, spaces ignored)
+    turns it on, so that ``KFDEFAULTS_NO_CACHE=false`` means what it says.
+    """
+    environ = os.environ if environ is None else environ
+    return environ.get(name, "").strip().lower() not in _OFF

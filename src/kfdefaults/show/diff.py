@@ -1,0 +1,309 @@
+"""Structural differences between two merged profiles, leaf by leaf.
+
+Both sides are flattened into leaves as ``render --explain`` names them (:mod:`kfdefaults.show.leaves`): list items
+by their patch merge key where the list has one (``containers[name=primary]``), by index otherwise
+(``tolerations[1]``). A difference is a leaf path whose value is only on one side or differs (typed:
+``8`` and ``"8"`` differ). ``name`` is not compared (it is what was asked for); where a value came from is
+not a difference either, but each difference carries the origin of both sides, so that a reviewer sees which
+file caused it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..paths import PathT, Select, format_path
+from .explain import Entry, Origin, explain, skeleton
+from .leaves import format_value, same, tree_order
+
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
+"""Stands for "no value at this path on this side"."""
+
+
+@dataclass
+class Side:
+    """One side of a comparison.
+
+    Attributes:
+        label: How to name it in output (``gpu-large``, ``before``).
+        name: The profile name.
+        folders: Layer -> the folders that side read, for the record.
+        entries: The live leaves from :func:`kfdefaults.show.explain.explain` (removed ones left out).
+    """
+
+    label: str
+    name: str
+    folders: dict[str, list[str]]
+    entries: list[Entry]
+
+    def leaves(self) -> dict[PathT, Entry]:
+        return {e.path: e for e in self.entries if not e.removed}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "name": self.name, "folders": self.folders}
+
+
+@dataclass
+class Difference:
+    """One leaf that differs.
+
+    Attributes:
+        path: The leaf path.
+        change: ``"added"`` (only in B), ``"removed"`` (only in A) or ``"changed"``.
+        before: The value in A, or :data:`ABSENT`.
+        after: The value in B, or :data:`ABSENT`.
+        before_origin: Who set it in A, ``None`` when absent.
+        after_origin: Who set it in B, ``None`` when absent.
+        after_removed_by: When B has no value here because a layer of B removed it: who did.
+    """
+
+    path: PathT
+    change: str
+    before: Any
+    after: Any
+    before_origin: Origin | None
+    after_origin: Origin | None
+    after_removed_by: Origin | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"path", "change", "a"?, "b"?, "a_set_by"?, "b_set_by"?}``: a side's keys are left out where it has no value."""
+        out: dict[str, Any] = {"path": format_path(self.path), "change": self.change}
+        if self.before is not ABSENT:
+            out["a"] = self.before
+        if self.after is not ABSENT:
+            out["b"] = self.after
+        if self.before_origin is not None:
+            out["a_set_by"] = self.before_origin.to_dict()
+        if self.after_origin is not None:
+            out["b_set_by"] = self.after_origin.to_dict()
+        if self.after_removed_by is not None:
+            out["b_removed_by"] = self.after_removed_by.to_dict()
+        return out
+
+    def where(self) -> tuple[str, Origin | None]:
+        """What to show as the cause: ``("", B's origin)``, ``("removed by", who)`` or ``("was", A's origin)``."""
+        if self.after_origin is not None:
+            return "", self.after_origin
+        if self.after_removed_by is not None:
+            return "removed by ", self.after_removed_by
+        return "was ", self.before_origin
+
+    def cause(self, code: Any = str) -> str:
+        """The "set by" text: who set B's value (or removed it, or set A's), and, when a value changed layer
+        (a team now overriding the platform), which layer set the value before. ``code`` formats a location."""
+        prefix, origin = self.where()
+        if origin is None:
+            return ""
+        text = f"{prefix}{origin.layer} {code(origin.where)}"
+        before = self.before_origin
+        if self.change == "changed" and before is not None and before.layer != origin.layer:
+            # the builtin files are the package's own: their layer says enough, and their path is the machine's
+            text += " (was builtin)" if before.layer == "builtin" else f" (was {before.layer} {code(before.where)})"
+        return text
+
+
+def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]], *, kubernetes_version: str | None = None) -> Side:
+    """A :class:`Side` from a :class:`~kfdefaults.Resolved` profile."""
+    entries = explain(resolved, kubernetes_version=kubernetes_version)
+    return Side(label, resolved.name, {k: list(v) for k, v in folders.items()}, entries)
+
+
+def differences(a: Side, b: Side) -> list[Difference]:
+    """Leaves that differ between ``a`` and ``b``, in output order (B's order, then what only A has).
+
+    A list without a merge key (``tolerations``, ``args``) is replaced whole by a layer, and its items have no
+    identity to compare by: when it differs, it is one difference at the list's path with both lists, not a
+    difference per position (which would show a replaced GPU toleration as an edited one).
+
+    Returns:
+        One :class:`Difference` per leaf path or per differing list without a merge key; ``[]`` when the two
+        merged profiles carry the same data.
+    """
+    left, right = a.leaves(), b.leaves()
+    removed_in_b = {e.path: e.removed_by for e in b.entries if e.removed_by is not None}
+    out: list[Difference] = []
+    lists_done: set[PathT] = set()
+    for path in tree_order(set(left) | set(right), skeleton() + list(right) + list(left)):
+        x, y = left.get(path), right.get(path)
+        if x is not None and y is not None and same(x.value, y.value):
+            continue
+        whole = _atomic_list(path) or (path if any(e is not None and e.value == [] for e in (x, y)) else None)
+        if whole is not None:
+            if whole not in lists_done:
+                lists_done.add(whole)
+                out.append(_list_difference(whole, left, right, removed_in_b))
+            continue
+        if x is not None and y is not None:
+            out.append(Difference(path, "changed", x.value, y.value, x.set_by, y.set_by))
+        elif x is not None:
+            out.append(Difference(path, "removed", x.value, ABSENT, x.set_by, None, removed_in_b.get(path)))
+        else:
+            assert y is not None
+            out.append(Difference(path, "added", ABSENT, y.value, None, y.set_by))
+    return out
+
+
+def _atomic_list(path: PathT) -> PathT | None:
+    """The path of the outermost list without a merge key that ``path`` goes through, if any."""
+    for i, part in enumerate(path):
+        if isinstance(part, int) and not isinstance(part, bool):
+            return tuple(path[:i])
+    return None
+
+
+def _list_difference(at: PathT, left: Mapping[PathT, Entry], right: Mapping[PathT, Entry],
+                     removed_in_b: Mapping[PathT, Origin | None]) -> Difference:
+    """One difference for the whole list at ``at``, each side's list rebuilt from its leaves."""
+    def gather(leaves: Mapping[PathT, Entry]) -> tuple[Any, Origin | None]:
+        empty = leaves.get(at)
+        if empty is not None and empty.value == []:  # an empty list is a leaf of its own
+            return [], empty.set_by
+        under = sorted((p[len(at):], e) for p, e in leaves.items() if p[:len(at)] == at and len(p) > len(at)
+                       and isinstance(p[len(at)], int))
+        if not under:
+            return ABSENT, None
+        items: list[Any] = []
+        for rest, entry in under:
+            _place(items, rest, entry.value)
+        return items, under[0][1].set_by
+
+    before, before_origin = gather(left)
+    after, after_origin = gather(right)
+    change = "added" if before is ABSENT else "removed" if after is ABSENT else "changed"
+    removed_by = next((who for p, who in removed_in_b.items() if p[:len(at)] == at and who is not None), None)
+    return Difference(at, change, before, after, before_origin, after_origin,
+                      removed_by if after is ABSENT else None)
+
+
+def _place(container: Any, rest: PathT, value: Any) -> None:
+    """Put ``value`` at the relative path ``rest`` (indices and keys) inside ``container``, creating what is missing."""
+    import copy
+
+    head, tail = rest[0], rest[1:]
+    if isinstance(head, int) and not isinstance(head, bool):
+        while len(container) <= head:
+            container.append(None)
+        if not tail:
+            container[head] = copy.deepcopy(value)
+            return
+        if container[head] is None:
+            container[head] = [] if isinstance(tail[0], int) and not isinstance(tail[0], bool) else {}
+        _place(container[head], tail, value)
+        return
+    key = head.value if isinstance(head, Select) else head
+    if not tail:
+        container[key] = copy.deepcopy(value)
+        return
+    if key not in container:
+        container[key] = [] if isinstance(tail[0], int) and not isinstance(tail[0], bool) else {}
+    _place(container[key], tail, value)
+
+
+def diff_document(a: Side, b: Side, diffs: Sequence[Difference]) -> dict[str, Any]:
+    """The JSON / YAML form: ``{"a": {...}, "b": {...}, "equal": bool, "differences": [...]}``."""
+    return {"a": a.to_dict(), "b": b.to_dict(), "equal": not diffs, "differences": [d.to_dict() for d in diffs]}
+
+
+_MARK = {"added": "+", "removed": "-", "changed": "~"}
+
+
+def diff_lines(diffs: Sequence[Difference]) -> list[str]:
+    """Plain text, one line per difference, stable::
+
+        ~ elastic.nnodes: "2:4" -> 2
+        - pod_template.spec.tolerations[1].key: pool
+        + pod_template.labels.team: vision
+
+    ``-`` only in A, ``+`` only in B, ``~`` in both with different values; values as
+    :func:`kfdefaults.show.leaves.format_value` writes them.
+    """
+    lines = []
+    for d in diffs:
+        path = format_path(d.path)
+        if d.change == "changed":
+            lines.append(f"~ {path}: {format_value(d.before)} -> {format_value(d.after)}")
+        elif d.change == "removed":
+            lines.append(f"- {path}: {format_value(d.before)}")
+        else:
+            lines.append(f"+ {path}: {format_value(d.after)}")
+    return lines
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span that survives a table cell (pipes escaped, backticks fenced)."""
+    text = text.replace("|", "\\|")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
+    """A Markdown summary and table, ready to paste into a pull-request comment.
+
+    Columns: the change (``+``, ``-``, ``~``), the leaf path, the value on each side, and where the value
+    that is now in effect was set (B's origin; A's for a value B no longer has), with the layer that set A's
+    value when another layer set it (``team ... (was platform ...)``).
+    """
+    title = f"**kfdefaults diff** {_code(a.label)} → {_code(b.label)}"
+    if not diffs:
+        return f"{title}: no differences.\n"
+    noun = "difference" if len(diffs) == 1 else "differences"
+    head_a, head_b = (side_.label.replace("|", "\\|") for side_ in (a, b))
+    lines = [f"{title}: {len(diffs)} {noun}.", "", f"| | path | {head_a} | {head_b} | set by |", "|---|---|---|---|---|"]
+    for d in diffs:
+        before = _code(format_value(d.before)) if d.before is not ABSENT else ""
+        after = _code(format_value(d.after)) if d.after is not ABSENT else ""
+        lines.append(f"| {_MARK[d.change]} | {_code(format_path(d.path))} | {before} | {after} | {d.cause(_code)} |")
+    return "\n".join(lines) + "\n"
+
+
+def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
+    """A rich table on the terminal: additions green, removals red, changes yellow."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    if not diffs:
+        console.print(Text(f"{a.label} and {b.label}: no differences"))
+        return
+    noun = "difference" if len(diffs) == 1 else "differences"
+    table = Table(title=Text(f"{a.label} → {b.label}: {len(diffs)} {noun}"), title_justify="left")
+    for column in ("", "path", a.label, b.label, "set by"):
+        table.add_column(Text(column), overflow="fold", no_wrap=column == "path")  # a path stays whole
+    styles = {"added": "green", "removed": "red", "changed": "yellow"}
+    for d in diffs:
+        where = d.cause()
+        table.add_row(Text(_MARK[d.change], style=styles[d.change]), Text(format_path(d.path)),  # Text: no markup
+                      Text(format_value(d.before) if d.before is not ABSENT else "", style="red" if d.before is not ABSENT else ""),
+                      Text(format_value(d.after) if d.after is not ABSENT else "", style="green" if d.after is not ABSENT else ""),
+                      Text(where, style="dim"))
+    console.print(table)
+
+
+def show_diff(a: Side, b: Side, output: str) -> int:
+    """Print the differences between ``a`` and ``b``.
+
+    Args:
+        output: ``table`` (rich, for a terminal), ``text`` (stable plain text), ``json``, ``yaml`` or ``markdown``.
+
+    Returns:
+        The exit status, as ``diff`` gives it: 0 when equal, 1 when different.
+    """
+    import click
+
+    diffs = differences(a, b)
+    if output == "table":
+        print_diff_table(a, b, diffs)
+    elif output in ("json", "yaml"):
+        from .output import to_json, to_yaml
+
+        document = diff_document(a, b, diffs)
+        click.echo(to_json(document) if output == "json" else to_yaml(document), nl=False)
+    elif output == "markdown":
+        click.echo(diff_markdown(a, b, diffs), nl=False)
+    else:
+        for line in diff_lines(diffs):
+            click.echo(line)
+    return 1 if diffs else 0

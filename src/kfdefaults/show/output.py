@@ -1,0 +1,218 @@
+"""Printing merged profiles and manifests as YAML or JSON, in a stable order.
+
+Order: a profile's own keys in the order of the file format (name, description, elastic, pod_template; the
+elastic fields in the plugin's order); Kubernetes objects with ``apiVersion``, ``kind``, ``metadata`` first and
+then, like ``kubectl -o yaml``, alphabetical keys, except that a list item starts with its merge key
+(``- name: primary``) so that a reviewer sees which item it is. The same input prints the same bytes on
+every run.
+
+YAML output quotes every string that a YAML 1.1 reader (kubectl, PyYAML) would take for something else:
+``"no"``, ``"on"``, ``"y"``, ``"0755"``, ``"1_000"``, ``"12:30"``, ``"2024-01-01"``. Round-tripping the output
+through kubectl therefore keeps strings strings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..smp.schema import SchemaLookupError, schema_type
+
+_PROFILE_ORDER = ("name", "description", "extends", "elastic", "pod_template")
+ELASTIC_ORDER = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
+POD_TEMPLATE_ORDER = ("primary_container_name", "labels", "annotations", "spec")
+_MANIFEST_FIRST = ("apiVersion", "kind", "metadata")
+
+# Plain scalars that YAML 1.1 resolves to a non-string (booleans, null, ints in every base with
+# underscores, sexagesimals, floats, timestamps, merge and value keys).
+_YAML11_NOT_STRING = re.compile(
+    r"""(?x)
+    y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+    |~|null|Null|NULL|
+    |[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+    |[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)
+    |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+      (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)?
+    |<<|=
+    """
+)
+
+
+def needs_quotes_for_yaml11(text: str) -> bool:
+    """Whether a YAML 1.1 reader would take the plain scalar ``text`` for something other than a string."""
+    return bool(_YAML11_NOT_STRING.fullmatch(text))
+
+
+def order_k8s(value: Any, schema: Any = None, merge_key: str | None = None) -> Any:
+    """Kubernetes data in output order: alphabetical keys, a list item's patch merge key first.
+
+    Args:
+        value: Plain data.
+        schema: The :class:`kfdefaults.smp.schema.SchemaType` of ``value``, which tells each list's merge key;
+            ``None`` where unknown.
+        merge_key: For a list item, the merge key of its list.
+    """
+    if isinstance(value, dict):
+        keys = sorted(value)
+        for first in reversed(_MANIFEST_FIRST):
+            if first in value:
+                keys.remove(first)
+                keys.insert(0, first)
+        if merge_key and merge_key in value:
+            keys.remove(merge_key)
+            keys.insert(0, merge_key)
+        return {k: _order_field(value[k], schema, k) for k in keys}
+    if isinstance(value, list):
+        return [order_k8s(v, schema, merge_key) for v in value]
+    return value
+
+
+def _order_field(value: Any, schema: Any, key: str) -> Any:
+    if schema is None or not isinstance(value, (dict, list)):
+        return order_k8s(value)
+    try:
+        if isinstance(value, list):
+            elem, meta = schema.lookup_slice(key)
+            return order_k8s(value, elem, meta.merge_key or None)
+        sub, _ = schema.lookup_struct(key)
+        return order_k8s(value, sub)
+    except SchemaLookupError:
+        return order_k8s(value)
+
+
+def _ordered(value: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    keys = [k for k in order if k in value] + sorted(k for k in value if k not in order)
+    return {k: value[k] for k in keys}
+
+
+def order_profile(profile: dict[str, Any], kubernetes_version: str | None = None) -> dict[str, Any]:
+    """A profile (file shape) in output order."""
+    out = _ordered(profile, _PROFILE_ORDER)
+    if isinstance(out.get("elastic"), dict):
+        elastic = _ordered(out["elastic"], ELASTIC_ORDER)
+        for key in ("rdzv_configs", "run_policy"):
+            if isinstance(elastic.get(key), dict):
+                elastic[key] = dict(sorted(elastic[key].items()))
+        out["elastic"] = elastic
+    if isinstance(out.get("pod_template"), dict):
+        pod = _ordered(out["pod_template"], POD_TEMPLATE_ORDER)
+        for key in ("labels", "annotations"):
+            if isinstance(pod.get(key), dict):
+                pod[key] = dict(sorted(pod[key].items()))
+        if "spec" in pod:
+            pod["spec"] = order_k8s(pod["spec"], schema_type("PodSpec", kubernetes_version))
+        out["pod_template"] = pod
+    return out
+
+
+def to_json(data: Any) -> str:
+    """Indented JSON, keys in the given order, non-ASCII kept, ending with a newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+_PLAIN = re.compile(r"(?:[A-Za-z0-9_./(]|-+[A-Za-z0-9_./(])[A-Za-z0-9_./()@=+:;,~^$%<>!&*?|'\"\- ]*")
+
+
+def _yaml_scalar(value: Any) -> str:
+    """One scalar: plain where every YAML reader reads it back the same, else a JSON (double-quoted) string."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return ".nan"
+        if value in (float("inf"), float("-inf")):
+            return ".inf" if value > 0 else "-.inf"
+        text = repr(value)  # YAML 1.1 wants a dot in every float, also before an exponent: 1.0e-05
+        mantissa, e, exponent = text.partition("e")
+        return (mantissa if "." in mantissa else mantissa + ".0") + (e + exponent if e else "")
+    text = str(value)
+    plain = (
+        _PLAIN.fullmatch(text) is not None
+        and not text.endswith((" ", ":"))
+        and ": " not in text
+        and not needs_quotes_for_yaml11(text)
+        and _YAML12_NOT_STRING.fullmatch(text) is None
+    )
+    return text if plain else _escape_unprintable(json.dumps(text, ensure_ascii=False))
+
+
+def _yaml_printable(c: str) -> bool:
+    """Whether YAML allows ``c`` unescaped (line separators, which readers take for line breaks, excluded)."""
+    code = ord(c)
+    return (code in (0x09, 0x0A, 0x0D) or 0x20 <= code <= 0x7E or 0xA0 <= code <= 0x2027 or 0x202A <= code <= 0xD7FF
+            or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF)
+
+
+def _escape_unprintable(quoted: str) -> str:
+    """``quoted`` (a JSON string) with what YAML does not allow unescaped written as ``\\uXXXX`` / ``\\UXXXXXXXX``.
+
+    A character loop rather than a regular expression: the class of YAML's printable characters spans the
+    whole of Unicode, and compiling it cost more than rendering a profile.
+    """
+    if quoted.isascii() and "\x7f" not in quoted:  # json.dumps has escaped the ASCII control characters
+        return quoted
+    return "".join(c if _yaml_printable(c) else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+                   for c in quoted)
+
+
+_YAML12_NOT_STRING = re.compile(
+    r"~|null|Null|NULL|true|True|TRUE|false|False|FALSE|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+    r"|[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
+)
+
+
+def _emit(value: Any, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(value, dict):
+        for key, item in value.items():
+            head = f"{pad}{_yaml_scalar(str(key))}:"
+            if isinstance(item, (dict, list)) and item:
+                lines.append(head)
+                _emit(item, indent + 2, lines)
+            else:
+                lines.append(f"{head} {_yaml_inline(item)}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)) and item:
+                sub: list[str] = []
+                _emit(item, indent + 2, sub)
+                lines.append(f"{pad}- {sub[0][indent + 2 :]}")
+                lines.extend(sub[1:])
+            else:
+                lines.append(f"{pad}- {_yaml_inline(item)}")
+
+
+def _yaml_inline(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return _yaml_scalar(value)
+
+
+def to_yaml(data: Any) -> str:
+    """Block-style YAML that YAML 1.2 and YAML 1.1 readers (kubectl, PyYAML) read back the same.
+
+    Strings stay plain where no reader could take them for anything else and are written as JSON strings
+    (valid YAML double-quoted scalars) otherwise; lists are indented under their key as ``kubectl`` users
+    write them. Written here rather than with a YAML library because rendering runs in editors and hooks on
+    every change, and the emitter of plain data is a few lines while a YAML library takes longer to import
+    than the whole rest of a render.
+
+    Args:
+        data: Plain data: dicts with string keys, lists, str, int, float, bool, None.
+
+    Returns:
+        The document, ending with a newline.
+    """
+    if not isinstance(data, (dict, list)) or not data:
+        return _yaml_inline(data) + "\n"
+    lines: list[str] = []
+    _emit(data, 0, lines)
+    return "\n".join(lines) + "\n"

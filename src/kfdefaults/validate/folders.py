@@ -1,0 +1,42 @@
+"""Warnings about the folders a layer reads: a folder with no profile file directly in it."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import Finding, Location
+from ..layers import Catalog, folder_names
+
+
+def empty_folder_warnings(catalog: Catalog) -> list[Finding]:
+    """A warning for each platform or team folder with no profile file directly in it.
+
+    Folders are not searched recursively, so ``--platform repo`` where the files are in ``repo/profiles/``
+    would otherwise add nothing without a word; the warning names the sub-folders that hold profile files.
+    """
+    findings = []
+    index = catalog.index()  # already listed for the lookup: no folder is listed twice
+    holding = {os.path.normpath(os.path.dirname(f)) for names in index.values() for files in names.values() for f in files}
+    for layer, folders in catalog.folders.items():
+        if layer == "builtin":
+            continue
+        for folder in folders:
+            if os.path.normpath(folder.path) in holding:
+                continue
+            findings.append(Finding(Location(folder.path), "", f"no profile files (*.yaml, *.yml, *.toml) in this "
+                                    f"{layer} folder (from {folder.origin}){sub_folders_hint(folder.path)}",
+                                    "warning", layer))
+    return findings
+
+
+def sub_folders_hint(folder: str) -> str:
+    """``; sub-folders are not searched, and profiles/ holds profile files: ...`` when one does, else ``""``."""
+    try:
+        with os.scandir(folder) as entries:
+            below = sorted(f"{e.name}/" for e in entries if e.is_dir() and folder_names(e.path))
+    except OSError:
+        below = []
+    if not below:
+        return ""
+    return (f"; sub-folders are not searched, and {', '.join(below)} {'holds' if len(below) == 1 else 'hold'} "
+            "profile files: name that folder instead")

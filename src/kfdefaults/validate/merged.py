@@ -1,0 +1,302 @@
+"""Warnings for a merged profile whose settings break together at run time, each located at the value (in its
+layer and file) that makes the combination. The profile is valid: these are warnings (``--strict`` fails on them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..errors import Finding, Location, sorted_findings
+from ..k8s.mounts import is_shm_mount
+from ..k8s.quantity import quantity_value
+from ..paths import format_path
+from ..smp.schema import schema_type
+from .suggest import closest
+
+PathT = tuple
+
+
+def _find_in(data: Any, steps: Sequence[Any]) -> PathT | None:
+    """Follow ``steps`` (keys, and ``(merge_key, value)`` selectors for list items) into ``data``.
+
+    Returns:
+        The concrete path (keys and list indices) to a non-null value, or ``None``.
+    """
+    path: list[Any] = []
+    node = data
+    for step in steps:
+        if isinstance(step, tuple):
+            key, wanted = step
+            if not isinstance(node, list):
+                return None
+            for i, item in enumerate(node):
+                if isinstance(item, dict) and item.get(key) == wanted:
+                    path.append(i)
+                    node = item
+                    break
+            else:
+                return None
+        else:
+            if not isinstance(node, dict) or step not in node:
+                return None
+            path.append(step)
+            node = node[step]
+    return tuple(path) if node is not None else None
+
+
+@dataclass
+class _Setter:
+    """Which fragment set a merged value, and where."""
+
+    index: int
+    layer: str
+    location: Location
+
+
+def _setter(fragments: Sequence[Any], section: str, steps: Sequence[Any]) -> _Setter | None:
+    """The highest fragment that sets the value at ``steps`` in its ``elastic`` or ``pod_template`` section.
+
+    ``pod_template`` steps are in PodTemplateSpec shape (``["spec", "containers", ("name", "primary"), ...]``);
+    the location is mapped back to the file's shape (``pod_template.spec...``, ``pod_template.labels``).
+    """
+    for index in range(len(fragments) - 1, -1, -1):
+        fragment = fragments[index]
+        data = fragment.elastic if section == "elastic" else fragment.pod_template
+        found = _find_in(data, steps)
+        if found is None:
+            continue
+        if section == "elastic":
+            file_path: PathT = ("elastic",) + found
+        elif found[:1] == ("metadata",):
+            file_path = ("pod_template",) + found[1:]
+        else:
+            file_path = ("pod_template",) + found
+        return _Setter(index, fragment.layer, fragment.location(file_path))
+    return None
+
+
+def _named(prefix: str, steps: Sequence[Any]) -> str:
+    return format_path((prefix, *steps))
+
+
+def _where(setter: _Setter | None) -> str:
+    return f"[{setter.layer}] {setter.location}" if setter else "the defaults"
+
+
+class _MergedChecker:
+    def __init__(self, merged: Any) -> None:
+        self.merged = merged
+        self.fragments = merged.fragments
+        self.findings: list[Finding] = []
+
+    def warn(self, name: str, message: str, *setters: _Setter | None) -> None:
+        """A warning located at the highest of ``setters`` (the layer that made the combination)."""
+        present = [s for s in setters if s is not None]
+        top = max(present, key=lambda s: s.index) if present else None
+        location = top.location if top else Location(f"<profile {self.merged.name}>")
+        self.findings.append(Finding(location, name, message, "warning", top.layer if top else None))
+
+    def pod_setter(self, steps: Sequence[Any]) -> _Setter | None:
+        return _setter(self.fragments, "pod", steps)
+
+    def run(self) -> list[Finding]:
+        spec = (self.merged.pod_template_spec or {}).get("spec") or {}
+        containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+        primary_name = self.merged.primary_container_name
+        primary = next((c for c in containers if c.get("name") == primary_name), None)
+        if containers and primary is None:
+            self.primary_not_named(containers, primary_name)
+        if primary is not None:
+            self.gpus(primary)
+        for field in ("containers", "initContainers"):
+            for container in spec.get(field) or []:
+                if isinstance(container, dict) and container is not primary and not container.get("image"):
+                    self.no_image(field, container, primary_name)
+        volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
+        for volume in volumes.values():
+            self.volume_sources(volume)
+        for container in containers:
+            self.shm(container, volumes)
+        self.join_timeout()
+        self.run_policy_of_a_single_pod()
+        return self.findings
+
+    def run_policy_of_a_single_pod(self) -> None:
+        elastic = self.merged.elastic_settings
+        if elastic.get("nnodes") == 1 and elastic.get("run_policy"):
+            self.warn(
+                "elastic.run_policy",
+                "has no effect: with `nnodes: 1` the task runs as a plain pod, and `run_policy` is a PyTorchJob's "
+                "(flytekitplugins.kfpytorch serializes it only for several nodes); remove it or set `run_policy: null`",
+                _setter(self.fragments, "elastic", ["run_policy"]),
+                _setter(self.fragments, "elastic", ["nnodes"]),
+            )
+
+    def primary_not_named(self, containers: list[dict[str, Any]], primary_name: str) -> None:
+        names = [str(c.get("name")) for c in containers]
+        setter = None
+        for index in range(len(self.fragments) - 1, -1, -1):
+            if self.fragments[index].primary_container_name is not None:
+                fragment = self.fragments[index]
+                setter = _Setter(index, fragment.layer, fragment.location(("pod_template", "primary_container_name")))
+                break
+        first = self.pod_setter(["spec", "containers", ("name", containers[0].get("name")), "name"])
+        hint = closest(primary_name, names)
+        self.warn(
+            "pod_template.primary_container_name",
+            f"no container is named `{primary_name}` (the primary container): the pod's containers are "
+            f"{', '.join(f'`{n}`' for n in names)}. flytekit adds an empty `{primary_name}` container to run the task, "
+            "and the settings written for the others do not reach it"
+            + (f"; did you mean `{hint}`?" if hint else f"; name one of them `{primary_name}` or set primary_container_name"),
+            setter, first,
+        )
+
+    def gpus(self, primary: dict[str, Any]) -> None:
+        nproc = self.merged.elastic_settings.get("nproc_per_node")
+        limits = (primary.get("resources") or {}).get("limits") or {}
+        if not isinstance(nproc, int) or isinstance(nproc, bool) or not isinstance(limits, dict):
+            return
+        for resource, amount in limits.items():
+            if "/" not in resource or resource.rsplit("/", 1)[-1] != "gpu":
+                continue
+            gpus = quantity_value(amount)
+            if gpus is None or gpus < 1 or nproc <= gpus:
+                continue
+            name = primary.get("name")
+            gpu_steps = ["spec", "containers", ("name", name), "resources", "limits", resource]
+            gpu_setter = self.pod_setter(gpu_steps)
+            nproc_setter = _setter(self.fragments, "elastic", ["nproc_per_node"])
+            shown = int(gpus) if gpus.denominator == 1 else float(gpus)
+            self.warn(
+                "elastic.nproc_per_node",
+                f"nproc_per_node is {nproc} ({_where(nproc_setter)}) but the primary container `{name}` has {shown} "
+                f"`{resource}` ({_where(gpu_setter)}): torch elastic starts {nproc} workers per node, one per GPU, "
+                f"so workers beyond {shown} share a GPU or fail to get one; set nproc_per_node to {shown} or raise the limit",
+                nproc_setter, gpu_setter,
+            )
+
+    def shm(self, container: dict[str, Any], volumes: dict[Any, dict[str, Any]]) -> None:
+        name = container.get("name")
+        base = ["spec", "containers", ("name", name)]
+        mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)]
+        for mount in mounts:
+            if mount.get("name") is not None and mount.get("name") not in volumes:
+                steps = base + ["volumeMounts", ("mountPath", mount.get("mountPath")), "name"]
+                self.warn(_named("pod_template", steps[:-1]),
+                          f"container `{name}` mounts volume `{mount.get('name')}` at `{mount.get('mountPath')}`, "
+                          "but no layer defines that volume in pod_template.spec.volumes: Kubernetes rejects the pod",
+                          self.pod_setter(steps))
+        shm = [m for m in mounts if is_shm_mount(m.get("mountPath"))]
+        setters = [self.pod_setter(base + ["volumeMounts", ("mountPath", m.get("mountPath"))]) for m in shm]
+        if len(shm) > 1:
+            top = max(range(len(shm)), key=lambda i: setters[i].index if setters[i] else -1)
+            listed = "; ".join(f"`{m.get('mountPath')}` (volume `{m.get('name')}`, {_where(s)})" for m, s in zip(shm, setters))
+            self.warn(
+                _named("pod_template", base + ["volumeMounts", ("mountPath", shm[top].get("mountPath"))]),
+                f"container `{name}` mounts /dev/shm {len(shm)} times: {listed}. One mount hides the other; keep one "
+                "(a layer replaces a lower layer's mount by giving the same mountPath)",
+                *setters,
+            )
+        limits = (container.get("resources") or {}).get("limits") or {}
+        memory_text = limits.get("memory") if isinstance(limits, dict) else None
+        memory = quantity_value(memory_text) if memory_text is not None else None
+        if memory is None:
+            return
+        for mount in shm:
+            volume = volumes.get(mount.get("name")) or {}
+            empty_dir = volume.get("emptyDir") if isinstance(volume.get("emptyDir"), dict) else {}
+            size_text = empty_dir.get("sizeLimit")
+            size = quantity_value(size_text) if size_text is not None else None
+            if size is None or size <= memory:
+                continue
+            size_steps = ["spec", "volumes", ("name", volume.get("name")), "emptyDir", "sizeLimit"]
+            memory_steps = base + ["resources", "limits", "memory"]
+            size_setter = self.pod_setter(size_steps)
+            memory_setter = self.pod_setter(memory_steps)
+            memory_is_higher = memory_setter is not None and (size_setter is None or memory_setter.index > size_setter.index)
+            self.warn(
+                _named("pod_template", memory_steps if memory_is_higher else size_steps),  # the path of the line shown
+                f"/dev/shm sizeLimit {size_text} ({_where(size_setter)}) is above the memory limit {memory_text} of "
+                f"container `{name}` ({_where(memory_setter)}): /dev/shm in memory counts against the container's "
+                "memory, so the container is OOM-killed before /dev/shm is full; keep sizeLimit below the memory limit",
+                size_setter, memory_setter,
+            )
+
+    def no_image(self, field: str, container: dict[str, Any], primary_name: str) -> None:
+        """A container other than the primary one without an image: the API server requires one
+        (``validateContainerCommon``: "image: Required value"); flytekit sets the primary container's only."""
+        name = container.get("name")
+        steps = ["spec", field, ("name", name)]
+        hint = closest(str(name), [primary_name]) if field == "containers" else None
+        self.warn(
+            _named("pod_template", steps),
+            f"container `{name}` has no image: Kubernetes rejects the pod (flytekit gives an image to the primary "
+            f"container `{primary_name}` only)" + (f"; did you mean `{primary_name}`?" if hint else "; give it one"),
+            self.pod_setter(steps + ["name"]),
+        )
+
+    def volume_sources(self, volume: dict[str, Any]) -> None:
+        """A volume with two sources (``emptyDir`` and ``hostPath``), most often from two layers.
+
+        The API server accepts exactly one source per volume ("may not specify more than 1 volume type",
+        ``ValidateVolumes`` in k8s.io/kubernetes pkg/apis/core/validation); a strategic merge patch keeps the
+        lower layer's source beside a higher layer's new one unless the higher layer deletes it. The sources
+        are the fields of the schema's ``Volume`` other than ``name``.
+        """
+        set_keys = [k for k, v in volume.items() if k != "name" and v is not None]
+        if len(set_keys) < 2:  # the common case decides without the schema
+            return
+        source_fields = set(schema_type("io.k8s.api.core.v1.Volume").field_names()) - {"name"}
+        sources = [k for k in set_keys if k in source_fields]
+        if len(sources) < 2:
+            return
+        name = volume.get("name")
+        setters = [self.pod_setter(["spec", "volumes", ("name", name), k]) for k in sources]
+        listed = ", ".join(f"`{k}` ({_where(s)})" for k, s in zip(sources, setters))
+        top = max(range(len(sources)), key=lambda i: setters[i].index if setters[i] else -1)
+        lower = [k for i, k in enumerate(sources) if i != top]
+        self.warn(
+            _named("pod_template", ["spec", "volumes", ("name", name), sources[top]]),
+            f"volume `{name}` has {len(sources)} sources: {listed}. Kubernetes rejects the pod (a volume has exactly "
+            f"one source); to replace a lower layer's source, delete it where the new one is set "
+            f"({', '.join(f'`{k}: null`' for k in lower)})",
+            *setters,
+        )
+
+    def join_timeout(self) -> None:
+        rdzv = self.merged.elastic_settings.get("rdzv_configs") or {}
+        if isinstance(rdzv, dict) and rdzv.get("timeout") is not None and rdzv.get("join_timeout") is None:
+            self.warn(
+                "elastic.rdzv_configs.timeout",
+                "c10d ignores `timeout` and no layer sets `join_timeout`: the join timeout stays torch's 600 s; "
+                "set `join_timeout`",
+                _setter(self.fragments, "elastic", ["rdzv_configs", "timeout"]),
+            )
+
+
+def check_merged(merged: Any) -> list[Finding]:
+    """Warnings for a merged profile whose settings break together at run time.
+
+    * ``nproc_per_node`` larger than the primary container's GPU limit (``nvidia.com/gpu`` or another
+      ``*/gpu`` resource): torch elastic starts one worker per process slot, one per GPU.
+    * a ``/dev/shm`` volume whose ``emptyDir.sizeLimit`` is above the mounting container's memory limit
+      (memory-backed emptyDir pages are charged to the container writing them; Kubernetes docs, emptyDir).
+    * two ``/dev/shm`` mounts in one container (``/dev/shm`` and ``/dev/shm/`` are different merge keys).
+    * containers none of which is the primary container (flytekit then adds an empty one,
+      ``flytekit.core.utils._serialize_pod_spec``).
+    * ``rdzv_configs.timeout`` without any ``join_timeout``.
+    * a volume with two sources (``emptyDir`` from one layer, ``hostPath`` from another): the API server
+      accepts one.
+    * a container or init container, other than the primary container, without an image (a misspelt
+      primary container name, most often).
+    * a ``run_policy`` with ``nnodes: 1``: the plugin runs a plain pod and serializes no run policy.
+
+    Args:
+        merged: A :class:`kfdefaults.Resolved` (anything with its ``name``, ``elastic_settings``,
+            ``pod_template_spec``, ``primary_container_name`` and ``fragments``).
+
+    Returns:
+        Warnings, each located at the value of the highest layer involved and naming the other values' places.
+    """
+    return sorted_findings(_MergedChecker(merged).run())
+

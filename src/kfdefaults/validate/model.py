@@ -1,0 +1,164 @@
+"""The profile file format as pydantic models.
+
+One model describes one file, where every key is optional and ``null`` means "delete what a lower layer
+set". The PodSpec fragment stays plain data here: it is checked against the Kubernetes schema by
+:mod:`kfdefaults.validate.podspec` and merged by the strategic merge engine.
+
+Unknown keys anywhere in these sections are errors (``extra="forbid"``), and values are not coerced
+(``strict=True``): ``nproc_per_node: "8"`` is an error, not an 8.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..layers import NAME_PATTERN
+
+_INT32 = 2**31 - 1
+"""The largest int32: the kubeflow PyTorchJob fields these settings become are int32."""
+
+_MIN_MAX = re.compile(r"([0-9]+)\s*:\s*([0-9]+)")  # spaces around ":" are read as torch reads them (int(" 4"))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class RunPolicySection(_Strict):
+    """``elastic.run_policy``: fields of ``flytekitplugins.kfpytorch.RunPolicy`` (the PyTorchJob run policy)."""
+
+    clean_pod_policy: Optional[Literal["none", "running", "all"]] = Field(
+        None, description="Which pods to delete when the job ends: none, running or all."
+    )
+    # flyteidl's kubeflow RunPolicy message holds the three numbers as int32: a larger one fails serialization
+    ttl_seconds_after_finished: Optional[int] = Field(
+        None, ge=0, le=_INT32, description="Seconds after the job finishes before it is deleted."
+    )
+    active_deadline_seconds: Optional[int] = Field(
+        None, gt=0, le=_INT32, description="Seconds the job may run before it is terminated."
+    )
+    backoff_limit: Optional[int] = Field(None, ge=0, le=_INT32, description="Retries before the job is marked failed.")
+
+    @field_validator("clean_pod_policy", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.lower() if isinstance(v, str) else v
+
+
+class ElasticSection(_Strict):
+    """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic``, snake_case as in the plugin."""
+
+    nnodes: Optional[Union[int, str]] = Field(
+        None,
+        description='Number of nodes (an int >= 1), or a range "MIN:MAX" with 1 <= MIN <= MAX. '
+        "1 runs in a single pod; anything else is a PyTorchJob.",
+        json_schema_extra={
+            "anyOf": [
+                {"type": "integer", "minimum": 1, "maximum": _INT32},
+                # 1 <= MIN: no 0 and no leading-zero 0; MIN <= MAX is beyond a pattern (``validate`` checks it)
+                {"type": "string", "pattern": r"^\s*(0*[1-9][0-9]*|0*[1-9][0-9]*\s*:\s*0*[1-9][0-9]*)\s*$"},
+                {"type": "null"},
+            ]
+        },
+    )
+    nproc_per_node: Optional[int] = Field(None, ge=1, le=_INT32, description="Worker processes per node (one per GPU).")
+    start_method: Optional[Literal["spawn", "fork"]] = Field(
+        None, description="How torch elastic starts worker processes."
+    )
+    monitor_interval: Optional[Union[int, float]] = Field(
+        None, gt=0, le=86400, allow_inf_nan=False, description="Seconds between checks of the worker processes."
+    )
+    max_restarts: Optional[int] = Field(None, ge=0, le=_INT32, description="Worker group restarts before the task fails.")
+    rdzv_configs: Optional[Dict[str, Any]] = Field(
+        None,
+        description="Rendezvous settings passed to torch elastic; timeouts in whole seconds. "
+        "c10d reads join_timeout (not timeout).",
+    )
+    run_policy: Optional[RunPolicySection] = Field(None, description="PyTorchJob run policy.")
+
+    @field_validator("monitor_interval", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"monitor_interval must be a finite number of seconds, got {v}")
+        return v
+
+    @field_validator("nnodes", mode="before")
+    @classmethod
+    def _nnodes(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if isinstance(v, bool):
+            raise ValueError('nnodes must be an int >= 1 or "MIN:MAX"')
+        if isinstance(v, int):
+            if not 1 <= v <= _INT32:
+                raise ValueError(f"nnodes must be between 1 and {_INT32} (a PyTorchJob's replicas are an int32), got {v}")
+            return v
+        if isinstance(v, str):
+            text = v.strip()
+            if text.isascii() and text.isdigit():
+                return cls._nnodes(int(text))
+            m = _MIN_MAX.fullmatch(text)
+            if not m:
+                raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX" (like "1:4"), got {v!r}')
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if not 1 <= lo <= hi <= _INT32:
+                raise ValueError(f'nnodes "{v}" needs 1 <= MIN <= MAX <= {_INT32}')
+            if lo == hi == 1:
+                return 1  # "1:1" is one node: a plain pod, not a PyTorchJob of one replica
+            return f"{lo}:{hi}"
+        raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX", got {type(v).__name__}')
+
+    # ``rdzv_configs`` keys and values are checked one by one, each at its own position, by
+    # kfdefaults.validate.rdzv.check_rdzv_configs (called wherever a profile body is validated).
+
+
+class PodTemplateSection(_Strict):
+    """``pod_template``: a flytekit ``PodTemplate``; ``spec`` is a PodSpec fragment in manifest camelCase."""
+
+    primary_container_name: Optional[str] = Field(
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",  # a DNS label; pydantic patterns search, hence ^ and $
+        max_length=63,
+        description="Name of the container that runs the task (flytekit's default: primary).",
+    )
+    labels: Optional[Dict[str, Optional[str]]] = Field(None, description="Pod labels.")
+    annotations: Optional[Dict[str, Optional[str]]] = Field(None, description="Pod annotations.")
+    spec: Optional[Dict[str, Any]] = Field(
+        None, description="A Kubernetes PodSpec fragment, merged by strategic merge patch."
+    )
+
+
+class ProfileFile(_Strict):
+    """One profile file (YAML or TOML)."""
+
+    name: Optional[str] = Field(
+        None, pattern=f"^{NAME_PATTERN}$", description="Profile name: the file's name without its suffix; when given, it must say the same."
+    )
+    description: Optional[str] = Field(None, description="One line shown by `kfdefaults list`.")
+    extends: Optional[Union[str, List[str]]] = Field(
+        None, description="Parent profiles, applied first, in order, each fully layered."
+    )
+    elastic: Optional[ElasticSection] = None
+    pod_template: Optional[PodTemplateSection] = None
+
+    @field_validator("extends")
+    @classmethod
+    def _extends(cls, v: Any) -> Any:
+        parents = [v] if isinstance(v, str) else v or []
+        for parent in parents:
+            if not re.fullmatch(NAME_PATTERN, parent):
+                raise ValueError(f"{parent!r} is not a profile name ([a-z0-9][a-z0-9-]*)")
+        twice = sorted({p for p in parents if parents.count(p) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(repr(p) for p in twice)} listed twice: each parent is applied once, in order")
+        return v
+
+    def parents(self) -> list[str]:
+        """``extends`` as a list."""
+        if self.extends is None:
+            return []
+        return [self.extends] if isinstance(self.extends, str) else list(self.extends)

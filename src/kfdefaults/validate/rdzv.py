@@ -1,0 +1,105 @@
+"""``elastic.rdzv_configs``: the rendezvous settings torch reads, and their checks, key by key.
+
+The kfpytorch plugin always runs torch elastic with the c10d rendezvous (``rdzv_backend="c10d"``), so only
+what c10d's handler and store read is a setting (torch.distributed.elastic.rendezvous).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Finding
+from ..paths import format_path
+from ..read import Document
+from .suggest import closest, describe
+
+PathT = tuple
+
+RDZV_SETTINGS: dict[str, tuple[str, str]] = {
+    "join_timeout": ("seconds", "c10d: time for every node to join the rendezvous; torch's default 600 s "
+                     "(dynamic_rendezvous.RendezvousTimeout)"),
+    "last_call_timeout": ("seconds", "c10d: extra wait once nnodes MIN have joined; default 30 s"),
+    "close_timeout": ("seconds", "c10d: time for the rendezvous to close; default 30 s"),
+    "heartbeat_timeout": ("seconds", "c10d: time for a keep-alive heartbeat to complete; default 5 s"),
+    "keep_alive_interval": ("seconds", "c10d: seconds between keep-alive heartbeats; default 5"),
+    "keep_alive_max_attempt": ("count", "c10d: missed heartbeats before a node counts as dead; default 3"),
+    "read_timeout": ("seconds", "c10d TCPStore: time for a store read; default 60 s "
+                     "(c10d_rendezvous_backend._create_tcp_store)"),
+    "is_host": ("bool", "c10d TCPStore: whether this node hosts the store; guessed from the hostname if unset"),
+    "store_type": ("store", "c10d: the store, tcp (default) or file"),
+    "timeout": ("seconds", "torch.distributed.launcher.LaunchConfig (default 900 s); read by the static and "
+                "etcd backends, not by c10d, which the kfpytorch plugin uses"),
+}
+"""Every ``rdzv_configs`` key that the rendezvous of a kfpytorch task reads, with its kind and what reads it.
+
+The plugin always uses the c10d backend (``rdzv_backend="c10d"``): ``DynamicRendezvousHandler`` reads the
+``*_timeout`` keys through ``RendezvousParameters.get_as_int`` and the keep-alive settings;
+``C10dRendezvousBackend`` reads ``read_timeout``, ``is_host`` and ``store_type``. Kinds: ``seconds`` (an
+int > 0), ``count`` (an int >= 1), ``bool``, ``store`` (``tcp`` or ``file``)."""
+
+RDZV_INT_SECONDS = tuple(k for k, (kind, _) in RDZV_SETTINGS.items() if kind == "seconds")
+"""Rendezvous settings in whole seconds."""
+
+RDZV_KEYS = tuple(RDZV_SETTINGS)
+"""Every ``rdzv_configs`` key that torch's rendezvous backends read (torch.distributed.elastic.rendezvous)."""
+
+RDZV_STORE_TYPES = ("tcp", "file")
+"""``store_type`` values c10d accepts (``c10d_rendezvous_backend.create_backend``)."""
+
+
+def check_rdzv_configs(document: Document, rdzv: dict[str, Any], layer: str | None,
+                       path: PathT = ("elastic", "rdzv_configs")) -> list[Finding]:
+    """Check ``elastic.rdzv_configs`` key by key against what torch's c10d rendezvous reads.
+
+    Rules (torch.distributed.elastic.rendezvous, as the kfpytorch plugin runs it with ``rdzv_backend="c10d"``):
+    a key must be one of :data:`RDZV_SETTINGS`; timeouts and ``keep_alive_interval`` are
+    whole seconds > 0 (``RendezvousTimeout`` rejects zero and negative timeouts, ``get_as_int`` truncates
+    fractions); ``keep_alive_max_attempt`` an int >= 1; ``is_host`` true or false; ``store_type`` tcp or file.
+    ``timeout`` without ``join_timeout`` is a warning: c10d never reads ``timeout``.
+
+    Args:
+        document: The parsed file.
+        rdzv: The ``rdzv_configs`` mapping as written (``null`` values delete and are not checked).
+        layer: The file's layer.
+        path: Where the mapping sits in the document.
+
+    Returns:
+        One finding per bad key or value.
+    """
+    findings: list[Finding] = []
+    def add(key: str, message: str, *, at_key: bool = False, severity: str = "error") -> None:
+        findings.append(Finding(document.location(path + (key,), key=at_key), format_path(path + (key,)), message,
+                                severity, layer))
+
+    for key, value in rdzv.items():
+        if not isinstance(key, str):
+            continue  # the section model reports keys that are not strings
+        if key not in RDZV_SETTINGS:
+            hint = closest(key, RDZV_SETTINGS)
+            known = ", ".join(RDZV_SETTINGS)
+            add(key, f"unknown rendezvous setting `{key}`" + (f"; did you mean `{hint}`?" if hint else f"; c10d reads {known}"),
+                at_key=True)
+            continue
+        if value is None:
+            continue
+        kind, _ = RDZV_SETTINGS[key]
+        if kind in ("seconds", "count"):
+            lowest = 1
+            unit = "a whole number of seconds" if kind == "seconds" else "a whole number"
+            if isinstance(value, bool) or not isinstance(value, int):
+                hint = "; write it without quotes" if isinstance(value, str) and value.strip().isdigit() else ""
+                add(key, f"`{key}` must be {unit} >= {lowest}, got {describe(value)}{hint}")
+            elif value < lowest:
+                add(key, f"`{key}` must be {unit} >= {lowest}, got {value}"
+                    + (" (torch rejects timeouts that are not positive)" if kind == "seconds" else ""))
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                add(key, f"`{key}` must be true or false, got {describe(value)}")
+        elif kind == "store" and value not in RDZV_STORE_TYPES:
+            hint = closest(str(value), RDZV_STORE_TYPES)
+            add(key, f"`{key}` must be tcp or file, got {describe(value)}" + (f"; did you mean `{hint}`?" if hint else ""))
+    if rdzv.get("timeout") is not None and rdzv.get("join_timeout") is None:
+        add("timeout", "c10d does not read `timeout` (only the static and etcd rendezvous do): set `join_timeout` "
+            "to change how long nodes wait to join, or the join timeout stays what the layers below set",
+            at_key=True, severity="warning")
+    return findings

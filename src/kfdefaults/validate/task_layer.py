@@ -1,0 +1,116 @@
+"""The task layer -> a validated :class:`~.fragment.Fragment`: ``Elastic(...)`` keyword arguments,
+``@task(pod_template=...)`` and ``--set``, validated as a profile file is, each value named by what set it."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..errors import Finding, Location, ProfileError
+from ..paths import PathError, format_path, parse_path
+from ..read import MAX_DEPTH, Document
+from .body import validate_body
+from .fragment import Fragment, fragment_from_body
+
+TASK_SOURCE = "overrides"
+
+
+def _shape_problems(overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What makes task-layer data unreadable before any validation: dotted keys, nesting, cycles.
+
+    Files are held to :data:`kfdefaults.read.MAX_DEPTH` levels by their reader; data from Python is held
+    to the same here (a dictionary that contains itself would otherwise nest without end).
+    """
+    problems = []
+    for key in overrides:
+        head, dot, rest = key.partition(".") if isinstance(key, str) else ("", "", "")
+        if dot and head in ("elastic", "pod_template"):
+            problems.append((key, f"unknown field `{key}`: overrides are nested mappings, "
+                                  f"write {{{head!r}: {{{rest!r}: ...}}}}"))
+    stack: list[tuple[Any, int]] = [(overrides, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            problems.append(("", f"values nest deeper than {MAX_DEPTH} levels (or a value contains itself)"))
+            break
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
+    return problems
+
+
+def task_fragment(
+    name: str,
+    overrides: Mapping[str, Any] | None,
+    *,
+    source: str = TASK_SOURCE,
+    labels: Mapping[str, str] | None = None,
+    kubernetes_version: str | None = None,
+) -> Fragment | None:
+    """The task layer as a :class:`~.fragment.Fragment`, validated like a profile file.
+
+    Args:
+        name: The profile the task layer applies to.
+        overrides: A mapping in the shape of a profile file (``{"elastic": {...}, "pod_template": {...}}``).
+        source: What to name as the origin of these values in messages and ``--explain``.
+        labels: Dotted key -> origin label, for values with their own origin (each ``--set``).
+        kubernetes_version: Kubernetes minor version of the schema the PodSpec fragment is checked against.
+
+    Raises:
+        ProfileError: the overrides do not validate, or set ``name`` or ``extends`` (which belong to files);
+            locations name ``source``.
+        TypeError: ``overrides`` is not a mapping.
+    """
+    if not overrides:
+        return None
+    if not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a mapping in the shape of a profile file, not {type(overrides).__name__}")
+    file_only = [k for k in ("name", "extends") if k in overrides]
+    if file_only:
+        raise ProfileError([Finding(Location(task_label(k, labels or {}) or source), k,
+                                    f"`{k}` belongs to a profile file; the task layer sets `elastic` and `pod_template`",
+                                    layer="task") for k in file_only])
+    problems = _shape_problems(overrides)
+    if problems:
+        raise ProfileError([Finding(Location(task_label(path, labels or {}) or source), path, message, layer="task")
+                            for path, message in problems])
+    allowed = {k: v for k, v in overrides.items()}
+    doc = Document(source, allowed)
+    body, findings = validate_body(doc, allowed, "task", kubernetes_version)
+    if findings:
+        for f in findings:
+            label = task_label(f.path, labels or {}) or source
+            f.location = Location(label)
+        raise ProfileError(findings)
+    fragment = fragment_from_body(name, "task", source, body, None)
+    fragment.locations = dict(labels or {})
+    return fragment
+
+
+def task_label(path: str, labels: Mapping[str, str]) -> str | None:
+    """The origin label of a task-layer value at the written ``path`` (``--set KEY=VALUE``, ``Elastic(key=...)``).
+
+    ``labels`` maps keys as given (``pod_template.spec.containers[name=primary].image``) or with their list
+    selectors dropped (``pod_template.spec.containers.image``) to labels. The longest key that ``path``
+    starts with wins, so a value set as a whole mapping is named by the ``--set`` that set the mapping.
+    """
+    try:
+        parts = parse_path(path, positions=True)
+    except PathError:
+        return labels.get(path)
+    prefixes = [parts[:n] for n in range(len(parts), 0, -1)]
+    for candidate in prefixes:
+        for key in (format_path(candidate), format_path([p for p in candidate if isinstance(p, str)])):
+            if key in labels:
+                return labels[key]
+    # a value a --set wrote below ``path`` or beside it in the same list item (an unknown key ``labels`` from
+    # ``--set labels.a=b``; the merge key ``containers[name=].name`` of ``--set containers[name=].image=x``)
+    for candidate in prefixes:
+        if candidate is not parts and isinstance(candidate[-1], str):
+            continue
+        written = format_path(candidate)
+        below = sorted(label for key, label in labels.items()
+                       if key.startswith(written + ".") or key.startswith(written + "["))
+        if below:
+            return below[0]
+    return None
