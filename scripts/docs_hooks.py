@@ -8,7 +8,7 @@ Nothing in these pages is copied by hand, so they cannot drift from the code:
   PodSpec merges, from the Kubernetes schema the merge engine reads.
 * ``reference/builtin-profiles.md``: each builtin profile file as shipped, and what ``kfdefaults render`` prints
   for it.
-* ``reference/cli.md``: the ``--help`` of ``kfdefaults`` and of every command, from the click commands.
+* ``reference/cli.md``: the ``--help`` of ``kfdefaults`` and of every command, as each prints it.
 * ``reference/kfdefaults.schema.json``: the JSON Schema itself, for editors.
 
 The Python API page (``docs/reference/python-api.md``) is rendered by mkdocstrings from the docstrings; its
@@ -308,17 +308,20 @@ def _lists(k8s: dict[str, Any], root: str) -> Iterator[tuple[str, str]]:
 
 
 def _cli(*args: str) -> str:
-    """Run ``kfdefaults ARGS`` in-process, with no platform or team folder of the environment."""
-    from click.testing import CliRunner
+    """Run ``kfdefaults ARGS`` in a process of its own, with no platform or team folder of the environment and
+    from an empty folder (no pyproject.toml team layer either)."""
+    import subprocess
+    import sys
+    import tempfile
 
-    from kfdefaults.cli import main
-
-    runner = CliRunner(env={"KFDEFAULTS_PLATFORM_PATH": None, "KFDEFAULTS_TEAM_PATH": None, "NO_COLOR": "1"})
-    with runner.isolated_filesystem():  # no pyproject.toml team layer either
-        result = runner.invoke(main, list(args), catch_exceptions=False)
-    if result.exit_code != 0:
-        raise RuntimeError(f"kfdefaults {' '.join(args)} failed ({result.exit_code}):\n{result.output}")
-    return result.stdout
+    env = {k: v for k, v in os.environ.items() if k not in ("KFDEFAULTS_PLATFORM_PATH", "KFDEFAULTS_TEAM_PATH")}
+    env["NO_COLOR"] = "1"
+    with tempfile.TemporaryDirectory() as empty:
+        proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", *args], cwd=empty, env=env,
+                              capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kfdefaults {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc.stdout
 
 
 def builtin_profiles_page() -> str:
@@ -344,7 +347,7 @@ def builtin_profiles_page() -> str:
         lang = "toml" if file.endswith(".toml") else "yaml"
         out += [
             f"\n## `{name}`\n\n",
-            f'The file, `kfdefaults/profiles/{file}`:\n\n```{lang} title="{file}"\n{text.rstrip()}\n```\n\n',
+            f'The file, `profiles/{file}` (installed as `kfdefaults/profiles/{file}`):\n\n```{lang} title="{file}"\n{text.rstrip()}\n```\n\n',
             f"What a task on `{name}` gets with no other layer (`kfdefaults render {name}`; the plugin's defaults "
             "filled in):\n\n",
             f"```yaml\n{_cli('render', name).rstrip()}\n```\n",
@@ -356,12 +359,8 @@ def builtin_profiles_page() -> str:
 
 
 def cli_page() -> str:
-    import click
+    from kfdefaults.cli import COMMANDS
 
-    from kfdefaults.cli import main
-
-    width = 100
-    root = click.Context(main, info_name="kfdefaults", terminal_width=width, max_content_width=width)
     out = [
         "# Command-line reference\n\n",
         _NOTE,
@@ -371,13 +370,12 @@ def cli_page() -> str:
         "[getting started](../getting-started.md), [preview and provenance](../provenance.md), "
         "[validation](../validation.md).\n\n",
         "## `kfdefaults`\n\n",
-        f"```text\n{main.get_help(root).rstrip()}\n```\n",
+        f"```text\n{_cli('--help').rstrip()}\n```\n",
     ]
-    for name, command in main.commands.items():
-        ctx = click.Context(command, info_name=name, parent=root, terminal_width=width, max_content_width=width)
+    for name, (_, summary) in COMMANDS.items():
         out += [
             f"\n## `kfdefaults {name}`\n\n",
-            f"{_cell(command.get_short_help_str(limit=200))}\n\n",
-            f"```text\n{command.get_help(ctx).rstrip()}\n```\n",
+            f"{_cell(summary)}\n\n",
+            f"```text\n{_cli(name, '--help').rstrip()}\n```\n",
         ]
     return "".join(out)

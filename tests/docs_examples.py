@@ -16,7 +16,7 @@ A page is read top to bottom; every fenced code block is one of:
   (``text``, a YAML block without a title, ...) is an error, so that no example goes unchecked by accident.
 
 Commands run in the page's working folder, with no platform or team folder from the environment. ``kfdefaults``
-runs in-process (click's runner: standard output and standard error interleaved, as on a terminal);
+runs in-process (tests/cli_runner.py: standard output and standard error interleaved, as on a terminal);
 ``echo $?`` and ``cd DIR`` are built in; ``pip install ./DIR`` builds that project into a folder of the page
 (never into the environment) and puts it on the path, so that its entry points count; anything else runs in bash
 with the environment's ``bin`` folder first on ``PATH``.
@@ -369,16 +369,14 @@ def _run_command(block: Block, page: Page, line: int, command: str) -> tuple[int
 
 
 def _kfdefaults(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
-    from click.testing import CliRunner
-
-    from kfdefaults.cli import main
+    from cli_runner import invoke as run_cli
 
     full_env: dict[str, str | None] = {"KFDEFAULTS_PLATFORM_PATH": None, "KFDEFAULTS_TEAM_PATH": None}
     full_env.update(env)
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        result = CliRunner(env=full_env).invoke(main, args, catch_exceptions=False)
+        result = run_cli(args, env=full_env)
     finally:
         os.chdir(old)
     return result.exit_code, result.output

@@ -9,10 +9,9 @@ import sys
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from conftest import PLATFORM, TEAM
 
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
 
@@ -22,7 +21,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return run_cli(list(args))
 
 
 def test_render_elastic_gpu_default_as_json():
@@ -139,7 +138,7 @@ def test_unknown_key_suggests_the_field(tmp_path):
 def test_usage_mistake_exits_2():
     proc = run("render")
     assert proc.returncode == 2
-    assert "Missing argument" in proc.stderr
+    assert "the following arguments are required: NAME" in proc.stderr
 
 
 def test_unknown_profile_exits_1():
@@ -190,6 +189,6 @@ def test_a_folder_without_profile_files_is_a_warning_that_names_its_sub_folders(
 
 def test_the_list_table_prints_descriptions_as_written(tmp_path):
     (tmp_path / "m.yaml").write_text('description: "[/]oops [bold]x"\n')
-    result = CliRunner().invoke(main, ["list", "--team", str(tmp_path), "-o", "table"])
+    result = run_cli(["list", "--team", str(tmp_path), "-o", "table"])
     assert result.exit_code == 0
     assert "[/]oops [bold]x" in result.output

@@ -7,14 +7,13 @@ import os
 import shutil
 
 import pytest
-from click.testing import CliRunner
 from conftest import PLATFORM, TEAM
 
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 
 def invoke(*args: str, **kwargs):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False, **kwargs)
+    return run_cli(list(args), **kwargs)
 
 
 def test_equal_profiles_exit_0_and_print_nothing():
@@ -136,7 +135,7 @@ def test_compared_layer_ignores_pyproject_and_environment(pr, tmp_path, monkeypa
 
 
 def test_trouble_exits_2():
-    result = CliRunner().invoke(main, ["diff", "gpu-large", "no-such-profile"])
+    result = run_cli(["diff", "gpu-large", "no-such-profile"])
     assert result.exit_code == 2
     assert "no profile named 'no-such-profile'" in result.output
 
@@ -145,13 +144,13 @@ def test_bad_file_exits_2_with_its_location(tmp_path):
     team = tmp_path / "team"
     team.mkdir()
     (team / "gpu-large.yaml").write_text("elastic:\n  nproc_per_node: eight\n", encoding="utf-8")
-    result = CliRunner().invoke(main, ["diff", "gpu-large", "--team-against", str(team)])
+    result = run_cli(["diff", "gpu-large", "--team-against", str(team)])
     assert result.exit_code == 2
     assert f"{team / 'gpu-large.yaml'}:2:19: [team] elastic.nproc_per_node: " in result.output
 
 
 def test_nothing_to_compare_is_a_usage_mistake():
-    result = CliRunner().invoke(main, ["diff", "gpu-large"])
+    result = run_cli(["diff", "gpu-large"])
     assert result.exit_code == 2
     assert "NAME_B" in result.output
 

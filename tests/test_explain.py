@@ -10,16 +10,15 @@ import sys
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from conftest import PLATFORM, TEAM
 
 from kfdefaults.paths import Select, format_path
 from kfdefaults.show.leaves import format_value, profile_leaves
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return run_cli(list(args))
 
 
 def explain_json(*args: str) -> list[dict]:
@@ -330,7 +329,7 @@ def test_explain_table_on_a_terminal(capsys, monkeypatch):
 
 
 def test_explain_does_not_combine_with_as_podtemplate():
-    result = CliRunner().invoke(main, ["render", "gpu-large", "--explain", "--as", "podtemplate"])
+    result = run_cli(["render", "gpu-large", "--explain", "--as", "podtemplate"])
     assert result.exit_code == 2
     assert "--explain" in result.output
 

@@ -344,12 +344,9 @@ def test_local_run_of_cpu_small_reduces_over_two_workers(tmp_path):
 
 
 def test_render_as_flyte_is_a_serialized_task_template():
-    from click.testing import CliRunner
+    from cli_runner import invoke as run_cli
 
-    from kfdefaults.cli import main
-
-    result = CliRunner().invoke(main, ["render", "gpu-large", "--as", "flyte", "-o", "json", "--set", "elastic.nnodes=2:3"],
-                                catch_exceptions=False)
+    result = run_cli(["render", "gpu-large", "--as", "flyte", "-o", "json", "--set", "elastic.nnodes=2:3"])
     assert result.exit_code == 0, result.output
     tt = json.loads(result.output)
     assert tt["type"] == "pytorch"

@@ -8,20 +8,19 @@ import os
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 from conftest import FIXTURES
 from jsonschema.exceptions import best_match
 
 from kfdefaults.layers import builtin_folder
 from kfdefaults.read import read_document
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 PROFILES = sorted(glob.glob(os.path.join(builtin_folder(), "*")) + glob.glob(os.path.join(FIXTURES, "*", "*")))
 
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.Draft202012Validator:
-    result = CliRunner().invoke(main, ["schema"], catch_exceptions=False)
+    result = run_cli(["schema"])
     assert result.exit_code == 0
     schema = json.loads(result.output)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -105,7 +104,7 @@ def test_schema_and_validation_agree_on_nnodes(validator, nnodes):
 
 
 def test_schema_for_another_kubernetes_version():
-    result = CliRunner().invoke(main, ["schema", "--kubernetes-version", "1.31"], catch_exceptions=False)
+    result = run_cli(["schema", "--kubernetes-version", "1.31"])
     schema = json.loads(result.output)
     assert "resources" not in schema["$defs"]["io.k8s.api.core.v1.PodSpec"]["properties"]
-    assert CliRunner().invoke(main, ["schema", "--kubernetes-version", "9.9"]).exit_code == 2
+    assert run_cli(["schema", "--kubernetes-version", "9.9"]).exit_code == 2

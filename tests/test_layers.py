@@ -6,14 +6,13 @@ import os
 import textwrap
 
 import pytest
-from click.testing import CliRunner
 from conftest import PLATFORM, TEAM
 
 import kfdefaults
 from kfdefaults import ProfileError
 from kfdefaults.layers import builtin_folder
 from kfdefaults.pipeline import Pipeline
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 
 def profile(folder, name: str, text: str) -> str:
@@ -96,7 +95,7 @@ def test_folders_of_the_wrong_type_are_named(team, said):
 
 
 def test_diff_names_the_flag_that_gave_a_missing_folder():
-    result = CliRunner().invoke(main, ["diff", "gpu-large", "--team", TEAM, "--team-against", "/nonexistent/new"])
+    result = run_cli(["diff", "gpu-large", "--team", TEAM, "--team-against", "/nonexistent/new"])
     assert result.exit_code == 2
     assert "team folder (from --team-against): no such folder" in result.output
 

@@ -6,10 +6,9 @@ import json
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from conftest import PLATFORM, TEAM
 
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 NAMES = ["gpu-large", "vision-finetune", "gpu-small", "cpu-small", "elastic-gpu-default"]
 SETS = ("--set", "pod_template.annotations.note=no", "--set", 'pod_template.labels.version="1.10"',
@@ -17,7 +16,7 @@ SETS = ("--set", "pod_template.annotations.note=no", "--set", 'pod_template.labe
 
 
 def render(*args: str) -> str:
-    result = CliRunner().invoke(main, ["render", *args], catch_exceptions=False)
+    result = run_cli(["render", *args])
     assert result.exit_code == 0, result.output
     return result.stdout
 

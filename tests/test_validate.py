@@ -9,14 +9,13 @@ import sys
 import textwrap
 
 import pytest
-from click.testing import CliRunner
 from conftest import PLATFORM, TEAM
 
 import kfdefaults
 from kfdefaults import ProfileError
 from kfdefaults.layers import builtin_folder
 from kfdefaults.api import validate_paths
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
 
@@ -26,7 +25,7 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return run_cli(list(args))
 
 
 def write(folder, name: str, text: str) -> str:

@@ -6,9 +6,8 @@ import json
 import subprocess
 
 import pytest
-from click.testing import CliRunner
 
-from kfdefaults.cli import main
+from cli_runner import invoke as run_cli
 
 TRICKY = ["no", "on", "y", "off", "Yes", "0755", "1_000", "12:30", "2024-01-01", "1e3", "0x1F", "~", "null", ".5", "+1"]
 
@@ -28,8 +27,7 @@ def tricky_profile(tmp_path):
 
 
 def test_rendered_strings_survive_kubectl(kubectl, tmp_path, tricky_profile):
-    result = CliRunner().invoke(main, ["render", "tricky", "--team", str(tricky_profile), "--as", "podtemplate"],
-                                catch_exceptions=False)
+    result = run_cli(["render", "tricky", "--team", str(tricky_profile), "--as", "podtemplate"])
     assert result.exit_code == 0, result.output
     manifest = tmp_path / "tricky.yaml"
     manifest.write_text(result.output, encoding="utf-8")
@@ -44,6 +42,6 @@ def test_rendered_strings_survive_kubectl(kubectl, tmp_path, tricky_profile):
 def test_rendered_profile_reads_back_the_same_with_a_yaml_1_1_reader(tricky_profile):
     import yaml
 
-    result = CliRunner().invoke(main, ["render", "tricky", "--team", str(tricky_profile)], catch_exceptions=False)
+    result = run_cli(["render", "tricky", "--team", str(tricky_profile)])
     profile = yaml.safe_load(result.output)  # PyYAML resolves YAML 1.1 scalars
     assert profile["pod_template"]["annotations"] == {f"l{i}": v for i, v in enumerate(TRICKY)}

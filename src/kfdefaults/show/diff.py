@@ -291,7 +291,7 @@ def show_diff(a: Side, b: Side, output: str) -> int:
     Returns:
         The exit status, as ``diff`` gives it: 0 when equal, 1 when different.
     """
-    import click
+    import sys
 
     diffs = differences(a, b)
     if output == "table":
@@ -300,10 +300,10 @@ def show_diff(a: Side, b: Side, output: str) -> int:
         from .output import to_json, to_yaml
 
         document = diff_document(a, b, diffs)
-        click.echo(to_json(document) if output == "json" else to_yaml(document), nl=False)
+        sys.stdout.write(to_json(document) if output == "json" else to_yaml(document))
     elif output == "markdown":
-        click.echo(diff_markdown(a, b, diffs), nl=False)
+        sys.stdout.write(diff_markdown(a, b, diffs))
     else:
         for line in diff_lines(diffs):
-            click.echo(line)
+            sys.stdout.write(line + "\n")
     return 1 if diffs else 0

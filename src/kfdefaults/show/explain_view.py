@@ -69,7 +69,7 @@ def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None =
         output: ``table`` (rich, for a terminal), ``text`` (stable plain text), ``json`` or ``yaml``.
         kubernetes_version: The version the profile was merged with.
     """
-    import click
+    import sys
 
     entries = explain(resolved, kubernetes_version=kubernetes_version)
     if output == "table":
@@ -78,7 +78,7 @@ def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None =
         from .output import to_json, to_yaml
 
         document = explain_document(resolved.name, entries)
-        click.echo(to_json(document) if output == "json" else to_yaml(document), nl=False)
+        sys.stdout.write(to_json(document) if output == "json" else to_yaml(document))
     else:
         for line in explain_lines(entries):
-            click.echo(line)
+            sys.stdout.write(line + "\n")

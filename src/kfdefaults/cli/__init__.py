@@ -1,0 +1,92 @@
+"""The ``kfdefaults`` command line: a thin layer over the :class:`~kfdefaults.pipeline.Pipeline`.
+
+One module per command (:mod:`.render`, :mod:`.listing`, :mod:`.diff`, :mod:`.validate`, :mod:`.schema`), each
+with ``build(prog)`` (its argparse parser) and ``run(args)`` (its exit status). Only the command asked for is
+imported and parsed: the standard library's argparse, because the start-up of every ``render`` in a pre-commit
+hook counts (importing click took about 50 ms, argparse about 10 ms; docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Sequence
+
+COMMANDS = {
+    "render": ("render", "Print a profile merged across its layers (builtin, platform, team, --set)."),
+    "list": ("listing", "List every visible profile: name, the layers that define it, its description."),
+    "validate": ("validate", "Check profile files and folders of them, for CI and pre-commit."),
+    "diff": ("diff", "Show what differs between two merged profiles, leaf by leaf."),
+    "schema": ("schema", "Print the JSON Schema of a profile file, for editors."),
+}
+"""Command -> (its module in this package, one line of help)."""
+
+_SUMMARY = "Layered defaults for Flyte's torch elastic (kfpytorch) tasks: pod templates and Elastic settings."
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        "usage: kfdefaults [-h] [--version] [--no-entry-points] COMMAND ...",
+        "",
+        _SUMMARY,
+        "",
+        "options:",
+        "  -h, --help         show this help message and exit",
+        "  --version          show the version and exit",
+        "  --no-entry-points  Ignore the platform folders of installed packages (kfdefaults.platform entry",
+        "                     points), as KFDEFAULTS_NO_ENTRY_POINTS=1 does; to test a package's own folder",
+        "                     with --platform.",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += ["", "`kfdefaults COMMAND -h` shows the options of a command."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``kfdefaults`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status."""
+    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(argv: list[str]) -> int:
+    """Run ``kfdefaults`` with ``argv``; return the exit status (argparse exits 2 itself on a usage mistake)."""
+    while argv and argv[0].startswith("-"):
+        option = argv.pop(0)
+        if option in ("-h", "--help"):
+            sys.stdout.write(_usage())
+            return 0
+        if option == "--version":
+            sys.stdout.write(f"kfdefaults, version {_version()}\n")
+            return 0
+        if option == "--no-entry-points":
+            from ..settings import NO_ENTRY_POINTS_ENV
+
+            os.environ[NO_ENTRY_POINTS_ENV] = "1"
+            continue
+        return _usage_mistake(f"no such option: {option}")
+    if not argv:
+        sys.stdout.write(_usage())
+        return 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        from ..validate.suggest import closest
+
+        hint = closest(name, COMMANDS)
+        return _usage_mistake(f"no such command {name!r}" + (f"; did you mean {hint!r}?" if hint else ""))
+    module = importlib.import_module(f".{COMMANDS[name][0]}", __name__)
+    args = module.build(f"kfdefaults {name}").parse_args(rest)
+    return module.run(args)
+
+
+def _usage_mistake(message: str) -> int:
+    sys.stderr.write(f"usage: kfdefaults [-h] [--version] [--no-entry-points] COMMAND ...\nkfdefaults: error: {message}\n")
+    return 2

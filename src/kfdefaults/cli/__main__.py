@@ -1,0 +1,5 @@
+"""``python -m kfdefaults.cli``: the command line."""
+
+from . import main
+
+main()

@@ -1,0 +1,94 @@
+"""What every command shares: its parser, the layer options, writing output, and turning errors into exit codes.
+
+Exit status: 0 success; 1 bad input (each problem printed as ``FILE:LINE:COLUMN: message`` on standard error,
+never a traceback); 2 a usage mistake (argparse's own). ``diff`` exits as ``diff(1)`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable, Iterable
+
+from ..errors import KfdefaultsError, ProfileError
+
+WIDTH = 100
+"""Help text is wrapped at this width, whatever the terminal, so that it reads the same everywhere."""
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help, wrapped at :data:`WIDTH`, descriptions kept as written (their examples line up)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=WIDTH, max_help_position=32)
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A command's parser: ``-h, --help``, and the description as written."""
+    return argparse.ArgumentParser(prog=prog, description=description, formatter_class=Formatter)
+
+
+def kubernetes_version(value: str) -> str:
+    """``--kubernetes-version``: ``1.31``, ``v1.31``, ``1.31.2`` -> ``1.31``; a version without a schema is a usage
+    mistake (exit 2)."""
+    from ..smp.schema import normalize_version
+
+    try:
+        return normalize_version(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_kubernetes_version(p: argparse.ArgumentParser, what: str = "Schema version for merging") -> None:
+    p.add_argument("--kubernetes-version", type=kubernetes_version, default=None, metavar="X.Y",
+                   help=f"{what} (default 1.32).")
+
+
+def add_layer_options(p: argparse.ArgumentParser) -> None:
+    """``--platform DIR`` and ``--team DIR``, each repeatable. A bad folder is bad input (exit 1), found when read."""
+    p.add_argument("--platform", action="append", default=[], metavar="DIR",
+                   help="A platform-layer folder (repeatable); adds to KFDEFAULTS_PLATFORM_PATH and entry points.")
+    p.add_argument("--team", action="append", default=[], metavar="DIR",
+                   help="A team-layer folder (repeatable); adds to KFDEFAULTS_TEAM_PATH and pyproject.toml.")
+
+
+def out(text: str) -> None:
+    """Write ``text`` to standard output as it is (it ends with a newline where one is wanted)."""
+    sys.stdout.write(text)
+
+
+def err(text: str) -> None:
+    """Write one line to standard error."""
+    sys.stderr.write(text + "\n")
+
+
+def report(findings: Iterable[Any]) -> None:
+    """Each finding on its own line of standard error: ``FILE:LINE:COLUMN: [layer] path: message``."""
+    for finding in findings:
+        err(str(finding))
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def run(body: Callable[[], int | None], error_code: int = 1) -> int:
+    """Run a command body; turn kfdefaults errors into messages and the exit status ``error_code`` (1; 2 for
+    ``diff``). An unexpected exception is a bug: one line names it (``KFDEFAULTS_DEBUG=1`` re-raises it)."""
+    try:
+        return body() or 0
+    except ProfileError as e:
+        report(e.findings)
+    except KfdefaultsError as e:
+        err(f"kfdefaults: {e}")
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except OSError as e:  # the output cannot be written (a full disk, a closed pipe)
+        err(f"kfdefaults: {e.strerror or e}")
+    except Exception as e:  # a bug: say so plainly, keep the traceback for whoever asks
+        from ..settings import DEBUG_ENV, flag
+
+        if flag(DEBUG_ENV):
+            raise
+        err(f"kfdefaults: internal error: {type(e).__name__}: {e} (KFDEFAULTS_DEBUG=1 shows the traceback)")
+    return error_code

@@ -1,0 +1,77 @@
+"""``kfdefaults list``: every visible profile, the layers that define it, its description."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import ProfileError, sorted_findings
+from .common import add_layer_options, is_terminal, out, parser, report, run as run_body
+
+
+def build(prog: str) -> argparse.ArgumentParser:
+    p = parser(prog, "List every visible profile: name, the layers that define it, its description.\n\n"
+                     "Exits 1, after the list, when a profile cannot be used (a broken file or `extends`, a name\n"
+                     "defined twice in one layer): its description says so, the problems are printed on standard\n"
+                     "error, and with `-o json` its row carries them as `errors`.")
+    add_layer_options(p)
+    p.add_argument("-o", "--output", choices=["table", "json"], default=None,
+                   help="table (the default on a terminal) or json; plain text when piped.")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_body(lambda: _list(args))
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ..pipeline import Pipeline
+    from ..validate.folders import empty_folder_warnings
+
+    pipeline = Pipeline.discover(args.platform, args.team)
+    report(empty_folder_warnings(pipeline.catalog))
+    rows, problems = profile_rows(pipeline)
+    if args.output == "json":
+        from ..show.output import to_json
+
+        out(to_json(rows))
+    elif args.output == "table" or (args.output is None and is_terminal()):
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table("name", "layers", "description")
+        for row in rows:  # Text: a description is printed as written, never read as rich markup
+            table.add_row(Text(row["name"]), Text(", ".join(row["layers"])), Text(_shown(row)))
+        Console().print(table)
+    else:
+        width = max((len(r["name"]) for r in rows), default=4)
+        lwidth = max((len(",".join(r["layers"])) for r in rows), default=6)
+        for row in rows:
+            out(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {_shown(row)}".rstrip() + "\n")
+    report(sorted_findings(problems))
+    return 1 if problems else 0
+
+
+def profile_rows(pipeline: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """One row per visible profile (name, layers, the description ``render`` shows) and every problem, once."""
+    rows = []
+    problems: dict[str, Any] = {}  # str(finding) -> finding: each problem once
+    for name in pipeline.catalog.names():
+        row: dict[str, Any] = {"name": name, "layers": pipeline.catalog.layers_defining(name), "description": ""}
+        try:  # the description render shows: the highest fragment's, parents (``extends``) included
+            fragments = pipeline.fragments(name)
+        except ProfileError as e:  # a broken file, ``extends`` or a name defined twice: no guess at a description
+            problems.update((str(f), f) for f in e.findings)
+            row["errors"] = [str(f) for f in e.findings]
+            fragments = []
+        for fragment in reversed(fragments):
+            if fragment.description:
+                row["description"] = fragment.description
+                break
+        rows.append(row)
+    return rows, list(problems.values())
+
+
+def _shown(row: dict[str, Any]) -> str:
+    return "(cannot be used: see the errors below)" if "errors" in row else row["description"]

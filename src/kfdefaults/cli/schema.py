@@ -1,0 +1,25 @@
+"""``kfdefaults schema``: the JSON Schema of a profile file, for editors."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_kubernetes_version, out, parser, run as run_body
+
+
+def build(prog: str) -> argparse.ArgumentParser:
+    p = parser(prog, "Print the JSON Schema of a profile file, for editors.\n\n"
+                     "  kfdefaults schema > .kfdefaults.schema.json\n"
+                     "  # yaml-language-server: $schema=./.kfdefaults.schema.json     (first line of a profile)")
+    add_kubernetes_version(p, "Kubernetes version of the bundled PodSpec schema")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    def body() -> None:
+        from ..show.jsonschema import profile_schema
+        from ..show.output import to_json
+
+        out(to_json(profile_schema(args.kubernetes_version)))
+
+    return run_body(body)
