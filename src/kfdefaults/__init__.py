@@ -35,12 +35,19 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors
-    from .api import resolve
-    from .errors import Finding, KfdefaultsError, KfdefaultsWarning, Location, MergeError, ProfileError
-    from .flytekit import Elastic
-    from .merge.result import Resolved
-    from .smp.patch import strategic_merge_patch
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors (the names are in __all__ above)
+    from .api import resolve  # noqa: F401
+    from .errors import (  # noqa: F401
+        Finding,
+        KfdefaultsError,
+        KfdefaultsWarning,
+        Location,
+        MergeError,
+        ProfileError,
+    )
+    from .flytekit import Elastic  # noqa: F401
+    from .merge.result import Resolved  # noqa: F401
+    from .smp.patch import strategic_merge_patch  # noqa: F401
 
 
 def __getattr__(name: str) -> object:

@@ -13,11 +13,23 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import Finding, Location, ProfileError, sorted_findings
-from .layers import FOLDER_LAYERS, Catalog, FlagSource, discover_folders, folder_names, layer_sources, profile_name_of
+from .layers import (
+    FOLDER_LAYERS,
+    Catalog,
+    FlagSource,
+    discover_folders,
+    folder_names,
+    layer_sources,
+    profile_name_of,
+)
 from .layers.flags import folder_arguments
+from .merge.result import Resolved
 from .pipeline import Pipeline
 from .read import PROFILE_SUFFIXES, path_problem
-from .merge.result import Resolved
+from .settings import PLATFORM_ENV, TEAM_ENV
+from .show.diff import Side, side
+from .validate.folders import sub_folders_hint
+from .validate.merged import check_merged
 
 __all__ = ["Report", "Resolved", "compare", "resolve", "validate_paths"]
 
@@ -27,7 +39,7 @@ class _FlytekitObjects:
     asked for: flytekit takes over a second to import."""
 
     def __getattr__(self, name: str) -> Any:
-        from .flytekit.objects import OBJECTS
+        from .flytekit.objects import OBJECTS  # lazy: imports flytekit (over a second)
 
         return getattr(OBJECTS, name)
 
@@ -188,8 +200,6 @@ def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | 
 
 def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
     """The profile files ``paths`` name (a folder's files directly in it); what cannot be one goes to ``findings``."""
-    from .validate.folders import sub_folders_hint
-
     given: list[str] = []
     for path in paths:
         if not path:
@@ -216,8 +226,6 @@ def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
 
 def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool) -> list[Finding]:
     """Errors and warnings of profile ``name`` merged across its layers."""
-    from .validate.merged import check_merged
-
     try:
         return check_merged(pipeline.resolve(name, remember=False))
     except ProfileError as e:
@@ -260,9 +268,6 @@ def compare(
         ProfileError: a profile is unknown (on both sides, when one profile is compared under two sets of
             folders) or a file is invalid, on either side.
     """
-    from .settings import PLATFORM_ENV, TEAM_ENV
-    from .show.diff import Side, side
-
     sources: dict[str, Any] = {}
     environ = dict(os.environ)
     if platform_against is not None:

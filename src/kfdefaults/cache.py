@@ -18,6 +18,10 @@ import json
 import os
 from typing import Any
 
+from . import __version__
+from .settings import CACHE_DIR_ENV, NO_CACHE_ENV, flag
+from .smp import schema
+
 try:  # the C module hashlib itself uses for BLAKE2; importing hashlib also loads OpenSSL, a few ms more
     from _blake2 import blake2b as _blake2b
 except ImportError:  # pragma: no cover - Python builds without it
@@ -38,8 +42,6 @@ FORMAT = 2
 
 def cache_dir() -> str | None:
     """The cache folder, or ``None`` when the cache is turned off."""
-    from .settings import CACHE_DIR_ENV, NO_CACHE_ENV, flag
-
     if flag(NO_CACHE_ENV):
         return None
     explicit = os.environ.get(CACHE_DIR_ENV)
@@ -64,15 +66,12 @@ def source_files() -> list[str]:
 def _code_fingerprint() -> str:
     """kfdefaults' version, every one of its source files (path, size, time) and the kubernetes-validate version:
     a change to any module of the package is a new key for every entry."""
-    from . import __version__
-    from .smp.schema import schema_package_version
-
     parts = [f"kfdefaults {__version__}", f"format {FORMAT}"]
     here = os.path.dirname(os.path.abspath(__file__))
     for relative in source_files():
         st = os.stat(os.path.join(here, relative))
         parts.append(f"{relative} {st.st_size} {st.st_mtime_ns}")
-    parts.append(f"kubernetes-validate {schema_package_version()}")
+    parts.append(f"kubernetes-validate {schema.schema_package_version()}")
     return digest("\n".join(parts).encode("utf-8", "surrogatepass"))
 
 
@@ -128,8 +127,6 @@ def load_patch_schema(kubernetes_version: str | None) -> None:
     Raises:
         ValueError: no schema for that version.
     """
-    from .smp import schema
-
     minor = schema.normalize_version(kubernetes_version)
     if cache_dir() is None:
         return

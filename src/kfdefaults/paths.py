@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 PathT = tuple
@@ -37,17 +36,31 @@ class PathError(ValueError):
     """A dotted path that cannot be read (an empty segment, an unbalanced quote or bracket)."""
 
 
-@dataclass(frozen=True)
 class Select:
-    """A list item named by its patch merge key: ``[name=primary]``.
+    """A list item named by its patch merge key: ``[name=primary]``. Immutable; equal when key and value are.
 
     Attributes:
         key: The list's patch merge key (``name``, ``mountPath``, ``containerPort``).
         value: The item's value for it (``"primary"``, ``8080``).
     """
 
-    key: str
-    value: Any
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str, value: Any) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Select is immutable: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Select) and (self.key, self.value) == (other.key, other.value)
+
+    def __hash__(self) -> int:
+        return hash((Select, self.key, self.value))
+
+    def __repr__(self) -> str:
+        return f"Select(key={self.key!r}, value={self.value!r})"
 
     def __str__(self) -> str:
         value = self.value

@@ -13,15 +13,25 @@ import os
 import sys
 from typing import Any, Iterable, Mapping, Sequence
 
+from . import cache
 from .errors import Finding, sorted_findings
-from .layers import Catalog, discover_folders, folder_listing, layer_sources, nearest_pyproject
+from .layers import (
+    Catalog,
+    discover_folders,
+    folder_listing,
+    layer_sources,
+    nearest_pyproject,
+)
 from .merge.expand import expand
 from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
 from .settings import NO_CACHE_ENV, NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, flag
 from .smp.schema import normalize_version
 from .validate.files import DefinitionLoader
+from .validate.folders import empty_folder_warnings
 from .validate.fragment import Definition, Fragment
+from .validate.merged import check_merged
+from .validate.task_layer import task_fragment
 
 
 class Pipeline:
@@ -38,8 +48,6 @@ class Pipeline:
     """
 
     def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None) -> None:
-        from . import cache
-
         self.catalog = catalog
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.sdk = sdk
@@ -103,8 +111,6 @@ class Pipeline:
     def task_layer(self, name: str, overrides: Mapping[str, Any] | None, *, source: str = "overrides",
                    labels: Mapping[str, str] | None = None) -> Fragment | None:
         """The task layer of profile ``name``, validated like a file (:func:`kfdefaults.validate.task_layer.task_fragment`)."""
-        from .validate.task_layer import task_fragment
-
         return task_fragment(name, overrides, source=source, labels=dict(labels or {}),
                              kubernetes_version=self.kubernetes_version)
 
@@ -125,9 +131,6 @@ class Pipeline:
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
         """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's."""
-        from .validate.folders import empty_folder_warnings
-        from .validate.merged import check_merged
-
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source)

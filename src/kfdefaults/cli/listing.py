@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from ..errors import ProfileError, sorted_findings
-from .common import add_layer_options, is_terminal, out, parser, report, run as run_body
+from .common import add_layer_options, is_terminal, out, parser, report
+from .common import run as run_body
 
 
 def build(prog: str) -> argparse.ArgumentParser:

@@ -6,7 +6,15 @@ import argparse
 from typing import Any, Sequence
 
 from ..errors import KfdefaultsError
-from .common import add_kubernetes_version, add_layer_options, is_terminal, out, parser, report, run as run_body
+from .common import (
+    add_kubernetes_version,
+    add_layer_options,
+    is_terminal,
+    out,
+    parser,
+    report,
+)
+from .common import run as run_body
 
 
 def build(prog: str) -> argparse.ArgumentParser:
@@ -31,7 +39,7 @@ def build(prog: str) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     if args.explain and args.as_ != "profile":
-        build(f"kfdefaults render").error(f"--explain shows the merged profile; it does not combine with --as {args.as_}")
+        build("kfdefaults render").error(f"--explain shows the merged profile; it does not combine with --as {args.as_}")
     return run_body(lambda: _render(args))
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_kubernetes_version, add_layer_options, err, out, parser, report, run as run_body
+from .common import add_kubernetes_version, add_layer_options, err, out, parser, report
+from .common import run as run_body
 
 
 def build(prog: str) -> argparse.ArgumentParser:

@@ -20,9 +20,9 @@ from flytekitplugins.kfpytorch.task import RunPolicy
 from ..errors import KfdefaultsError, ProfileError
 from ..k8s.models import to_plain
 from ..layers.flags import folder_arguments
-from ..pipeline import Pipeline, shared_pipeline
 from ..merge.elastic import PLUGIN_ELASTIC_DEFAULTS
 from ..merge.result import Resolved
+from ..pipeline import Pipeline, shared_pipeline
 from ..validate.fragment import Fragment
 from .objects import OBJECTS, plugin_elastic
 from .pod import name_primary_as_the_profile_does

@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
+from ..show.output import order_k8s
+from ..smp.schema import schema_type
+from .elastic import Elastic
+from .objects import flytekit_pod_template
+
 
 def task_body() -> None:
     """The body of the previewed task (never run)."""
@@ -41,8 +46,6 @@ def flyte_task_template(
     from flytekit.tools.translator import get_serializable
     from google.protobuf.json_format import MessageToDict
 
-    from .elastic import Elastic
-    from .objects import flytekit_pod_template
 
     overrides = dict(overrides or {})
     config = Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
@@ -66,9 +69,6 @@ def _stable(template: dict[str, Any]) -> dict[str, Any]:
     Keys are sorted at every level; the pod spec is ordered as ``render`` orders Kubernetes data (list items
     start with their merge key).
     """
-    from ..show.output import order_k8s
-    from ..smp.schema import schema_type
-
     def ordered(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: ordered(value[k]) for k in sorted(value)}

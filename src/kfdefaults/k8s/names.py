@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from .quantity import quantity_value
+
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 QUALIFIED_NAME_MAX = 63
@@ -182,8 +184,6 @@ def container_resource_name_problem(name: str) -> str | None:
         if name in STANDARD_CONTAINER_RESOURCES:
             return None
         if name.startswith(HUGEPAGES_PREFIX):
-            from .quantity import quantity_value
-
             size = name[len(HUGEPAGES_PREFIX):]
             amount = quantity_value(size) if qualified_name_problem(name) is None else None
             if amount is None or amount <= 0:

@@ -26,9 +26,18 @@ import os
 from typing import Iterable, Mapping
 
 from ..errors import Finding, Location, ProfileError
+from ..read import path_problem
 from ..settings import NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, flag
 from .builtin import BuiltinSource, builtin_folder
-from .catalog import FOLDER_LAYERS, LAYERS, NAME_PATTERN, Catalog, folder_listing, folder_names, profile_name_of
+from .catalog import (
+    FOLDER_LAYERS,
+    LAYERS,
+    NAME_PATTERN,
+    Catalog,
+    folder_listing,
+    folder_names,
+    profile_name_of,
+)
 from .entry_points import ENTRY_POINT_GROUP, EntryPointSource
 from .environment import EnvSource
 from .flags import FlagSource
@@ -89,8 +98,6 @@ def discover_folders(sources: Mapping[str, list[Source]], errors: list[Finding] 
         ProfileError: a folder named by a flag, variable, entry point or pyproject.toml does not exist, is
             not a folder or cannot be read.
     """
-    from ..read import path_problem
-
     out: dict[str, list[Folder]] = {}
     findings = []
     seen: dict[str, set[str]] = {}  # layer -> real paths

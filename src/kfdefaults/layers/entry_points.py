@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import cache
 from ..errors import Finding, Location, ProfileError
 from .folder import Folder
 
@@ -45,8 +46,6 @@ def _registered_entry_points() -> list[tuple[str, str]]:
 
     key = tuple(sys.path)
     if key not in _ENTRY_POINTS:
-        from .. import cache
-
         # the answer for the whole path at once: one cache read, where reading each folder's own entry costs a
         # read per folder on every Elastic(...) of a fresh process
         stamps = []
@@ -95,8 +94,6 @@ def _unchanged(files: Any) -> bool:
 def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]], list[Any] | None]]:
     """``(distribution, its kfdefaults.platform entry points, [entry_points.txt, mtime_ns] or None)`` for each
     distribution installed in ``folder``; the file is given for the distributions that register entry points."""
-    from .. import cache
-
     try:
         stamp = os.stat(folder).st_mtime_ns
     except OSError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import Finding, ProfileError
+from ..read import parse_bytes, read_bytes
 from .folder import Folder
 
 
@@ -33,8 +34,6 @@ class PyprojectSource:
         path = nearest_pyproject(self.start)
         if path is None:
             return []
-        from ..read import parse_bytes, read_bytes
-
         raw = read_bytes(path)  # an unreadable or oversized file is a located error
         if b"kfdefaults" not in raw:
             return []

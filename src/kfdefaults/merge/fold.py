@@ -70,6 +70,7 @@ def merge_step(state: Resolved, fragment: Fragment, *, kubernetes_version: str |
     Raises:
         ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
     """
+    # lazy: a merge read from the cache neither needs nor imports the engine (tests/test_cache.py sees it so)
     from ..smp.patch import strategic_merge_patch
 
     new = state.replace(fragments=state.fragments + [fragment])

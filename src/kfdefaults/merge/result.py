@@ -12,6 +12,7 @@ import copy
 from typing import Any, Protocol
 
 from ..errors import KfdefaultsError
+from ..k8s.models import to_k8s_model
 from .elastic import PLUGIN_ELASTIC_DEFAULTS
 from .primary import DEFAULT_PRIMARY_CONTAINER_NAME
 
@@ -150,8 +151,6 @@ class Resolved:
 
         Imports the kubernetes client.
         """
-        from ..k8s.models import to_k8s_model
-
         manifest = self.pod_template_manifest(name)
         manifest["template"]["spec"].setdefault("containers", [])  # required by the client's model
         return to_k8s_model(manifest, "V1PodTemplate")

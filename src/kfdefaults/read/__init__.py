@@ -7,7 +7,16 @@ here validates or merges.
 from __future__ import annotations
 
 from .document import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, Document
-from .files import PROFILE_SUFFIXES, TOML_SUFFIXES, YAML_SUFFIXES, parse_bytes, parse_text, path_problem, read_bytes, read_document
+from .files import (
+           PROFILE_SUFFIXES,
+           TOML_SUFFIXES,
+           YAML_SUFFIXES,
+           parse_bytes,
+           parse_text,
+           path_problem,
+           read_bytes,
+           read_document,
+)
 
 __all__ = ["Document", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "PROFILE_SUFFIXES", "TOML_SUFFIXES",
            "YAML_SUFFIXES", "parse_bytes", "parse_text", "path_problem", "read_bytes", "read_document"]

@@ -8,6 +8,8 @@ import os
 import stat
 
 from .document import MAX_FILE_BYTES, Document, error
+from .toml import parse_toml
+from .yaml import parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 TOML_SUFFIXES = (".toml",)
@@ -112,9 +114,5 @@ def parse_text(text: str, file: str) -> Document:
         ProfileError: as :func:`read_document`.
     """
     if file.endswith(TOML_SUFFIXES):
-        from .toml import parse_toml
-
         return parse_toml(text, file)
-    from .yaml import parse_yaml
-
     return parse_yaml(text, file)

@@ -11,7 +11,6 @@ import math
 import re
 from typing import Any
 
-
 _CORE_NULL = re.compile(r"~|null|Null|NULL|")
 _CORE_BOOL = re.compile(r"true|True|TRUE|false|False|FALSE")
 _CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")

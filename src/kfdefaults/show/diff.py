@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 from ..paths import PathT, Select, format_path
 from .explain import Entry, Origin, explain, skeleton
 from .leaves import format_value, same, tree_order
+from .output import to_json, to_yaml
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 """Stands for "no value at this path on this side"."""
@@ -297,8 +298,6 @@ def show_diff(a: Side, b: Side, output: str) -> int:
     if output == "table":
         print_diff_table(a, b, diffs)
     elif output in ("json", "yaml"):
-        from .output import to_json, to_yaml
-
         document = diff_document(a, b, diffs)
         sys.stdout.write(to_json(document) if output == "json" else to_yaml(document))
     elif output == "markdown":

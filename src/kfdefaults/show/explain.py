@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import Location
-from ..paths import PathError, PathT, Select, format_path, parse_path
 from ..merge.fold import fill_plugin_defaults, merge_step
 from ..merge.result import Resolved
+from ..paths import PathError, PathT, Select, format_path, parse_path
 from ..validate.fragment import Fragment
 from ..validate.sets import split_assignment
 from .leaves import has_index, profile_leaves, same, tree_order

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from ..paths import format_path
 from .explain import Entry, explain
 from .leaves import format_value
+from .output import to_json, to_yaml
 
 
 def explain_document(name: str, entries: Sequence[Entry]) -> dict[str, Any]:
@@ -75,8 +76,6 @@ def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None =
     if output == "table":
         print_explain_table(resolved.name, entries)
     elif output in ("json", "yaml"):
-        from .output import to_json, to_yaml
-
         document = explain_document(resolved.name, entries)
         sys.stdout.write(to_json(document) if output == "json" else to_yaml(document))
     else:

@@ -17,6 +17,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..smp.schema import definitions, normalize_version
+from ..validate.enums import ENUM_EXTRA, enum_values
+from ..validate.model import ProfileFile
+from ..validate.schema_rules import INT_RANGES
+from ..validate.rdzv import RDZV_SETTINGS, RDZV_STORE_TYPES
+
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 QUANTITY_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
@@ -66,9 +72,6 @@ def _closure(defs: dict[str, Any], root: str) -> list[str]:
 
 def _fragment_node(node: Any, owner: str, field: str | None) -> Any:
     """A copy of a Kubernetes schema node, made a strategic-merge-patch fragment."""
-    from ..validate.enums import ENUM_EXTRA, enum_values
-    from ..validate.podspec import INT_RANGES
-
     if isinstance(node, list):
         return [_fragment_node(v, owner, field) for v in node]
     if not isinstance(node, dict):
@@ -114,8 +117,6 @@ def _fix_pydantic(node: Any) -> Any:
 
 
 def _rdzv_schema() -> dict[str, Any]:
-    from ..validate.rdzv import RDZV_SETTINGS, RDZV_STORE_TYPES
-
     kinds = {
         "seconds": {"type": "integer", "minimum": 1},
         "count": {"type": "integer", "minimum": 1},
@@ -140,9 +141,6 @@ def profile_schema(kubernetes_version: str | None = None) -> dict[str, Any]:
     Returns:
         The schema as JSON data; ``pod_template.spec`` refers to ``#/$defs/io.k8s.api.core.v1.PodSpec``.
     """
-    from ..smp.schema import definitions, normalize_version
-    from ..validate.model import ProfileFile
-
     version = normalize_version(kubernetes_version)
     schema = _fix_pydantic(ProfileFile.model_json_schema(mode="validation"))
     defs = schema.setdefault("$defs", {})

@@ -336,7 +336,11 @@ def comparable(value: Any) -> bool:
 
 
 def stable_sort(data: Slice, less: Callable[[int, int], bool]) -> None:
-    """Go's ``sort.SliceStable``, step for step (the order kubectl gets also for inconsistent ``less``)."""
+    """Go's ``sort.SliceStable``, step for step (the order kubectl gets also for inconsistent ``less``).
+
+    Long because it is one port: Go's ``insertionSort``, ``symMerge``, ``rotate`` and ``swapRange`` as nested
+    functions, kept together so that they read beside Go's ``sort/zsortfunc.go``.
+    """
 
     def insertion_sort(a: int, b: int) -> None:
         for i in range(a + 1, b):

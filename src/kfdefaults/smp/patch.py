@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import MergeError
+from ..paths import ANY_ITEM
 from .goruntime import (
     ABSENT,
     BadValue,
@@ -48,7 +49,13 @@ from .goruntime import (
     stable_sort,
     to_plain,
 )
-from .schema import PatchMeta, SchemaLookupError, SchemaType, normalize_version, schema_type
+from .schema import (
+    PatchMeta,
+    SchemaLookupError,
+    SchemaType,
+    normalize_version,
+    schema_type,
+)
 
 _DIRECTIVE = "$patch"
 _DELETE = "delete"
@@ -83,8 +90,6 @@ def _item(path: PathT, merge_key: str, item: Any) -> PathT:
     """The path of a list item: named by its merge key, or ``[]`` when it has none."""
     if merge_key and isinstance(item, dict) and merge_key in item:
         return path + ((merge_key, to_plain(item[merge_key])),)
-    from ..paths import ANY_ITEM
-
     return path + (ANY_ITEM,)
 
 

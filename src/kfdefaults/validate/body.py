@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pydantic import ValidationError
+
 from ..errors import Finding, sorted_findings
 from ..paths import format_path
 from ..read import Document
 from ..smp.schema import SchemaLookupError, schema_type
 from .metadata import check_pod_metadata
+from .model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
 from .podspec import check_pod_spec
 from .rdzv import check_rdzv_configs
 from .suggest import ELASTIC_SYNONYMS, unknown_key_message
@@ -70,9 +73,6 @@ def validate_body(
         ``(body, errors)``: the validated :class:`~kfdefaults.validate.model.ProfileFile` and ``[]``, or ``None``
         and every error found, in file order.
     """
-    from pydantic import ValidationError
-
-    from .model import ProfileFile
 
     if not isinstance(data, dict) or not data:
         kinds = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
@@ -135,8 +135,6 @@ def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) ->
 
 def _section_of(key: str) -> str | None:
     """The section a top-level key belongs in, for ``--set nnodes=2``: ``elastic``, ``pod_template``..."""
-    from .model import ElasticSection, PodTemplateSection
-
     if key in ElasticSection.model_fields:
         return "elastic"
     if key in PodTemplateSection.model_fields:
@@ -149,7 +147,6 @@ def _section_of(key: str) -> str | None:
 
 
 def _known_keys(path: PathT) -> list[str]:
-    from .model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
 
     models = {(): ProfileFile, ("elastic",): ElasticSection, ("pod_template",): PodTemplateSection,
               ("elastic", "run_policy"): RunPolicySection}

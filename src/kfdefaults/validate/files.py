@@ -16,7 +16,6 @@ from ..errors import Finding, Location, ProfileError
 from ..layers import NAME_PATTERN, profile_name_of
 from ..read import TOML_SUFFIXES, Document, parse_bytes, read_bytes
 from ..smp.schema import normalize_version
-from .body import validate_body
 from .fragment import Definition, Fragment, fragment_from_body
 
 
@@ -51,6 +50,10 @@ class DefinitionLoader:
         definition = _definition_from_entry(entry, file, layer) if entry is not None else None
         stem = profile_name_of(file)
         if definition is None:
+            # lazy: the validation machinery (pydantic and the section models) costs about a quarter of a second to
+            # import, which a file read from the cache does not need
+            from .body import validate_body
+
             doc = parse_bytes(raw, file)
             warnings: list[Finding] = []
             body, findings = validate_body(doc, doc.data, layer, self.kubernetes_version, warnings=warnings)

@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Finding
-from ..k8s.names import ANNOTATIONS_MAX_BYTES, LABEL_VALUE_RULE, QUALIFIED_NAME_RULE, annotation_key_problem, label_value_problem, qualified_name_hint, qualified_name_problem
+from ..k8s.names import (
+    ANNOTATIONS_MAX_BYTES,
+    LABEL_VALUE_RULE,
+    QUALIFIED_NAME_RULE,
+    annotation_key_problem,
+    label_value_problem,
+    qualified_name_hint,
+    qualified_name_problem,
+)
 from ..paths import join
 from ..read import Document
 

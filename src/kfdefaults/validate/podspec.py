@@ -28,7 +28,6 @@ from ..errors import Finding
 from ..k8s.names import (
     DNS1123_LABEL_RULE,
     QUALIFIED_NAME_RULE,
-    STANDARD_CONTAINER_RESOURCES,
     container_resource_name_problem,
     dns1123_label_hint,
     dns1123_label_problem,
@@ -38,91 +37,29 @@ from ..k8s.names import (
 )
 from ..k8s.quantity import quantity_problem, quantity_value
 from ..paths import Select, join
-from ..smp.schema import definitions
 from ..read import Document
+from ..smp.schema import definitions
 from .enums import ENUM_EXTRA, enum_values
 from .metadata import label_problems
+from .schema_rules import (
+    DNS_LABEL_FIELDS,
+    INT_OR_STRING_DEF,
+    INT_RANGES,
+    LABEL_MAP_FIELDS,
+    PATCH_DIRECTIVE_VALUES,
+    POD_LEVEL_RESOURCES,
+    POD_SPEC,
+    QUANTITY_DEF,
+    RESOURCE_OWNERS,
+    RESOURCE_REQUIREMENTS,
+    STANDARD_RESOURCES,
+    TYPE_WORDS,
+    matches_types,
+    schema_types,
+)
 from .suggest import closest, describe, unknown_key_message
 
 PathT = tuple
-
-_QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-_INT_OR_STRING_DEF = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-_RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
-_POD_SPEC = "io.k8s.api.core.v1.PodSpec"
-_CONTAINER = "io.k8s.api.core.v1.Container"
-_EPHEMERAL_CONTAINER = "io.k8s.api.core.v1.EphemeralContainer"
-_RESOURCE_OWNERS = (_CONTAINER, _EPHEMERAL_CONTAINER, _POD_SPEC)
-"""Where ``resources`` follows the container resource-name rules; a PersistentVolumeClaimSpec's ``resources``
-(a ResourceRequirements before Kubernetes 1.29) asks for ``storage`` and is validated otherwise."""
-
-_MOUNT_NOTE = "; it names a volume, and volume names are DNS-1123 labels"
-DNS_LABEL_FIELDS = {
-    (_CONTAINER, "name"): ("container name", ""),
-    (_EPHEMERAL_CONTAINER, "name"): ("container name", ""),
-    ("io.k8s.api.core.v1.Volume", "name"): ("volume name", ""),
-    ("io.k8s.api.core.v1.VolumeMount", "name"): ("volume mount name", _MOUNT_NOTE),
-    ("io.k8s.api.core.v1.VolumeDevice", "name"): ("volume device name", _MOUNT_NOTE),
-}
-"""Fields whose value must be a non-empty DNS-1123 label, with how messages name them (k8s.io/kubernetes
-pkg/apis/core/validation: ``validateContainerCommon`` and ``ValidateVolumes`` call ``ValidateDNS1123Label``;
-``ValidateVolumeMounts`` and ``ValidateVolumeDevices`` require a name that is one of the volumes')."""
-
-LABEL_MAP_FIELDS = {
-    (_POD_SPEC, "nodeSelector"): "node selector",
-    ("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector", "matchLabels"): "label selector",
-}
-"""Mappings of label keys to label values (``ValidatePodSpec`` and ``ValidateLabelSelector`` call ``ValidateLabels``)."""
-_POD_LEVEL_RESOURCES = (
-    "pod-level `resources` (a budget shared by all containers) need the PodLevelResources feature gate, alpha in "
-    "Kubernetes 1.32 and beta from 1.34, and clusters without it drop them; a container's requests and limits go "
-    "under `containers[name=primary].resources`"
-)
-"""Why ``spec.resources`` is a warning: in PodSpec schemas since 1.32, and most often a misplaced container key."""
-
-PATCH_DIRECTIVE_VALUES = ("replace", "merge", "delete")
-"""Values of ``$patch`` (apimachinery strategicpatch: ``replaceDirective``, ``mergeDirective``, ``deleteDirective``)."""
-
-INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
-
-STANDARD_RESOURCES = STANDARD_CONTAINER_RESOURCES
-"""Resource names Kubernetes accepts without a domain, besides ``hugepages-<size>``
-(pkg/apis/core/helper ``IsStandardContainerResourceName``); any other resource must be fully qualified (``nvidia.com/gpu``)."""
-
-_TYPE_WORDS = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "object": "a mapping",
-    "array": "a list",
-}
-
-
-def _types(schema: dict[str, Any]) -> set[str]:
-    t = schema.get("type")
-    if t is None:
-        return set()
-    return ({t} if isinstance(t, str) else set(t)) - {"null"}
-
-
-def _matches(types: set[str], value: Any) -> bool:
-    if not types:
-        return True
-    if isinstance(value, bool):
-        return "boolean" in types
-    if isinstance(value, int):
-        return "integer" in types or "number" in types
-    if isinstance(value, float):
-        return "number" in types
-    if isinstance(value, str):
-        return "string" in types
-    if isinstance(value, dict):
-        return "object" in types
-    if isinstance(value, list):
-        return "array" in types
-    return False
-
 
 # --- the walker ---------------------------------------------------------------------------------------------
 
@@ -183,31 +120,31 @@ class FragmentChecker:
         ref = schema.get("$ref")
         target = ref.rsplit("/", 1)[-1] if ref else None
         if target is not None:
-            if target == _QUANTITY_DEF:
+            if target == QUANTITY_DEF:
                 self._quantity(value, path, name, owner, field)
                 return
-            if target == _INT_OR_STRING_DEF:
+            if target == INT_OR_STRING_DEF:
                 if isinstance(value, bool) or not isinstance(value, (int, str)):
                     self.report(path, name, f"expected an integer or a string (a port number or name), got {describe(value)}")
                 return
             schema = self.defs.get(target, {})
         if "properties" in schema:
             self._struct(schema, value, path, name, target or "")
-        elif isinstance(schema.get("additionalProperties"), dict) or (_types(schema) == {"object"} and "items" not in schema):
+        elif isinstance(schema.get("additionalProperties"), dict) or (schema_types(schema) == {"object"} and "items" not in schema):
             self._map(schema, value, path, name, owner, field)
-        elif "items" in schema or _types(schema) == {"array"}:
+        elif "items" in schema or schema_types(schema) == {"array"}:
             self._list(schema, value, path, name)
         elif "oneOf" in schema or "anyOf" in schema:
             branches = schema.get("oneOf") or schema.get("anyOf") or []
-            if not any(_matches(_types(b), value) for b in branches):
-                wanted = sorted({w for b in branches for w in _types(b)})
+            if not any(matches_types(schema_types(b), value) for b in branches):
+                wanted = sorted({w for b in branches for w in schema_types(b)})
                 self._wrong_type(wanted, value, path, name)
         else:
             self._scalar(schema, value, path, name, owner, field, description)
 
     def _wrong_type(self, wanted: Iterable[str], value: Any, path: PathT, name: str) -> None:
         wanted = list(wanted)
-        words = " or ".join(_TYPE_WORDS.get(w, w) for w in wanted)
+        words = " or ".join(TYPE_WORDS.get(w, w) for w in wanted)
         message = f"expected {words}, got {describe(value)}"
         if wanted == ["string"] and isinstance(value, (bool, int, float)):
             message += f'; quote it: "{self._written(path, value)}"'
@@ -219,8 +156,8 @@ class FragmentChecker:
 
     def _scalar(self, schema: dict[str, Any], value: Any, path: PathT, name: str, owner: str | None, field: str | None,
                 description: str) -> None:
-        types = _types(schema)
-        if not _matches(types, value) or (types == {"integer"} and isinstance(value, float)):
+        types = schema_types(schema)
+        if not matches_types(types, value) or (types == {"integer"} and isinstance(value, float)):
             self._wrong_type(sorted(types), value, path, name)
             return
         fmt = schema.get("format")
@@ -262,8 +199,8 @@ class FragmentChecker:
                 if key.startswith("$"):
                     self._directive(props, key, item, key_path, key_label)
                 elif key in props:
-                    if definition == _POD_SPEC and key == "resources":
-                        self.report(key_path, key_label, _POD_LEVEL_RESOURCES, key=True, severity="warning")
+                    if definition == POD_SPEC and key == "resources":
+                        self.report(key_path, key_label, POD_LEVEL_RESOURCES, key=True, severity="warning")
                     self._value(props[key], item, key_path, key_label, definition, key)
                     if (definition, key) in DNS_LABEL_FIELDS and isinstance(item, str) and not deleted:
                         self._dns_label(item, key_path, key_label, *DNS_LABEL_FIELDS[definition, key])
@@ -282,9 +219,9 @@ class FragmentChecker:
     def _unknown_field(self, key: str, props: dict[str, Any], definition: str) -> str:
 
         short = definition.rsplit(".", 1)[-1]
-        if definition == _POD_SPEC and key in ("labels", "annotations", "metadata"):
+        if definition == POD_SPEC and key in ("labels", "annotations", "metadata"):
             return f"unknown field `{key}`; pod labels and annotations go in `pod_template.labels` / `pod_template.annotations`"
-        if definition == _POD_SPEC and key == "resources":
+        if definition == POD_SPEC and key == "resources":
             return ("unknown field `resources` (pod-level resources came in Kubernetes 1.32); a container's requests "
                     "and limits go under `containers[name=primary].resources`")
         camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key)
@@ -342,8 +279,8 @@ class FragmentChecker:
             self._wrong_type(["object"], value, path, name)
             return
         values = schema.get("additionalProperties")
-        resources = (owner == _RESOURCE_REQUIREMENTS and len(self._structs) >= 2 and self._structs[-2] in _RESOURCE_OWNERS) \
-            or (owner == _POD_SPEC and field == "overhead")
+        resources = (owner == RESOURCE_REQUIREMENTS and len(self._structs) >= 2 and self._structs[-2] in RESOURCE_OWNERS) \
+            or (owner == POD_SPEC and field == "overhead")
         labels = LABEL_MAP_FIELDS.get((owner or "", field or ""))
         for key, item, key_path, key_label in self._entries(value, path, name):
             if key.startswith("$"):
@@ -453,4 +390,4 @@ def check_pod_spec(document: Document, spec: Any, layer: str | None, *, kubernet
     if not isinstance(spec, dict):
         return []
     checker = FragmentChecker(document, layer, kubernetes_version)
-    return checker.check(spec, _POD_SPEC, path, ".".join(path))
+    return checker.check(spec, POD_SPEC, path, ".".join(path))

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from ..errors import Finding, Location, ProfileError
 from ..paths import PathError, format_path, parse_path
+from ..read import parse_text
 from ..read.scalars import AmbiguousScalar, resolve_plain_scalar
 from ..smp.schema import SchemaLookupError, schema_type
 
@@ -41,8 +42,6 @@ def split_path(key: str) -> list[Any]:
 
 def parse_value(text: str) -> Any:
     """A ``--set`` value: a YAML 1.2 scalar, or a flow list / mapping."""
-    from ..read import parse_text
-
     stripped = text.strip()
     if stripped.startswith(("[", "{", '"', "'")):
         try:

@@ -8,7 +8,6 @@ from typing import Any, Mapping
 from ..errors import Finding, Location, ProfileError
 from ..paths import PathError, format_path, parse_path
 from ..read import MAX_DEPTH, Document
-from .body import validate_body
 from .fragment import Fragment, fragment_from_body
 
 TASK_SOURCE = "overrides"
@@ -74,6 +73,10 @@ def task_fragment(
     if problems:
         raise ProfileError([Finding(Location(task_label(path, labels or {}) or source), path, message, layer="task")
                             for path, message in problems])
+    # lazy: the validation machinery (pydantic and the section models) costs about a quarter of a second to
+    # import, which a task without a task layer does not need
+    from .body import validate_body
+
     allowed = {k: v for k, v in overrides.items()}
     doc = Document(source, allowed)
     body, findings = validate_body(doc, allowed, "task", kubernetes_version)
