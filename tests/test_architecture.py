@@ -186,3 +186,14 @@ def test_light_imports_stay_light(statement, absent):
     code = f"import sys\n{statement}\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {set(absent)!r}))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]", (statement, proc.stdout)
+
+
+def test_the_architecture_page_shows_the_tree_as_it_is():
+    """docs/architecture.md draws the package: every step of FLOW and nothing that is not there."""
+    page = (PACKAGE.parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    tree = page.split("```text", 1)[1].split("```", 1)[0]
+    drawn = {line.split("── ", 1)[1].split()[0].rstrip("/").removesuffix(".py") for line in tree.splitlines() if "── " in line}
+    on_disk = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.name != "__pycache__" and not p.name.startswith(".")
+               and (p.is_dir() or p.suffix == ".py")}
+    assert drawn == on_disk, (drawn ^ on_disk)
+    assert set(FLOW) <= drawn

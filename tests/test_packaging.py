@@ -1,0 +1,83 @@
+"""The package as users install it: the wheel holds the builtin profiles where the code looks for them."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> pathlib.Path:
+    from hatchling.builders.wheel import WheelBuilder
+
+    out = tmp_path_factory.mktemp("dist")
+    [path] = list(WheelBuilder(str(ROOT)).build(directory=str(out), versions=["standard"]))
+    return pathlib.Path(path)
+
+
+def test_the_wheel_holds_every_builtin_profile_inside_the_package(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("kfdefaults/profiles/"))
+    assert shipped == sorted(os.listdir(ROOT / "profiles"))
+    assert "kfdefaults/cli/__main__.py" in names
+
+
+def test_an_installed_wheel_renders_from_its_own_profiles(wheel, tmp_path):
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    env.update(PYTHONPATH=str(site), KFDEFAULTS_NO_CACHE="1")  # ahead of the checkout's editable install
+    code = "import kfdefaults.layers as l, kfdefaults; print(l.builtin_folder()); print(kfdefaults.__file__)"
+    folder, module = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True,
+                                    text=True, check=True).stdout.split()
+    assert folder == str(site / "kfdefaults" / "profiles") and module.startswith(str(site))
+    proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "render", "gpu-large", "--explain"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{site}/kfdefaults/profiles/gpu-large.yaml:" in proc.stdout
+
+
+def test_the_builtin_profiles_validate_clean_from_the_repository_root():
+    proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "validate", "--strict", "profiles"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert ": 0 errors, 0 warnings" in proc.stderr
+
+
+def test_the_cache_fingerprint_covers_every_module_of_every_subpackage(tmp_path):
+    from kfdefaults import cache
+
+    files = cache.source_files()
+    package = pathlib.Path(cache.__file__).parent
+    on_disk = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+    assert files == on_disk
+    assert {"smp/patch.py", "validate/body.py", "merge/fold.py", "flytekit/task.py"} <= set(files)
+
+
+def test_a_change_to_a_module_deep_in_the_tree_is_a_new_cache_key(tmp_path):
+    """A stale entry after a code change would be a wrong answer: changing any module changes every key."""
+    import shutil
+
+    from kfdefaults import cache
+
+    copy = tmp_path / "copy"
+    shutil.copytree(pathlib.Path(cache.__file__).parent, copy / "kfdefaults", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    env["PYTHONPATH"] = str(copy)
+    code = "import kfdefaults.cache as c; assert c.__file__.startswith(%r); print(c.key(b'x', 'profile'))" % str(copy)
+
+    def key() -> str:
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+
+    before = key()
+    assert key() == before  # nothing changed, the same key
+    with open(copy / "kfdefaults" / "merge" / "primary.py", "a", encoding="utf-8") as f:
+        f.write("\n# a change\n")
+    assert key() != before
