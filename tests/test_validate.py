@@ -198,7 +198,7 @@ def test_a_volume_given_a_second_source_by_a_higher_layer(tmp_path):
     [warning] = validate_paths([path]).warnings
     assert str(warning).startswith(f"{path}:5:19: [team] pod_template.spec.volumes[name=dshm].hostPath: warning: "
                                    "volume `dshm` has 2 sources: `emptyDir` ([builtin] ")
-    assert "Kubernetes rejects the pod" in warning.message and "(`emptyDir: null`)" in warning.message
+    assert "Kubernetes rejects the pod" in warning.message and "`emptyDir: null` (or `delete: [pod_template.spec.volumes[name=dshm].emptyDir]`)" in warning.message
     fixed = write(tmp_path / "fixed", "gpu-large.yaml", """\
         pod_template:
           spec:
