@@ -272,6 +272,7 @@ def test_one_bad_file_does_not_stop_the_others(tmp_path):
 def test_json_format(tmp_path):
     path = write(tmp_path, "p.yaml", "elastic:\n  rdzv_configs: {heartbeat: 30}\n")
     result = invoke("validate", "--format", "json", path)
+    assert invoke("validate", "-o", "json", path).stdout == result.stdout  # one output flag for every command
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["errors"] == 1 and report["files"] == [path] and report["profiles"] == ["p"]

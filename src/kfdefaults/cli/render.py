@@ -10,6 +10,7 @@ from .common import (
     add_kubernetes_version,
     add_layer_options,
     is_terminal,
+    layer_arguments,
     out,
     parser,
     report,
@@ -49,7 +50,11 @@ def _render(args: argparse.Namespace) -> None:
     from ..validate.sets import parse_sets
 
     output = args.output or "yaml"
-    pipeline = Pipeline.discover(args.platform, args.team, kubernetes_version=args.kubernetes_version)
+    layers = layer_arguments(build("kfdefaults render"), args)
+    if args.as_ == "flyte" and layers["only"]:
+        build("kfdefaults render").error("--as flyte shows what registering the task gives, which reads every source "
+                                         "of each layer: --only-platform / --only-team do not combine with it")
+    pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
     if args.as_ == "flyte":

@@ -32,7 +32,14 @@ from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
 from ..validate.fragment import Fragment
 from .leaves import has_index, profile_leaves, same, tree_order
-from .origins import DEFAULT_LAYER, Origin, default_origin, fragment_profile, removal_origin, set_origin
+from .origins import (
+    DEFAULT_LAYER,
+    Origin,
+    default_origin,
+    fragment_profile,
+    removal_origin,
+    set_origin,
+)
 from .output import ELASTIC_ORDER, POD_TEMPLATE_ORDER, order_profile
 
 __all__ = ["DEFAULT_LAYER", "Entry", "Origin", "explain", "skeleton"]

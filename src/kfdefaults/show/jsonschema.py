@@ -20,8 +20,8 @@ from typing import Any
 from ..smp.schema import definitions, normalize_version
 from ..validate.enums import ENUM_EXTRA, enum_values
 from ..validate.model import ProfileFile
-from ..validate.schema_rules import INT_RANGES
 from ..validate.rdzv import RDZV_SETTINGS, RDZV_STORE_TYPES
+from ..validate.schema_rules import INT_RANGES
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
