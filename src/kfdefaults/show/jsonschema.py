@@ -124,7 +124,7 @@ def _rdzv_schema() -> dict[str, Any]:
         "store": {"enum": list(RDZV_STORE_TYPES)},
     }
     properties = {
-        key: {"anyOf": [kinds[kind], {"type": "null"}], "description": what} for key, (kind, what) in RDZV_SETTINGS.items()
+        key: {"anyOf": [dict(kinds[kind]), {"type": "null"}], "description": what} for key, (kind, what) in RDZV_SETTINGS.items()
     }
     return {
         "anyOf": [{"type": "object", "properties": properties, "additionalProperties": False}, {"type": "null"}],
