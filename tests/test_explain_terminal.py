@@ -19,14 +19,15 @@ from conftest import PLATFORM, TEAM
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def on_terminal(columns: int, *args: str) -> str:
-    """What ``kfdefaults ARGS`` shows on a terminal ``columns`` wide (colours removed)."""
+def on_terminal(columns: int, *args: str, stderr_too: bool = False) -> str:
+    """What ``kfdefaults ARGS`` shows on a terminal ``columns`` wide (colours removed); standard error goes to
+    the terminal too with ``stderr_too``."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 60, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     env.update(TERM="xterm-256color")
     proc = subprocess.Popen([sys.executable, "-m", "kfdefaults.cli", *args], stdin=slave, stdout=slave,
-                            stderr=subprocess.DEVNULL, env=env, close_fds=True)
+                            stderr=slave if stderr_too else subprocess.DEVNULL, env=env, close_fds=True)
     os.close(slave)
     chunks = []
     while True:
