@@ -30,17 +30,26 @@ def preview(name: str, *args: str, with_torch: bool) -> tuple[dict, str]:
     return json.loads(proc.stdout), proc.stderr
 
 
-@pytest.mark.parametrize("name, args", [
-    ("gpu-large", ()),                                   # nnodes "1:4": a PyTorchJob
-    ("cpu-small", ()),                                   # nnodes 1: a python-task
-    ("gpu-large", ("--set", "elastic.nnodes=3", "--set", "elastic.max_restarts=2")),
-])
-def test_the_template_is_the_same_with_and_without_torch(name, args):
-    """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's."""
-    without, said = preview(name, *args, with_torch=False)
-    assert "NO-TORCH" in said  # torch was never imported
-    with_real, said = preview(name, *args, with_torch=True)
-    assert "TORCH-IMPORTED" in said
+BOTH_WAYS = """
+import json, sys
+from kfdefaults.flytekit.preview import flyte_task_template
+cases = [("gpu-large", {}), ("cpu-small", {}), ("gpu-large", {"elastic": {"nnodes": 3, "max_restarts": 2}})]
+without = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
+assert "torch" not in sys.modules
+import torch  # the real torch.distributed.run from here on
+with_real = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
+print(json.dumps([without, with_real]))
+"""
+
+
+def test_the_template_is_the_same_with_and_without_torch():
+    """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's. A
+    PyTorchJob (nnodes "1:4", then 3) and a python-task (nnodes 1), each defined both ways in one process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    proc = subprocess.run([sys.executable, "-c", BOTH_WAYS], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    without, with_real = json.loads(proc.stdout)
+    assert [t["type"] for t in without] == ["pytorch", "python-task", "pytorch"]
     assert without == with_real
 
 
@@ -67,8 +76,9 @@ def test_the_stand_in_is_taken_away_after_the_task_is_defined():
     assert proc.stdout.strip() == "[]"
 
 
-def test_render_as_flyte_takes_the_image():
-    template, _ = preview("gpu-large", "--image", "registry.example.com/vision/train:3", with_torch=False)
+def test_render_as_flyte_takes_the_image_and_says_nothing_more_when_piped():
+    template, said = preview("gpu-large", "--image", "registry.example.com/vision/train:3", with_torch=False)
+    assert "loading" not in said  # the progress line is for a terminal only
     [primary] = [c for c in template["k8sPod"]["podSpec"]["containers"] if c["name"] == "primary"]
     assert primary["image"] == "registry.example.com/vision/train:3"
 
@@ -80,12 +90,8 @@ def test_image_without_as_flyte_is_a_usage_mistake():
     assert result.exit_code == 2 and "--image is the image of the task that --as flyte serializes" in result.stderr
 
 
-def test_a_progress_line_on_a_terminal_only():
+def test_a_progress_line_on_a_terminal():
     from test_explain_terminal import on_terminal
 
     screen = on_terminal(100, "render", "cpu-small", "--as", "flyte", stderr_too=True)
     assert "loading flytekit to serialize the task" in screen
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
-    piped = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "render", "cpu-small", "--as", "flyte"],
-                           capture_output=True, text=True, env=env, timeout=300)
-    assert piped.returncode == 0 and "loading" not in piped.stderr
