@@ -9,6 +9,9 @@ from ..errors import KfdefaultsError
 from .common import (
     add_kubernetes_version,
     add_layer_options,
+    add_target,
+    chosen_target,
+    err,
     is_terminal,
     out,
     parser,
@@ -28,8 +31,9 @@ def build(prog: str) -> argparse.ArgumentParser:
                    help="yaml (the default) or json; with --explain, the explanation as data.")
     p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte"], default="profile",
                    help="profile (the default): the merged profile; podtemplate: a Kubernetes v1 PodTemplate "
-                        "manifest; flyte: the TaskTemplate flytekit registers for a task on the profile (imports "
-                        "flytekit).")
+                        "manifest; flyte: the TaskTemplate the target SDK registers for a task on the profile "
+                        "(imports the SDK).")
+    add_target(p)
     add_kubernetes_version(p)
     p.add_argument("--explain", action="store_true",
                    help="For every leaf: the value, the layer and FILE:LINE that set it, and values a layer removed "
@@ -49,14 +53,16 @@ def _render(args: argparse.Namespace) -> None:
     from ..validate.sets import parse_sets
 
     output = args.output or "yaml"
-    pipeline = Pipeline.discover(args.platform, args.team, kubernetes_version=args.kubernetes_version)
+    target, why = chosen_target(args)
+    pipeline = Pipeline.discover(args.platform, args.team, kubernetes_version=args.kubernetes_version, target=target)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
-    if args.as_ == "flyte":
-        _render_flyte(args.name, args.platform, args.team, tree, output)
-        return
     resolved = pipeline.resolve(args.name, [task])
-    report(pipeline.warnings(resolved))  # on standard error; the output stays clean
+    err(f"kfdefaults: target {target.name} ({why})")  # on standard error, as the warnings: the output stays clean
+    if args.as_ == "flyte":
+        _render_flyte(args.name, args.platform, args.team, tree, output, target.name)
+        return
+    report(pipeline.warnings(resolved))
     if args.explain:
         from ..show.explain_view import show_explain
 
@@ -72,14 +78,18 @@ def _render(args: argparse.Namespace) -> None:
     out(to_json(data) if output == "json" else to_yaml(data))
 
 
-def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree: dict[str, Any], output: str) -> None:
-    """``render --as flyte``: define a real task on the profile and print the TaskTemplate flytekit registers."""
+def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree: dict[str, Any], output: str,
+                  target: str) -> None:
+    """``render --as flyte``: define a real task on the profile and print the TaskTemplate the target SDK
+    registers (the task's warnings are the profile's, printed as Python warnings by the SDK adapter)."""
     from ..show.output import to_json, to_yaml
 
     try:
-        from ..flytekit.preview import flyte_task_template
-
-        data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
-    except ImportError as e:  # the plugin imports torch when a task is defined
+        if target == "flyte2":
+            from ..flyte2.preview import flyte2_task_template as task_template
+        else:
+            from ..flytekit.preview import flyte_task_template as task_template
+        data = task_template(name, platform=platform, team=team, overrides=tree)
+    except ImportError as e:  # no SDK, or the plugin imports torch when a task is defined
         raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
     out(to_json(data) if output == "json" else to_yaml(data))

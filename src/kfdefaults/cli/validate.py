@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_kubernetes_version, add_layer_options, err, out, parser, report
+from .common import add_kubernetes_version, add_layer_options, add_target, chosen_target, err, out, parser, report
 from .common import run as run_body
 
 
@@ -26,6 +26,7 @@ def build(prog: str) -> argparse.ArgumentParser:
                    help="text (the default): FILE:LINE:COLUMN lines on standard error; json: a report on standard "
                         "output.")
     p.add_argument("--strict", action="store_true", help="Warnings fail the run too (exit 1).")
+    add_target(p)
     add_kubernetes_version(p, "Schema version the PodSpec fragments are checked against")
     return p
 
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         from ..api import validate_paths
 
         result = validate_paths(args.paths, layer=args.layer, platform=args.platform, team=args.team,
-                                kubernetes_version=args.kubernetes_version)
+                                kubernetes_version=args.kubernetes_version, target=chosen_target(args)[0])
         if args.format_ == "json":
             from ..show.output import to_json
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
-from ..show.output import order_k8s
-from ..smp.schema import schema_type
+from ..show.output import stable_task_template
 from .elastic import Elastic
 from .objects import flytekit_pod_template
 
@@ -46,7 +45,6 @@ def flyte_task_template(
     from flytekit.tools.translator import get_serializable
     from google.protobuf.json_format import MessageToDict
 
-
     overrides = dict(overrides or {})
     config = Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
     kwargs: dict[str, Any] = {}
@@ -60,24 +58,5 @@ def flyte_task_template(
     image_config = ImageConfig.auto_default_image() if image is None else ImageConfig(default_image=Image.look_up_image_info("default", image))
     settings = SerializationSettings(image_config=image_config)
     spec = get_serializable(OrderedDict(), settings, defined)
-    return _stable(MessageToDict(spec.template.to_flyte_idl()))
+    return stable_task_template(MessageToDict(spec.template.to_flyte_idl()))
 
-
-def _stable(template: dict[str, Any]) -> dict[str, Any]:
-    """The template with its keys in a fixed order: protobuf maps come out in a different order every run.
-
-    Keys are sorted at every level; the pod spec is ordered as ``render`` orders Kubernetes data (list items
-    start with their merge key).
-    """
-    def ordered(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: ordered(value[k]) for k in sorted(value)}
-        if isinstance(value, list):
-            return [ordered(v) for v in value]
-        return value
-
-    out = ordered(template)
-    pod = out.get("k8sPod")
-    if isinstance(pod, dict) and isinstance(pod.get("podSpec"), dict):
-        pod["podSpec"] = order_k8s(pod["podSpec"], schema_type("PodSpec"))
-    return out

@@ -14,9 +14,10 @@ each fragment is applied with :func:`kfdefaults.merge.fold.merge_step`, the very
   what the lower layer had in that item is gone, not merged;
 * a mapping or list that was empty and is now filled is not a removal.
 
-After the last fragment the plugin's defaults fill the ``elastic`` keys a layer deleted (as
+After the last fragment the target plugin's defaults fill the ``elastic`` keys a layer deleted (as
 :func:`~kfdefaults.merge.fold.fill_plugin_defaults` does), attributed to the ``default`` layer, named by
-the SDK default that supplied it.
+the SDK default that supplied it (``flytekitplugins.kfpytorch.Elastic default (monitor_interval)`` for
+flytekit, ``flyteplugins.pytorch.Elastic default (monitor_interval)`` for Flyte 2).
 
 The location of a set leaf is where the fragment wrote its value: the path in the file is found by walking
 the fragment's own data, a list item named ``[name=primary]`` becoming the index of that item in the file.
@@ -34,13 +35,14 @@ from ..errors import Location
 from ..merge.fold import fill_plugin_defaults, merge_step
 from ..merge.result import Resolved
 from ..paths import PathError, PathT, Select, format_path, parse_path
+from ..targets import Target
 from ..validate.fragment import Fragment
 from ..validate.sets import split_assignment
 from .leaves import has_index, profile_leaves, same, tree_order
 from .output import ELASTIC_ORDER, POD_TEMPLATE_ORDER, order_profile
 
 DEFAULT_LAYER = "default"
-"""The layer of values no profile set: the plugin's ``Elastic`` defaults, flytekit's primary container name."""
+"""The layer of values no profile set: the target plugin's ``Elastic`` defaults, the SDK's primary container name."""
 
 
 @dataclass(frozen=True)
@@ -120,9 +122,10 @@ def explain(merged: Resolved, *, kubernetes_version: str | None = None) -> list[
         its path, or after its surviving siblings.
     """
     fragments: Sequence[Fragment] = merged.fragments
-    state = Resolved.initial(merged.name)
+    target = merged.target
+    state = Resolved.initial(merged.name, target=target)
     prev = _state_leaves(state, fragments, kubernetes_version)
-    origins: dict[PathT, Origin] = {p: _default_origin(p) for p in prev}
+    origins: dict[PathT, Origin] = {p: _default_origin(p, target) for p in prev}
     history: dict[PathT, list[tuple[Any, Origin]]] = {}
     removed: list[Entry] = []
 
@@ -143,7 +146,7 @@ def explain(merged: Resolved, *, kubernetes_version: str | None = None) -> list[
                 continue
             if path in prev and not (has_index(path) and not same(prev[path], value)):
                 history.setdefault(path, []).append((prev[path], origins[path]))
-            origins[path] = _set_origin(fragment, path) if fragment is not None else _default_origin(path)
+            origins[path] = _set_origin(fragment, path) if fragment is not None else _default_origin(path, target)
         for path in list(origins):
             if path not in cur:
                 del origins[path]
@@ -152,7 +155,7 @@ def explain(merged: Resolved, *, kubernetes_version: str | None = None) -> list[
     for fragment in fragments:
         state = merge_step(state, fragment, kubernetes_version=kubernetes_version)
         step(_state_leaves(state, fragments, kubernetes_version), _written(fragment, kubernetes_version), fragment)
-    final = state.replace(elastic_settings=fill_plugin_defaults(copy.deepcopy(state.elastic_settings)))
+    final = state.replace(elastic_settings=fill_plugin_defaults(copy.deepcopy(state.elastic_settings), target))
     step(_state_leaves(final, fragments, kubernetes_version), {}, None)
 
     entries = [Entry(p, v, origins[p], None, history.get(p, [])) for p, v in prev.items()]
@@ -319,10 +322,13 @@ def _selectors_equal(a: Sequence[Any], b: Sequence[Any]) -> bool:
 # --- the default layer ---------------------------------------------------------------------------------------
 
 
-def _default_origin(path: PathT) -> Origin:
-    """Where a value no layer set comes from: the SDK default that supplies it, named (not a line of code)."""
+def _default_origin(path: PathT, target: Target) -> Origin:
+    """Where a value no layer set comes from: the target SDK's default that supplies it, named (not a line of
+    code)."""
     if path[:1] == ("elastic",):
-        return Origin(DEFAULT_LAYER, "plugin default", Location(f"flytekitplugins.kfpytorch.Elastic default ({path[1]})"))
+        source = "kfdefaults default" if path[1] in target.kfdefaults_defaults else "plugin default"
+        return Origin(DEFAULT_LAYER, source, Location(target.default_label(str(path[1]))))
     if path == ("pod_template", "primary_container_name"):
-        return Origin(DEFAULT_LAYER, "flytekit default", Location("flytekit.PodTemplate default (primary_container_name)"))
+        return Origin(DEFAULT_LAYER, f"{target.name} default",
+                      Location(f"{target.pod_template_class} default (primary_container_name)"))
     return Origin(DEFAULT_LAYER, "empty pod template", Location("empty pod template"))
