@@ -51,10 +51,8 @@ class RunPolicySection(_Strict):
 
 class ElasticSection(_Strict):
     """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic`` and of Flyte 2's ``flyteplugins.pytorch.Elastic``,
-    snake_case as in the plugins.
-
-    A file may hold the settings of either SDK: which SDK honours which is checked when a profile is resolved
-    for one (:mod:`kfdefaults.validate.target`), where a setting the SDK cannot honour is an error."""
+    snake_case as in the plugins. A file may hold the settings of either SDK; a setting that the SDK a profile is
+    resolved for cannot honour is an error then, at its line."""
 
     nnodes: Optional[Union[int, str]] = Field(
         None,
