@@ -145,6 +145,28 @@ def test_elastic_is_the_plugins_elastic_and_its_task_is_a_torch_function_task():
     assert not DEFINITION_WARNINGS
 
 
+def test_resolve_for_flyte2_gives_flyte2s_objects():
+    resolved = kfdefaults.resolve("gpu-large", target="flyte2", overrides={"elastic": {"nnodes": 2}})
+    elastic = resolved.elastic
+    assert type(elastic) is PluginElastic and (elastic.nnodes, elastic.max_restarts) == (2, 3)
+    assert elastic.run_policy == RunPolicy(clean_pod_policy="Running", backoff_limit=3)
+    template = resolved.pod_template
+    assert isinstance(template, flyte.PodTemplate) and template.primary_container_name == "primary"
+    assert template.pod_spec.volumes[0].empty_dir.medium == "Memory"
+
+
+def test_a_pickled_task_keeps_what_it_registers():
+    """Flyte 2 pickles tasks for interactive runs (a .pkl code bundle, loaded in the pod instead of the module)."""
+    import pickle
+
+    import cloudpickle
+
+    again = pickle.loads(cloudpickle.dumps(layered))
+    assert again.plugin_config.elastic_settings() == layered.plugin_config.elastic_settings()
+    assert again.pod_template.pod_spec == layered.pod_template.pod_spec  # merged at definition, kept as it is
+    assert again.plugin_config.resolved is None  # the pipeline and files stay in the process that registered
+
+
 # --- the task spec --------------------------------------------------------------------------------------
 
 
