@@ -115,4 +115,3 @@ class Elastic(PluginElastic):
         if self.run_policy is not None:
             out["run_policy"] = run_policy_dict(self.run_policy)
         return out
-

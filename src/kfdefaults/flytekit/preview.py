@@ -59,4 +59,3 @@ def flyte_task_template(
     settings = SerializationSettings(image_config=image_config)
     spec = get_serializable(OrderedDict(), settings, defined)
     return stable_task_template(MessageToDict(spec.template.to_flyte_idl()))
-
