@@ -140,10 +140,24 @@ def _bounds(node: dict[str, Any]) -> str:
 _SUBSECTIONS = {"rdzv_configs": "[mapping](#elasticrdzv_configs)", "spec": _SECTION_ANCHORS[_POD_SPEC]}
 
 
-def _section_table(model: Any, schema_node: dict[str, Any], defaults: dict[str, Any] | None = None) -> str:
-    """One row per field of a pydantic section model: key, type (from the JSON Schema), description."""
-    head = "| key | type | if no layer sets it | description |\n|---|---|---|---|\n" if defaults is not None \
-        else "| key | type | description |\n|---|---|---|\n"
+def _target_cell(target: Any, name: str) -> str:
+    """What a target does with ``elastic.NAME`` when no layer sets it, or that it cannot take it."""
+    if name in target.defaults:
+        if name in target.kfdefaults_defaults:
+            return f"{_code(target.defaults[name])} (kfdefaults': the plugin requires a value)"
+        return _code(target.defaults[name])
+    if name in target.settings:
+        return "unset"
+    if name in target.fixed:
+        return f"always {_code(target.fixed[name])}"
+    return "not a field: an error"
+
+
+def _section_table(model: Any, schema_node: dict[str, Any], targets: list[Any] | None = None) -> str:
+    """One row per field of a pydantic section model: key, type (from the JSON Schema), what each target's plugin
+    does when no layer sets it (with ``targets``), description."""
+    head = ("| key | type | " + "".join(f"{t.title}, if no layer sets it | " for t in targets) + "description |\n|"
+            + "---|" * (3 + len(targets)) + "\n") if targets else "| key | type | description |\n|---|---|---|\n"
     rows = []
     properties = schema_node.get("properties", {})
     for name, field in model.model_fields.items():
@@ -152,8 +166,8 @@ def _section_table(model: Any, schema_node: dict[str, Any], defaults: dict[str, 
         if not description and field.annotation is not None:
             description = _model_summary(field.annotation)
         cells = [f"`{name}`", _SUBSECTIONS.get(name) or _type_text(node)]
-        if defaults is not None:
-            cells.append(_code(defaults[name]) if name in defaults else "unset")
+        for target in targets or ():
+            cells.append(_target_cell(target, name))
         cells.append(_cell(description))
         rows.append("| " + " | ".join(cells) + " |")
     return head + "\n".join(rows) + "\n"
@@ -177,7 +191,7 @@ def _rst_to_md(text: str) -> str:
 def profile_file_page() -> str:
     from kfdefaults.smp.schema import DEFAULT_KUBERNETES_VERSION, definitions
     from kfdefaults.layers import NAME_PATTERN
-    from kfdefaults.merge.elastic import PLUGIN_ELASTIC_DEFAULTS
+    from kfdefaults.targets import TARGETS
     from kfdefaults.validate.model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
     from kfdefaults.validate.rdzv import RDZV_SETTINGS
 
@@ -203,12 +217,14 @@ def profile_file_page() -> str:
         f"\nA profile's name is `name`, or else the file's stem; it must match `{NAME_PATTERN}`. ",
         "Two files of one layer defining one name are an error.\n\n",
         "## `elastic`\n\n",
-        _rst_to_md((ElasticSection.__doc__ or "").strip()) + " Keys merge one by one across layers; the column "
-        "*if no layer sets it* is the plugin's own default (`flytekitplugins.kfpytorch.Elastic`), which "
-        "`kfdefaults render` shows.\n\n",
-        _section_table(ElasticSection, defs["ElasticSection"], PLUGIN_ELASTIC_DEFAULTS),
+        _rst_to_md(" ".join((ElasticSection.__doc__ or "").split())) + " Keys merge one by one across "
+        "layers; the columns *if no layer sets it* are each plugin's own default (`flytekitplugins.kfpytorch.Elastic`, "
+        "Flyte 2's `flyteplugins.pytorch.Elastic`), which `kfdefaults render --target` shows "
+        "(see [Flyte 2](../flyte2.md#settings-per-sdk)).\n\n",
+        _section_table(ElasticSection, defs["ElasticSection"], list(TARGETS.values())),
         "\n### `elastic.rdzv_configs`\n\n",
-        "The rendezvous settings handed to torch elastic. The kfpytorch plugin always runs the **c10d** rendezvous; "
+        "The rendezvous settings handed to torch elastic. The kfpytorch plugin always runs the **c10d** rendezvous "
+        "(Flyte 2's, unless `rdzv_backend` says otherwise); "
         "each key below is checked at its own line. Timeouts are whole seconds. These keys merge one by one across "
         "layers, so a team can raise `join_timeout` without restating the rest. "
         "See [troubleshooting](../troubleshooting.md#rendezvous) for the failures each one prevents.\n\n",
@@ -348,9 +364,10 @@ def builtin_profiles_page() -> str:
         out += [
             f"\n## `{name}`\n\n",
             f'The file, `profiles/{file}` (installed as `kfdefaults/profiles/{file}`):\n\n```{lang} title="{file}"\n{text.rstrip()}\n```\n\n',
-            f"What a task on `{name}` gets with no other layer (`kfdefaults render {name}`; the plugin's defaults "
-            "filled in):\n\n",
-            f"```yaml\n{_cli('render', name).rstrip()}\n```\n",
+            f"What a flytekit task on `{name}` gets with no other layer (`kfdefaults render {name} --target flytekit`; "
+            f"the plugin's defaults filled in; `--target flyte2` fills in [Flyte 2's](../flyte2.md#settings-per-sdk)):"
+            "\n\n",
+            f"```yaml\n{_cli('render', name, '--target', 'flytekit').rstrip()}\n```\n",
         ]
     return "".join(out)
 

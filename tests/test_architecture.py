@@ -4,7 +4,8 @@ The rules are written out in docs/architecture.md:
 
 * Each step imports only the steps before it in :data:`FLOW` (so no two steps import each other).
 * The merge engine (smp/) imports nothing of kfdefaults but errors and paths.
-* Only flytekit/ imports flytekit or its kfpytorch plugin.
+* Only flytekit/ imports flytekit or its kfpytorch plugin; only flyte2/ imports Flyte 2's flyte or its plugins
+  (``flyteplugins``; ``flytekitplugins`` are flytekit's). The two adapters do not import each other.
 * An import inside a function (a lazy import) of kfdefaults' own code says why, on the line above, in a
   ``# lazy:`` comment; the command line's dispatch (cli/) and the package's facade (__init__) are lazy by design.
 * No module over about 400 lines, but the port of apimachinery's patch.go and its Go-runtime emulation; no
@@ -24,13 +25,18 @@ import kfdefaults
 
 PACKAGE = pathlib.Path(kfdefaults.__file__).parent
 
-FLOW = ("paths", "errors", "settings", "smp", "k8s", "cache", "read", "layers", "validate", "merge", "show",
-        "pipeline", "flytekit", "api", "cli")
-"""The steps in flow order: the shared vocabulary (paths, errors, settings), the engine, Kubernetes' rules, the
-cache, then read -> layers -> validate -> merge -> show, the pipeline, the flytekit adapter and the entry points."""
+FLOW = ("paths", "errors", "settings", "targets", "smp", "k8s", "cache", "read", "layers", "validate", "merge", "show",
+        "pipeline", "runtime", "flytekit", "flyte2", "api", "cli")
+"""The steps in flow order: the shared vocabulary (paths, errors, settings, the SDK targets as data), the engine,
+Kubernetes' rules, the cache, then read -> layers -> validate -> merge -> show, the pipeline, what both SDK
+adapters share at run time, the flytekit and Flyte 2 adapters, and the entry points."""
 
-SDK_PACKAGES = {"flytekit": "flytekit", "flytekitplugins": "flytekit"}
-"""Top-level third-party packages -> the one step that may import them."""
+SDK_PACKAGES = {"flytekit": "flytekit", "flytekitplugins": "flytekit", "flyte": "flyte2", "flyteplugins": "flyte2"}
+"""Top-level third-party packages -> the one step that may import them (``flytekitplugins`` is flytekit's plugin
+namespace, ``flyteplugins`` Flyte 2's)."""
+
+ADAPTERS = ("flytekit", "flyte2")
+"""The SDK adapters: side by side in the flow, neither imports the other."""
 
 LONG_MODULES = {"smp/patch.py", "smp/goruntime.py"}
 """The port of apimachinery's patch.go and its Go-runtime emulation: one algorithm, read beside the Go source."""
@@ -101,6 +107,19 @@ def test_each_step_imports_only_the_steps_before_it():
             other = own_step(module)
             if other is not None and other != step and FLOW.index(other) > FLOW.index(step):
                 wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno} ({step}) imports {module} ({other}), a later step")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_sdk_adapters_do_not_import_each_other():
+    wrong = []
+    for path in modules():
+        step = step_of(path)
+        if step not in ADAPTERS:
+            continue
+        for module, node, _ in imports(path):
+            other = own_step(module)
+            if other in ADAPTERS and other != step:
+                wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno} ({step}) imports {module} ({other})")
     assert not wrong, "\n".join(wrong)
 
 
@@ -178,9 +197,12 @@ def test_the_flow_has_no_cycle_between_steps():
 
 
 @pytest.mark.parametrize("statement, absent", [
-    ("import kfdefaults", ("flytekit", "pydantic", "kubernetes", "rich", "ruamel")),
-    ("from kfdefaults import KfdefaultsWarning, ProfileError, MergeError", ("flytekit", "pydantic", "kubernetes")),
-    ("from kfdefaults import strategic_merge_patch", ("flytekit", "pydantic", "kubernetes", "ruamel")),
+    ("import kfdefaults", ("flytekit", "flyte", "pydantic", "kubernetes", "rich", "ruamel")),
+    ("from kfdefaults import KfdefaultsWarning, ProfileError, MergeError", ("flytekit", "flyte", "pydantic", "kubernetes")),
+    ("from kfdefaults import strategic_merge_patch", ("flytekit", "flyte", "pydantic", "kubernetes", "ruamel")),
+    ("import kfdefaults.targets", ("flytekit", "flyte", "flyteplugins", "pydantic", "kubernetes")),
+    # the Flyte 2 adapter checks that the SDK is there, and imports it (and torch, through the plugin) when used
+    ("import kfdefaults.flyte2", ("flytekit", "flyte", "torch")),
 ])
 def test_light_imports_stay_light(statement, absent):
     code = f"import sys\n{statement}\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {set(absent)!r}))"

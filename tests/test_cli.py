@@ -27,7 +27,7 @@ def invoke(*args: str):
 def test_render_elastic_gpu_default_as_json():
     result = invoke("render", "elastic-gpu-default", "-o", "json")
     assert result.exit_code == 0, result.output
-    profile = json.loads(result.output)
+    profile = json.loads(result.stdout)
     spec = profile["pod_template"]["spec"]
     assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in spec["volumes"]
     primary = next(c for c in spec["containers"] if c["name"] == profile["pod_template"]["primary_container_name"])
@@ -36,14 +36,14 @@ def test_render_elastic_gpu_default_as_json():
 
 
 def test_render_yaml_and_json_carry_the_same_data():
-    as_yaml = yaml.safe_load(invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).output)
-    as_json = json.loads(invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM, "-o", "json").output)
+    as_yaml = yaml.safe_load(invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).stdout)
+    as_json = json.loads(invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM, "-o", "json").stdout)
     assert as_yaml == as_json
 
 
 def test_render_output_is_stable_and_ordered():
-    first = invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).output
-    assert first == invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).output
+    first = invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).stdout
+    assert first == invoke("render", "gpu-large", "--platform", PLATFORM, "--team", TEAM).stdout
     assert list(yaml.safe_load(first)) == ["name", "description", "elastic", "pod_template"]
     # list items start with their merge key
     assert "      - name: primary\n" in first
@@ -52,7 +52,7 @@ def test_render_output_is_stable_and_ordered():
 
 def test_render_as_podtemplate_manifest():
     result = invoke("render", "gpu-large", "--as", "podtemplate", "--team", TEAM)
-    manifest = yaml.safe_load(result.output)
+    manifest = yaml.safe_load(result.stdout)
     assert list(manifest) == ["apiVersion", "kind", "metadata", "template"]
     assert manifest["kind"] == "PodTemplate" and manifest["metadata"] == {"name": "gpu-large"}
     assert manifest["template"]["metadata"]["labels"] == {"team": "vision"}

@@ -1,8 +1,8 @@
 """The Python entry points, each a walk of the one :class:`~kfdefaults.pipeline.Pipeline`.
 
 :func:`resolve` merges a profile for scripts and tests; :func:`validate_paths` checks files and folders for CI
-(the ``validate`` command); :func:`compare` resolves the two sides of a ``diff``. Resolving imports neither
-flytekit nor the kubernetes client; :attr:`Resolved.elastic`, :attr:`Resolved.pod_template` and
+(the ``validate`` command); :func:`compare` resolves the two sides of a ``diff``. Resolving imports no SDK nor
+the kubernetes client; :attr:`Resolved.elastic`, :attr:`Resolved.pod_template` and
 :meth:`Resolved.v1_pod_template` import them when first asked for.
 """
 
@@ -23,9 +23,10 @@ from .layers import (
 )
 from .layers.flags import folder_arguments
 from .merge.result import Resolved
-from .pipeline import Pipeline
+from .pipeline import Pipeline, target_warnings
 from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
+from .targets import Target, default_target, target_named
 from .validate.folders import sub_folders_hint
 from .validate.merged import check_merged
 
@@ -42,7 +43,25 @@ class _FlytekitObjects:
         return getattr(OBJECTS, name)
 
 
+class _Flyte2Objects:
+    """Flyte 2's objects for :class:`Resolved` (:data:`kfdefaults.flyte2.objects.OBJECTS`), imported when first
+    asked for: the PyTorch plugin imports torch (several seconds)."""
+
+    def __getattr__(self, name: str) -> Any:
+        # lazy: imports flyte (half a second), and its PyTorch plugin torch
+        from .flyte2.objects import OBJECTS
+
+        return getattr(OBJECTS, name)
+
+
 FLYTEKIT_OBJECTS = _FlytekitObjects()
+FLYTE2_OBJECTS = _Flyte2Objects()
+SDK_OBJECTS = {"flytekit": FLYTEKIT_OBJECTS, "flyte2": FLYTE2_OBJECTS}
+"""Target name -> what builds its SDK's objects for :attr:`Resolved.elastic` and :attr:`Resolved.pod_template`."""
+
+
+def _target(target: Target | str | None) -> Target:
+    return default_target()[0] if target is None else target_named(target)
 
 
 def resolve(
@@ -52,6 +71,7 @@ def resolve(
     team: Iterable[str | os.PathLike[str]] = (),
     overrides: Mapping[str, Any] | None = None,
     kubernetes_version: str | None = None,
+    target: Target | str | None = None,
 ) -> Resolved:
     """Merge a profile across its layers: builtin, platform, team, then ``overrides`` as the task layer.
 
@@ -66,21 +86,27 @@ def resolve(
         overrides: The task layer, in the shape of a profile file:
             ``{"elastic": {"nnodes": 2}, "pod_template": {"spec": {...}}}``.
         kubernetes_version: Kubernetes minor version for the strategic merge patch schema (default 1.32).
+        target: The SDK the profile is resolved for, ``"flytekit"`` or ``"flyte2"``
+            (:mod:`kfdefaults.targets`): its plugin's defaults lie below every layer, and
+            :attr:`Resolved.elastic` and :attr:`Resolved.pod_template` are its objects. ``None``:
+            ``KFDEFAULTS_TARGET``, else the installed SDK (flytekit when both or neither are).
 
     Returns:
         The merged :class:`Resolved` profile.
 
     Raises:
-        ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, or a pod template patch
-            is rejected; every finding has a ``FILE:LINE:COLUMN`` location.
+        ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, a pod template patch
+            is rejected, or a setting cannot run on the target; every finding has a ``FILE:LINE:COLUMN`` location.
         TypeError: ``name`` is not a string, or ``platform`` / ``team`` is not a path or a list of paths.
         ValueError: no schema for ``kubernetes_version``.
+        KfdefaultsError: ``target`` names no target.
     """
     if not isinstance(name, str):
         raise TypeError(f"a profile name is a string, not {type(name).__name__}")
     platform, team = folder_arguments(platform, "platform="), folder_arguments(team, "team=")
-    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=FLYTEKIT_OBJECTS,
-                                 flags=("platform=", "team="))
+    chosen = _target(target)
+    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=SDK_OBJECTS[chosen.name],
+                                 target=chosen, flags=("platform=", "team="))
     return pipeline.resolve(name, [pipeline.task_layer(name, overrides)])
 
 
@@ -133,6 +159,7 @@ def validate_paths(
     kubernetes_version: str | None = None,
     only: Iterable[str] = (),
     flags: tuple[str, str] = ("--platform", "--team"),
+    target: Target | str | None = None,
 ) -> Report:
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
 
@@ -152,9 +179,14 @@ def validate_paths(
         kubernetes_version: Kubernetes minor version of the schema (default 1.32).
         only: Layers that read the ``platform`` / ``team`` folders given and nothing else (``--only-team``).
         flags: What gave ``platform`` and ``team``, for messages.
+        target: The SDK each profile is checked for (as for :func:`resolve`): a setting it cannot honour is an
+            error.
 
     Returns:
         A :class:`Report`; it never raises for bad input.
+
+    Raises:
+        KfdefaultsError: ``target`` names no target.
     """
     findings: list[Finding] = []
     given = _given_files(paths, findings)
@@ -164,15 +196,8 @@ def validate_paths(
         return Report(sorted_findings(findings + e.findings))
     # a broken context folder or installed package is reported, and the rest is checked all the same
     catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
-    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version)
-    if paths:
-        by_real_path: dict[str, str] = {}
-        for file in given:  # a file given twice (or through a link) is checked once
-            by_real_path.setdefault(os.path.realpath(file), file)
-        checked = [(file, layer) for file in by_real_path.values()]
-    else:
-        checked = [(file, file_layer) for file_layer in FOLDER_LAYERS
-                   for files in pipeline.catalog.index().get(file_layer, {}).values() for file in files]
+    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target))
+    checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:
             findings.extend(pipeline.loader.load(file, file_layer).warnings)
@@ -182,6 +207,18 @@ def validate_paths(
     for name in names:  # each profile they define: duplicates, extends, the merge, and the merged result
         findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1))
     return Report(sorted_findings(findings), [f for f, _ in checked], names)
+
+
+def _files_to_check(pipeline: Pipeline, given: Sequence[str] = (), layer: str = "team") -> list[tuple[str, str]]:
+    """``(file, layer)`` to check: the files given, each once (given twice or through a link); without them,
+    every file of every folder layer."""
+    if given:
+        by_real_path: dict[str, str] = {}
+        for file in given:
+            by_real_path.setdefault(os.path.realpath(file), file)
+        return [(file, layer) for file in by_real_path.values()]
+    return [(file, file_layer) for file_layer in FOLDER_LAYERS
+            for files in pipeline.catalog.index().get(file_layer, {}).values() for file in files]
 
 
 def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None,
@@ -225,9 +262,10 @@ def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
 
 
 def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool) -> list[Finding]:
-    """Errors and warnings of profile ``name`` merged across its layers."""
+    """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target."""
     try:
-        return check_merged(pipeline.resolve(name, remember=False))
+        resolved = pipeline.resolve(name, remember=False)
+        return check_merged(resolved) + target_warnings(resolved)
     except ProfileError as e:
         for f in e.findings:
             if several_paths and f.layer == layer and "defined twice" in f.message:
@@ -249,6 +287,7 @@ def compare(
     platform_against: Sequence[str] | None = None,
     team_against: Sequence[str] | None = None,
     kubernetes_version: str | None = None,
+    target: Target | str | None = None,
 ) -> tuple[Any, Any]:
     """Resolve both sides of a comparison (:mod:`kfdefaults.show.diff`).
 
@@ -260,6 +299,8 @@ def compare(
 
     Comparing one profile under two sets of folders, a profile defined on one side only (new in a pull request,
     or deleted by it) is compared with nothing: every leaf is added (or removed).
+
+    Both sides are resolved for ``target`` (as for :func:`resolve`).
 
     Returns:
         ``(side_a, side_b)``, two :class:`kfdefaults.show.diff.Side`.
@@ -278,7 +319,8 @@ def compare(
     for label, name, plat, tm, flags in ((labels[0], name_a, platform, team, ("--platform", "--team")),
                                          (labels[1], b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
-        pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, flags=flags, **sources)
+        pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=_target(target),
+                                     flags=flags, **sources)
         shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}
         if name_b in (None, name_a) and name not in pipeline.catalog.names():
             # one profile under two sets of folders, defined on one side only: new (or deleted) in the change

@@ -21,6 +21,22 @@ class KfdefaultsWarning(UserWarning):
     over a profile's ``/dev/shm``, say)."""
 
 
+def caller_stacklevel(skip: Iterable[str]) -> int:
+    """The ``stacklevel`` that points a warning at the user's code: the first frame whose module's top-level
+    package is not in ``skip`` (kfdefaults and the SDK that called it: the ``@task`` line), counted from the
+    caller of :func:`warnings.warn`."""
+    import sys
+
+    skipped = set(skip)
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.split(".")[0] not in skipped:
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
+
+
 class MergeError(KfdefaultsError, ValueError):
     """A strategic merge patch that Kubernetes rejects.
 

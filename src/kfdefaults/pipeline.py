@@ -2,9 +2,10 @@
 
 The command line, :func:`kfdefaults.resolve`, ``Elastic(profile=...)``, ``diff`` and ``validate`` all build a
 :class:`Pipeline` and ask it for profiles. What it reads is fixed when it is built: the folders of each layer
-(a :class:`~kfdefaults.layers.Catalog`) and the Kubernetes version whose schema checks and merges the pod
-templates. It loads each file once (:class:`~kfdefaults.validate.files.DefinitionLoader`), expands each
-profile's ``extends`` once, and merges with :func:`kfdefaults.merge.fold.merge_fragments`.
+(a :class:`~kfdefaults.layers.Catalog`), the Kubernetes version whose schema checks and merges the pod
+templates, and the target SDK (:mod:`kfdefaults.targets`) whose plugin defaults lie below every layer. It loads
+each file once (:class:`~kfdefaults.validate.files.DefinitionLoader`), expands each profile's ``extends`` once,
+merges with :func:`kfdefaults.merge.fold.merge_fragments`, and checks the result against the target.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import cache
-from .errors import Finding, sorted_findings
+from .errors import Finding, ProfileError, sorted_findings
 from .layers import (
     Catalog,
     discover_folders,
@@ -27,10 +28,12 @@ from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
 from .settings import NO_CACHE_ENV, NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, flag
 from .smp.schema import normalize_version
+from .targets import Target, default_target, target_named
 from .validate.files import DefinitionLoader
 from .validate.folders import empty_folder_warnings
 from .validate.fragment import Definition, Fragment
 from .validate.merged import check_merged
+from .validate.target import check_target
 from .validate.task_layer import task_fragment
 
 
@@ -41,16 +44,21 @@ class Pipeline:
         catalog: The folders of each layer, and the files they hold.
         kubernetes_version: Kubernetes minor version of the schema (``"1.31"``, ``"v1.31.2"``); ``None``: 1.32.
         sdk: What builds SDK objects for :attr:`Resolved.elastic` and :attr:`Resolved.pod_template`
-            (:func:`kfdefaults.resolve` gives flytekit's); ``None`` where no SDK object is asked for.
+            (:func:`kfdefaults.resolve` gives the target's); ``None`` where no SDK object is asked for.
+        target: The SDK the profiles are resolved for, a :class:`~kfdefaults.targets.Target` or its name
+            (``"flytekit"``, ``"flyte2"``); ``None``: :func:`~kfdefaults.targets.default_target`.
 
     Raises:
         ValueError: no schema for ``kubernetes_version``.
+        KfdefaultsError: ``target`` names no target.
     """
 
-    def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None) -> None:
+    def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None,
+                 target: Target | str | None = None) -> None:
         self.catalog = catalog
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.sdk = sdk
+        self.target = default_target()[0] if target is None else target_named(target)
         self.loader = DefinitionLoader(self.kubernetes_version)
         self.expanded: dict[str, list[Fragment]] = {}
         cache.load_patch_schema(self.kubernetes_version)
@@ -63,6 +71,7 @@ class Pipeline:
         *,
         kubernetes_version: str | None = None,
         sdk: SdkObjects | None = None,
+        target: Target | str | None = None,
         files: Mapping[str, Sequence[str]] | None = None,
         errors: list[Finding] | None = None,
         **sources: Any,
@@ -74,6 +83,7 @@ class Pipeline:
             team: Extra team-layer folders.
             kubernetes_version: As for :class:`Pipeline`.
             sdk: As for :class:`Pipeline`.
+            target: As for :class:`Pipeline`.
             files: Single files added to a layer besides its folders (``kfdefaults validate FILE``).
             errors: When given, a broken source (a missing folder, a broken installed package) is appended to it
                 and the rest is read; without it, the first such problem raises.
@@ -85,7 +95,7 @@ class Pipeline:
                 (without ``errors``).
         """
         folders = discover_folders(layer_sources(platform, team, **sources), errors)
-        return cls(Catalog(folders, files), kubernetes_version=kubernetes_version, sdk=sdk)
+        return cls(Catalog(folders, files), kubernetes_version=kubernetes_version, sdk=sdk, target=target)
 
     # -- profiles
 
@@ -124,26 +134,37 @@ class Pipeline:
                 storing them would cost more than it saves).
 
         Raises:
-            ProfileError: the profile is unknown or broken, or a pod template patch is rejected.
+            ProfileError: the profile is unknown or broken, a pod template patch is rejected, or the merged
+                profile sets what the target's plugin cannot honour (:func:`kfdefaults.validate.target.check_target`).
         """
-        return merge_fragments(name, self.fragments(name, task), kubernetes_version=self.kubernetes_version,
-                               remember=remember, sdk=self.sdk)
+        resolved = merge_fragments(name, self.fragments(name, task), kubernetes_version=self.kubernetes_version,
+                                   remember=remember, sdk=self.sdk, target=self.target)
+        errors = [f for f in check_target(resolved) if f.severity == "error"]
+        if errors:
+            raise ProfileError(errors)
+        return resolved
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
-        """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's."""
+        """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's,
+        and those of its target."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source)
             if definition is not None:
                 findings.extend(definition.warnings)
-        return sorted_findings(findings + check_merged(resolved))
+        return sorted_findings(findings + check_merged(resolved) + target_warnings(resolved))
+
+
+def target_warnings(resolved: Resolved) -> list[Finding]:
+    """The warnings of :func:`kfdefaults.validate.target.check_target` (its errors stop :meth:`Pipeline.resolve`)."""
+    return [f for f in check_target(resolved) if f.severity != "error"]
 
 
 _SHARED: dict[tuple, tuple[tuple, Pipeline]] = {}
 
 
 def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, kubernetes_version: str | None = None,
-                    sdk: SdkObjects | None = None) -> Pipeline:
+                    sdk: SdkObjects | None = None, target: Target | str | None = None) -> Pipeline:
     """The process's pipeline for these folders, built again only when something it read changed.
 
     ``Elastic(profile=...)`` runs at every import of a workflow module, often many times for one profile. The
@@ -155,14 +176,15 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
         ProfileError: as :meth:`Pipeline.discover`.
     """
     cwd = os.getcwd()
+    target = default_target()[0] if target is None else target_named(target)
     key = (tuple(platform), tuple(team), os.environ.get(PLATFORM_ENV, ""), os.environ.get(TEAM_ENV, ""),
-           os.environ.get(NO_ENTRY_POINTS_ENV, ""), cwd, tuple(sys.path), kubernetes_version, id(sdk))
+           os.environ.get(NO_ENTRY_POINTS_ENV, ""), cwd, tuple(sys.path), kubernetes_version, id(sdk), target.name)
     hit = None if flag(NO_CACHE_ENV) else _SHARED.get(key)
     if hit is not None:
         (folders, signature, stamp), pipeline = hit
         if stamp == _pyproject_stamp(cwd) and tuple((f, folder_listing(f)) for f in folders) == signature:
             return pipeline
-    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk,
+    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk, target=target,
                                  flags=("platform=", "team="))
     signature = pipeline.catalog.signature()
     _SHARED[key] = ((tuple(f for f, _ in signature), signature, _pyproject_stamp(cwd)), pipeline)

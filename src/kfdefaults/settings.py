@@ -9,8 +9,10 @@ KFDEFAULTS_NO_ENTRY_POINTS a yes/no flag: ignore the platform folders of install
 KFDEFAULTS_CACHE_DIR       where the cache lives (default ``$XDG_CACHE_HOME/kfdefaults``, ``~/.cache/kfdefaults``)
 KFDEFAULTS_NO_CACHE        a yes/no flag: no cache, no in-process memo
 KFDEFAULTS_DEBUG           a yes/no flag: print the traceback of an internal error
+KFDEFAULTS_TARGET          the SDK to render and validate for when ``--target`` is not given: ``flytekit`` or
+                           ``flyte2`` (:mod:`kfdefaults.targets`; default: the installed one)
 KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary container: the settings resolved at
-                           registration (:mod:`kfdefaults.flyte.runtime`); never set by hand
+                           registration (:mod:`kfdefaults.runtime`); never set by hand
 ========================== =====================================================================================
 """
 
@@ -25,6 +27,7 @@ NO_ENTRY_POINTS_ENV = "KFDEFAULTS_NO_ENTRY_POINTS"
 CACHE_DIR_ENV = "KFDEFAULTS_CACHE_DIR"
 NO_CACHE_ENV = "KFDEFAULTS_NO_CACHE"
 DEBUG_ENV = "KFDEFAULTS_DEBUG"
+TARGET_ENV = "KFDEFAULTS_TARGET"
 RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
 
 _OFF = frozenset({"", "0", "false", "no", "off", "n", "f"})

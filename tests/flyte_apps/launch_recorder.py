@@ -1,7 +1,8 @@
 """Record the torch elastic LaunchConfig a task launches with, then launch for real.
 
-``install(path)`` replaces ``torch.distributed.launcher.api.elastic_launch`` (which the kfpytorch plugin looks
-up at every run) with a wrapper that appends the configuration, as JSON, to ``path``.
+``install(path)`` replaces ``torch.distributed.launcher.api.elastic_launch`` (which flytekit's kfpytorch plugin
+looks up at every run) with a wrapper that appends the configuration, as JSON, to ``path``; ``install_flyte2(path)``
+does the same for Flyte 2's plugin, which imported the function by name (``flyteplugins.pytorch.task``).
 """
 
 from __future__ import annotations
@@ -9,11 +10,7 @@ from __future__ import annotations
 import json
 
 
-def install(path: str) -> None:
-    import torch.distributed.launcher.api as api
-
-    real = api.elastic_launch
-
+def _recording(path: str, real):
     def recording_launch(config, entrypoint):
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({
@@ -28,4 +25,16 @@ def install(path: str) -> None:
             }) + "\n")
         return real(config, entrypoint)
 
-    api.elastic_launch = recording_launch
+    return recording_launch
+
+
+def install(path: str) -> None:
+    import torch.distributed.launcher.api as api
+
+    api.elastic_launch = _recording(path, api.elastic_launch)
+
+
+def install_flyte2(path: str) -> None:
+    import flyteplugins.pytorch.task as plugin
+
+    plugin.elastic_launch = _recording(path, plugin.elastic_launch)

@@ -44,6 +44,23 @@ def add_kubernetes_version(p: argparse.ArgumentParser, what: str = "Schema versi
                    help=f"{what} (default 1.32).")
 
 
+def add_target(p: argparse.ArgumentParser) -> None:
+    """``--target flytekit|flyte2``: the SDK to resolve for (:mod:`kfdefaults.targets`)."""
+    p.add_argument("--target", choices=["flytekit", "flyte2"], default=None,
+                   help="The SDK the task runs on: its plugin's Elastic defaults lie below every layer, and a setting "
+                        "it cannot honour is an error. Default: KFDEFAULTS_TARGET, else the installed SDK (flytekit "
+                        "when both or neither are installed).")
+
+
+def chosen_target(args: argparse.Namespace) -> tuple[Any, str]:
+    """``(target, why)`` for ``--target``: the one given, else :func:`kfdefaults.targets.default_target`."""
+    from ..targets import default_target, target_named
+
+    if args.target:
+        return target_named(args.target), "--target"
+    return default_target()
+
+
 def add_layer_options(p: argparse.ArgumentParser, *, only: bool = True) -> None:
     """``--platform DIR`` and ``--team DIR`` (each repeatable) add a folder to their layer; ``--only-platform DIR``
     and ``--only-team DIR`` make the layer read those folders alone. A bad folder is bad input (exit 1), found

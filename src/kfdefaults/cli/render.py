@@ -9,6 +9,9 @@ from ..errors import KfdefaultsError
 from .common import (
     add_kubernetes_version,
     add_layer_options,
+    add_target,
+    chosen_target,
+    err,
     is_terminal,
     layer_arguments,
     out,
@@ -29,10 +32,11 @@ def build(prog: str) -> argparse.ArgumentParser:
                    help="yaml (the default) or json; with --explain, the explanation as data.")
     p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte"], default="profile",
                    help="profile (the default): the merged profile; podtemplate: a Kubernetes v1 PodTemplate "
-                        "manifest; flyte: the TaskTemplate flytekit registers for a task on the profile (imports "
-                        "flytekit).")
+                        "manifest; flyte: the TaskTemplate the target SDK registers for a task on the profile "
+                        "(imports the SDK).")
     p.add_argument("--image", metavar="IMAGE", default=None,
-                   help="With --as flyte: the task's container image (default: flytekit's default image).")
+                   help="With --as flyte: the task's container image (default: the SDK's default image).")
+    add_target(p)
     add_kubernetes_version(p)
     p.add_argument("--explain", action="store_true",
                    help="For every leaf: the value, the layer and FILE:LINE that set it, and values a layer removed "
@@ -58,14 +62,16 @@ def _render(args: argparse.Namespace) -> None:
     if args.as_ == "flyte" and layers["only"]:
         build("kfdefaults render").error("--as flyte shows what registering the task gives, which reads every source "
                                          "of each layer: --only-platform / --only-team do not combine with it")
-    pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version)
+    target, why = chosen_target(args)
+    pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=target)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
-    if args.as_ == "flyte":
-        _render_flyte(args.name, args.platform, args.team, tree, output, args.image)
-        return
     resolved = pipeline.resolve(args.name, [task])
-    report(pipeline.warnings(resolved))  # on standard error; the output stays clean
+    err(f"kfdefaults: target {target.name} ({why})")  # on standard error, as the warnings: the output stays clean
+    if args.as_ == "flyte":
+        _render_flyte(args.name, args.platform, args.team, tree, output, target.name, args.image)
+        return
+    report(pipeline.warnings(resolved))
     if args.explain:
         from ..show.explain_view import show_explain
 
@@ -82,23 +88,26 @@ def _render(args: argparse.Namespace) -> None:
 
 
 def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree: dict[str, Any], output: str,
-                  image: str | None) -> None:
-    """``render --as flyte``: define a real task on the profile and print the TaskTemplate flytekit registers.
+                  target: str, image: str | None) -> None:
+    """``render --as flyte``: define a real task on the profile and print the TaskTemplate the target SDK
+    registers (the task's warnings are the profile's, printed as Python warnings by the SDK adapter).
 
-    Importing flytekit takes a second or more: on a terminal, a line on standard error says so meanwhile."""
+    Importing the SDK takes a second or more: on a terminal, a line on standard error says so meanwhile."""
     import sys
 
     from ..show.output import to_json, to_yaml
 
     progress = sys.stderr.isatty()
     if progress:
-        sys.stderr.write("kfdefaults: loading flytekit to serialize the task...")
+        sys.stderr.write(f"kfdefaults: loading {'flyte' if target == 'flyte2' else 'flytekit'} to serialize the task...")
         sys.stderr.flush()
     try:
-        from ..flytekit.preview import flyte_task_template
-
-        data = flyte_task_template(name, platform=platform, team=team, overrides=tree, image=image)
-    except ImportError as e:
+        if target == "flyte2":
+            from ..flyte2.preview import flyte2_task_template as task_template
+        else:
+            from ..flytekit.preview import flyte_task_template as task_template
+        data = task_template(name, platform=platform, team=team, overrides=tree, image=image)
+    except ImportError as e:  # no SDK, or the plugin imports torch when a task is defined
         raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
     finally:
         if progress:

@@ -7,6 +7,8 @@ import argparse
 from .common import (
     add_kubernetes_version,
     add_layer_options,
+    add_target,
+    chosen_target,
     err,
     layer_arguments,
     out,
@@ -34,6 +36,7 @@ def build(prog: str) -> argparse.ArgumentParser:
                    help="text (the default): FILE:LINE:COLUMN lines on standard error; json: a report on standard "
                         "output.")
     p.add_argument("--strict", action="store_true", help="Warnings fail the run too (exit 1).")
+    add_target(p)
     add_kubernetes_version(p, "Schema version the PodSpec fragments are checked against")
     return p
 
@@ -43,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
         from ..api import validate_paths
 
         layers = layer_arguments(build("kfdefaults validate"), args)
-        result = validate_paths(args.paths, layer=args.layer, kubernetes_version=args.kubernetes_version, **layers)
+        result = validate_paths(args.paths, layer=args.layer, kubernetes_version=args.kubernetes_version,
+                                target=chosen_target(args)[0], **layers)
         if args.format_ == "json":
             from ..show.output import to_json
 

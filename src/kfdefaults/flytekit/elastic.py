@@ -10,30 +10,21 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
-import os
 from typing import Any, Iterable
 
 from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
 from flytekitplugins.kfpytorch.task import RunPolicy
 
-from ..errors import KfdefaultsError, ProfileError
-from ..k8s.models import to_plain
+from ..errors import ProfileError
 from ..layers.flags import folder_arguments
-from ..merge.elastic import PLUGIN_ELASTIC_DEFAULTS
 from ..merge.result import Resolved
-from ..pipeline import Pipeline, shared_pipeline
-from ..validate.fragment import Fragment
+from ..runtime import ProfileCall
+from ..targets import FLYTEKIT
 from ..validate.suggest import ELASTIC_SYNONYMS, closest
 from .objects import OBJECTS, plugin_elastic
-from .pod import name_primary_as_the_profile_does
-from .runtime import FLYTE_POD_SIGNAL, embedded_settings, runtime_key
 
 ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
 """The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
-
-_RESOLVED: dict[tuple[str, str], tuple[Pipeline, Fragment | None, Resolved]] = {}
-
 
 def unknown_arguments_message(unknown: list[str]) -> str:
     """Why ``Elastic(...)`` refuses keyword arguments, with the one each was probably meant to be, as the command
@@ -49,7 +40,6 @@ def unknown_arguments_message(unknown: list[str]) -> str:
         parts.append(f"`{name}`" + (f" (did you mean {hint}?)" if hint else ""))
     known = ", ".join(("profile", "platform", "team") + ELASTIC_FIELDS)
     return f"Elastic() got unexpected keyword arguments: {'; '.join(parts)}. It takes {known}"
-"""(profile, overrides) -> the merged profile, reused while the shared pipeline is the same."""
 
 
 def run_policy_dict(policy: Any) -> Any:
@@ -86,7 +76,7 @@ class Elastic(PluginElastic):
     Raises:
         ProfileError: the profile is unknown or invalid, or an override is invalid (``FILE:LINE:COLUMN``
             locations; overrides are named ``Elastic(key=...)``). In a Flyte pod, the error is kept and raised
-            only if this task runs (see :mod:`kfdefaults.flytekit.runtime`).
+            only if this task runs (see :mod:`kfdefaults.runtime`).
         TypeError: an unknown keyword argument. ``increase_shared_mem=True`` is not accepted: the profile owns
             ``/dev/shm`` (``increase_shared_mem=False``, which agrees, is accepted and ignored).
     """
@@ -101,43 +91,14 @@ class Elastic(PluginElastic):
             raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
         platform, team = folder_arguments(platform, "Elastic(platform=...)"), folder_arguments(team, "Elastic(team=...)")
         elastic_overrides = {k: (run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
+        labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
         self.profile = profile
-        self.runtime_key = runtime_key(profile, platform, team, elastic_overrides)
-        self.resolved: Resolved | None = None
-        self.deferred_error: ProfileError | None = None
-        self._pipeline: Pipeline | None = None
-        self._task_layer: Fragment | None = None
-
-        settings = embedded_settings(self.runtime_key)
-        if settings is None:
-            try:
-                settings = self._resolve(platform, team, elastic_overrides, overrides)
-            except ProfileError as e:
-                if FLYTE_POD_SIGNAL not in os.environ:
-                    raise
-                # another task of this module may be the one running here: fail only if this one runs
-                self.deferred_error = e
-                settings = dict(PLUGIN_ELASTIC_DEFAULTS)
-        base = plugin_elastic(settings)
+        self._call = call = ProfileCall(FLYTEKIT, profile, platform, team, elastic_overrides, labels, OBJECTS)
+        self.runtime_key = call.key
+        self.resolved: Resolved | None = call.resolved
+        self.deferred_error: ProfileError | None = call.deferred_error
+        base = plugin_elastic(call.settings)
         super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
-
-    def _resolve(self, platform: list[str], team: list[str], elastic_overrides: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-        self._pipeline = pipeline = shared_pipeline(platform, team, sdk=OBJECTS)
-        # key order kept: rdzv_configs={"a": 1, "b": 2} and {"b": 2, "a": 1} merge to dictionaries of other orders
-        memo_key = (self.profile, json.dumps(elastic_overrides, default=repr))
-        hit = _RESOLVED.get(memo_key)
-        if hit is not None and hit[0] is pipeline:
-            _, self._task_layer, remembered = hit
-            self.resolved = remembered.copy()  # each Elastic its own: one may be changed, the next one not
-        else:
-            labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
-            self._task_layer = pipeline.task_layer(
-                self.profile, {"elastic": elastic_overrides} if elastic_overrides else None, source="Elastic(...)",
-                labels=labels,
-            )
-            self.resolved = pipeline.resolve(self.profile, [self._task_layer])
-            _RESOLVED[memo_key] = (pipeline, self._task_layer, self.resolved.copy())
-        return copy.deepcopy(self.resolved.elastic_settings)
 
     def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer.
@@ -148,32 +109,17 @@ class Elastic(PluginElastic):
         Raises:
             KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
         """
-        if self.resolved is None or self._pipeline is None:
-            raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
         if pod_template is None:
-            return self.resolved
+            return self._call.with_pod_template(None, "@task(pod_template=...)")
         from flytekit import PodTemplate
 
         if not isinstance(pod_template, PodTemplate):
             raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
-        section: dict[str, Any] = {}
-        if pod_template.pod_spec is not None:
-            section["spec"] = to_plain(pod_template.pod_spec)
-            name_primary_as_the_profile_does(section["spec"], pod_template.primary_container_name,
-                                              self.resolved.primary_container_name)
-        if pod_template.labels:
-            section["labels"] = dict(pod_template.labels)
-        if pod_template.annotations:
-            section["annotations"] = dict(pod_template.annotations)
-        if pod_template.primary_container_name and pod_template.primary_container_name != "primary":
-            section["primary_container_name"] = pod_template.primary_container_name
-        fragment = self._pipeline.task_layer(self.profile, {"pod_template": section}, source="@task(pod_template=...)")
-        return self._pipeline.resolve(self.profile, [self._task_layer, fragment])
+        return self._call.with_pod_template(self._call.pod_template_section(pod_template), "@task(pod_template=...)")
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""
-        return json.dumps({"key": self.runtime_key, "profile": self.profile, "elastic": self.elastic_settings()},
-                          sort_keys=True, separators=(",", ":"))
+        return self._call.env_value(self.elastic_settings())
 
     def elastic_settings(self) -> dict[str, Any]:
         """The settings this config runs with, as plain data."""

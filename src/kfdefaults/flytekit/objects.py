@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from ..k8s.models import to_k8s_model
 from ..merge.result import Resolved
+from ..targets import FLYTEKIT
 
 
 def plugin_elastic(settings: Mapping[str, Any]) -> Any:
@@ -13,7 +14,9 @@ def plugin_elastic(settings: Mapping[str, Any]) -> Any:
     from flytekitplugins.kfpytorch import Elastic
     from flytekitplugins.kfpytorch.task import CleanPodPolicy, RunPolicy
 
-    kwargs = {k: v for k, v in settings.items() if k != "run_policy"}
+    # keys the plugin has no field for are the ones flytekit fixes (rdzv_backend: c10d): the target's check
+    # (kfdefaults.validate.target) let only their one value through
+    kwargs = {k: v for k, v in settings.items() if k in FLYTEKIT.settings and k != "run_policy"}
     kwargs["rdzv_configs"] = dict(kwargs.get("rdzv_configs") or {})
     run_policy = settings.get("run_policy")
     if run_policy:

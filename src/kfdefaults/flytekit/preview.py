@@ -18,8 +18,7 @@ import types
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..show.output import order_k8s
-from ..smp.schema import schema_type
+from ..show.output import stable_task_template
 from .elastic import Elastic
 from .objects import flytekit_pod_template
 
@@ -69,7 +68,7 @@ def flyte_task_template(
     image_config = ImageConfig.auto_default_image() if image is None else ImageConfig(default_image=Image.look_up_image_info("default", image))
     settings = SerializationSettings(image_config=image_config)
     spec = get_serializable(OrderedDict(), settings, defined)
-    return _stable(MessageToDict(spec.template.to_flyte_idl()))
+    return stable_task_template(MessageToDict(spec.template.to_flyte_idl()))
 
 
 def parse_min_max_nnodes(nnodes: str) -> tuple[int, int]:
@@ -107,23 +106,3 @@ def torch_stand_in() -> Iterator[None]:
         for name in names:
             if sys.modules.get(name) is modules[name]:
                 del sys.modules[name]
-
-
-def _stable(template: dict[str, Any]) -> dict[str, Any]:
-    """The template with its keys in a fixed order: protobuf maps come out in a different order every run.
-
-    Keys are sorted at every level; the pod spec is ordered as ``render`` orders Kubernetes data (list items
-    start with their merge key).
-    """
-    def ordered(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: ordered(value[k]) for k in sorted(value)}
-        if isinstance(value, list):
-            return [ordered(v) for v in value]
-        return value
-
-    out = ordered(template)
-    pod = out.get("k8sPod")
-    if isinstance(pod, dict) and isinstance(pod.get("podSpec"), dict):
-        pod["podSpec"] = order_k8s(pod["podSpec"], schema_type("PodSpec"))
-    return out

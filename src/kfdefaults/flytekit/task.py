@@ -11,7 +11,7 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
 * Objects passed in (``PodTemplate``, ``V1PodSpec``) are read, never changed.
 * In the pod, flytekit imports the task's module again, and the image may not hold the profile files. The
   settings resolved at registration travel in the primary container's environment
-  (:mod:`.runtime`), and ``Elastic(...)`` uses them there instead of reading files; a task of the same
+  (:mod:`kfdefaults.runtime`), and ``Elastic(...)`` uses them there instead of reading files; a task of the same
   module naming a profile the image lacks only fails if it is the one that runs.
 """
 
@@ -23,28 +23,14 @@ from typing import Any, Callable
 
 from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
 
-from ..errors import KfdefaultsWarning
+from ..errors import KfdefaultsWarning, caller_stacklevel
 from ..k8s.mounts import SHM_PATH
+from ..k8s.pod import drop_shm_mounts, primary_container, set_env
+from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
 from ..settings import RUNTIME_ENV
 from .elastic import Elastic
 from .objects import flytekit_pod_template
-from .pod import drop_shm_mounts, primary_container, set_env
-from .resources import merge_task_resources
-
-
-def caller_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the user's code: the first frame outside kfdefaults and
-    flytekit (the ``@task`` line), counted from the caller of :func:`warnings.warn`."""
-    import sys
-
-    frame, level = sys._getframe(1), 1
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module.split(".")[0] not in ("kfdefaults", "flytekit", "flytekitplugins"):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 1
 
 
 class ProfileElasticTask(PytorchElasticFunctionTask):
@@ -70,7 +56,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
                         f"@task(shared_memory=...) wins over the {SHM_PATH} volume {', '.join(map(repr, dropped))} of "
                         f"profile {task_config.profile!r}: the task gets Flyte's shared-memory volume instead",
                         KfdefaultsWarning,
-                        stacklevel=caller_stacklevel(),
+                        stacklevel=caller_stacklevel(("kfdefaults", "flytekit", "flytekitplugins")),
                     )
             set_env(primary_container(spec, primary_name), RUNTIME_ENV, task_config.runtime_env_value())
             kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, resolved.annotations)

@@ -1,4 +1,4 @@
-"""The ``elastic`` sections: the plugin's defaults below every layer, and how one layer merges onto those below.
+"""The ``elastic`` sections: how one layer merges onto those below.
 
 Everything here is needed to merge profiles that the cache already validated, so it stays free of pydantic
 (which takes a tenth of a second to import and build); the models live in :mod:`kfdefaults.validate.model`.
@@ -8,18 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-PLUGIN_ELASTIC_DEFAULTS: dict[str, Any] = {
-    "nnodes": 1,
-    "nproc_per_node": 1,
-    "start_method": "spawn",
-    "monitor_interval": 5,
-    "max_restarts": 0,
-    "rdzv_configs": {"timeout": 900, "join_timeout": 900},
-}
-"""The defaults of ``flytekitplugins.kfpytorch.Elastic`` (1.16), the layer below every profile.
+from ..targets import FLYTEKIT
 
-Kept here so that rendering does not import flytekit; a test compares them with the installed plugin.
+PLUGIN_ELASTIC_DEFAULTS: dict[str, Any] = dict(FLYTEKIT.defaults)
+"""The defaults of ``flytekitplugins.kfpytorch.Elastic`` (1.16): :data:`kfdefaults.targets.FLYTEKIT`'s.
+
+The layer below every profile depends on the target (:attr:`kfdefaults.targets.Target.defaults`).
 """
+
 
 def merge_elastic(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     """Merge one layer's ``elastic`` section onto the settings below it.

@@ -15,8 +15,9 @@ from .. import cache
 from ..errors import Finding, Location, MergeError, ProfileError
 from ..paths import format_path
 from ..smp.schema import normalize_version
+from ..targets import FLYTEKIT, Target
 from ..validate.fragment import Fragment
-from .elastic import PLUGIN_ELASTIC_DEFAULTS, merge_elastic
+from .elastic import merge_elastic
 from .primary import assign_primary_container
 from .result import Resolved, SdkObjects
 
@@ -24,10 +25,10 @@ PathT = tuple
 
 
 def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version: str | None = None,
-                    remember: bool = True, sdk: SdkObjects | None = None) -> Resolved:
+                    remember: bool = True, sdk: SdkObjects | None = None, target: Target = FLYTEKIT) -> Resolved:
     """Merge fragments, lowest first.
 
-    The ``elastic`` sections merge key by key over the plugin's defaults (:func:`.elastic.merge_elastic`);
+    The ``elastic`` sections merge key by key over the ``target`` plugin's defaults (:func:`.elastic.merge_elastic`);
     pod templates merge with :func:`kfdefaults.strategic_merge_patch` (kind ``PodTemplateSpec``), starting
     from an empty one. One :func:`merge_step` per fragment from :meth:`Resolved.initial`, then
     :func:`fill_plugin_defaults`: :mod:`kfdefaults.show.explain` replays these same steps for provenance, so
@@ -40,16 +41,17 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
         ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
     """
     fragments = assign_primary_container(fragments)
-    entry_key = merge_key(fragments, kubernetes_version) if remember else None
+    entry_key = merge_key(fragments, kubernetes_version, target) if remember else None
     if entry_key is not None:
         hit = cache.load(entry_key)
         if isinstance(hit, dict) and {"description", "elastic", "pod", "primary"} <= set(hit):
-            return Resolved(name, hit["description"], hit["elastic"], hit["pod"], hit["primary"], fragments, sdk)
-    state = Resolved.initial(name, sdk)
+            return Resolved(name, hit["description"], hit["elastic"], hit["pod"], hit["primary"], fragments, sdk,
+                            target)
+    state = Resolved.initial(name, sdk, target)
     for fragment in fragments:
         state = merge_step(state, fragment, kubernetes_version=kubernetes_version)
     _reject_leftover_directives(state.pod_template_spec, fragments)
-    merged = state.replace(elastic_settings=fill_plugin_defaults(state.elastic_settings), fragments=fragments)
+    merged = state.replace(elastic_settings=fill_plugin_defaults(state.elastic_settings, target), fragments=fragments)
     if entry_key is not None:
         cache.store(entry_key, {"description": merged.description, "elastic": merged.elastic_settings,
                                 "pod": merged.pod_template_spec, "primary": merged.primary_container_name})
@@ -91,19 +93,20 @@ def merge_step(state: Resolved, fragment: Fragment, *, kubernetes_version: str |
     return new
 
 
-def fill_plugin_defaults(elastic: dict[str, Any]) -> dict[str, Any]:
-    """``elastic`` with every key a layer deleted (``null``) set back to the plugin's default, in place.
+def fill_plugin_defaults(elastic: dict[str, Any], target: Target = FLYTEKIT) -> dict[str, Any]:
+    """``elastic`` with every key a layer deleted (``null``) set back to the ``target`` plugin's default, in place.
 
     ``rdzv_configs`` comes back as ``{}``: deleting it means "no rendezvous settings", not the defaults.
     """
-    for key, default in PLUGIN_ELASTIC_DEFAULTS.items():
+    for key, default in target.defaults.items():
         if key not in elastic:
             elastic[key] = {} if key == "rdzv_configs" else default
     return elastic
 
 
-def merge_key(fragments: list[Fragment], kubernetes_version: str | None) -> str | None:
-    """The cache key of a merge: everything the merge reads from the fragments, in order.
+def merge_key(fragments: list[Fragment], kubernetes_version: str | None, target: Target = FLYTEKIT) -> str | None:
+    """The cache key of a merge: everything the merge reads from the fragments, in order, and the target (whose
+    plugin defaults lie below them).
 
     The merge is a function of these alone (and of kfdefaults' code and the schema version, which every cache
     key holds), so a profile whose files are unchanged is merged once: later runs skip the strategic merge
@@ -118,7 +121,7 @@ def merge_key(fragments: list[Fragment], kubernetes_version: str | None) -> str 
         version = normalize_version(kubernetes_version)
     except (TypeError, ValueError):
         return None
-    return cache.key(text.encode(), "merge", version, _deepmerge_stamp())
+    return cache.key(text.encode(), "merge", version, target.name, _deepmerge_stamp())
 
 
 @functools.lru_cache(maxsize=1)

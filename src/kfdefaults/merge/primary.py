@@ -7,7 +7,8 @@ from typing import Any
 from ..validate.fragment import Fragment
 
 DEFAULT_PRIMARY_CONTAINER_NAME = "primary"
-"""flytekit's default ``primary_container_name``, in effect until a layer sets one."""
+"""The default ``primary_container_name`` of ``flytekit.PodTemplate`` and ``flyte.PodTemplate``, in effect until a
+layer sets one."""
 
 
 PYTORCH_JOB_CONTAINER = "pytorch"
@@ -61,3 +62,23 @@ def _rename_primary(patch: dict[str, Any], source: str, target: str) -> dict[str
     if order_key in new_spec:
         new_spec[order_key] = rename(new_spec[order_key])
     return dict(patch, spec=new_spec)
+
+
+def name_primary_as_the_profile_does(spec: dict[str, Any], task_primary: str, profile_primary: str) -> None:
+    """Rename the task's ``primary`` container to the profile's primary container name, in place.
+
+    ``PodTemplate(primary_container_name=...)`` defaults to ``"primary"``, so a task that leaves it unset cannot
+    be told from one that sets ``"primary"``; either way its container named ``primary`` is the task's primary
+    container, and it means the profile's (``main``, say), not a second container beside it. A name the task
+    chooses other than the default is a choice, which the merge applies to every layer instead.
+    """
+    if task_primary != DEFAULT_PRIMARY_CONTAINER_NAME or profile_primary == task_primary:
+        return
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        return
+    names = [c.get("name") for c in containers if isinstance(c, dict)]
+    if task_primary in names and profile_primary not in names:
+        for container in containers:
+            if isinstance(container, dict) and container.get("name") == task_primary:
+                container["name"] = profile_primary

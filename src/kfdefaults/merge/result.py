@@ -13,12 +13,13 @@ from typing import Any, Protocol
 
 from ..errors import KfdefaultsError
 from ..k8s.models import to_k8s_model
-from .elastic import PLUGIN_ELASTIC_DEFAULTS
+from ..targets import FLYTEKIT, Target
 from .primary import DEFAULT_PRIMARY_CONTAINER_NAME
 
 
 class SdkObjects(Protocol):
-    """Builds an SDK's objects from a :class:`Resolved` profile (:mod:`kfdefaults.flytekit.objects`)."""
+    """Builds an SDK's objects from a :class:`Resolved` profile (:mod:`kfdefaults.flytekit.objects`,
+    :mod:`kfdefaults.flyte2.objects`)."""
 
     def elastic(self, resolved: Resolved) -> Any:
         """The SDK's ``Elastic`` task config with the merged settings."""
@@ -35,21 +36,24 @@ class Resolved:
     Attributes:
         name: The profile name.
         description: Its description (from the highest layer that gives one), or ``None``.
-        elastic_settings: The effective ``Elastic`` settings as plain data, the plugin's defaults filled in:
-            ``{"nnodes": 1 | "MIN:MAX", "nproc_per_node": int, "start_method": "spawn" | "fork",
+        elastic_settings: The effective ``Elastic`` settings as plain data, the target plugin's defaults filled
+            in: ``{"nnodes": 1 | "MIN:MAX", "nproc_per_node": int, "start_method": "spawn" | "fork",
             "monitor_interval": seconds, "max_restarts": int, "rdzv_configs": {key: value},
-            "run_policy": {...}}`` (``run_policy`` only when set).
+            "run_policy": {...}}`` (``run_policy`` only when set) for flytekit; for Flyte 2 ``rdzv_backend`` and
+            the ``nccl_*`` settings instead of ``start_method`` (see :mod:`kfdefaults.targets`).
         pod_template_spec: The merged PodTemplateSpec as plain data (``{"metadata": {...}, "spec": {...}}``).
         primary_container_name: Name of the container that runs the task.
         fragments: What was merged, lowest layer first (for provenance).
+        target: The SDK it was resolved for (:mod:`kfdefaults.targets`): its plugin's defaults lie below every
+            layer.
     """
 
     __slots__ = ("name", "description", "elastic_settings", "pod_template_spec", "primary_container_name",
-                 "fragments", "sdk")
+                 "fragments", "sdk", "target")
 
     def __init__(self, name: str, description: str | None, elastic_settings: dict[str, Any],
                  pod_template_spec: dict[str, Any], primary_container_name: str, fragments: list[Any],
-                 sdk: SdkObjects | None = None) -> None:
+                 sdk: SdkObjects | None = None, target: Target = FLYTEKIT) -> None:
         self.name = name
         self.description = description
         self.elastic_settings = elastic_settings
@@ -57,12 +61,14 @@ class Resolved:
         self.primary_container_name = primary_container_name
         self.fragments = fragments
         self.sdk = sdk
+        self.target = target
 
     @classmethod
-    def initial(cls, name: str, sdk: SdkObjects | None = None) -> Resolved:
-        """What lies below every layer: the plugin's ``Elastic`` defaults, an empty pod template, flytekit's
-        primary container name."""
-        return cls(name, None, copy.deepcopy(PLUGIN_ELASTIC_DEFAULTS), {}, DEFAULT_PRIMARY_CONTAINER_NAME, [], sdk)
+    def initial(cls, name: str, sdk: SdkObjects | None = None, target: Target = FLYTEKIT) -> Resolved:
+        """What lies below every layer: the target plugin's ``Elastic`` defaults, an empty pod template, the
+        SDK's default primary container name (``primary`` in both)."""
+        return cls(name, None, copy.deepcopy(dict(target.defaults)), {}, DEFAULT_PRIMARY_CONTAINER_NAME, [], sdk,
+                   target)
 
     def replace(self, **changes: Any) -> Resolved:
         """A shallow copy with some attributes changed."""
@@ -71,7 +77,7 @@ class Resolved:
         return Resolved(**values)
 
     def __repr__(self) -> str:
-        return f"Resolved(name={self.name!r}, layers={[f.layer for f in self.fragments]})"
+        return f"Resolved(name={self.name!r}, target={self.target.name!r}, layers={[f.layer for f in self.fragments]})"
 
     def copy(self) -> Resolved:
         """A copy whose settings and pod template can be changed without changing this one (fragments shared)."""
@@ -130,20 +136,22 @@ class Resolved:
     def _sdk(self) -> SdkObjects:
         if self.sdk is None:
             raise KfdefaultsError(f"profile {self.name!r} was resolved without an SDK: use kfdefaults.resolve() "
-                                  "for flytekit objects")
+                                  "for the SDK's objects")
         return self.sdk
 
     @property
     def elastic(self) -> Any:
-        """A ``flytekitplugins.kfpytorch.Elastic`` with the merged settings.
+        """The target plugin's ``Elastic`` with the merged settings: a ``flytekitplugins.kfpytorch.Elastic``
+        (``increase_shared_mem=False``: the profile owns ``/dev/shm``), or a ``flyteplugins.pytorch.Elastic``.
 
-        ``increase_shared_mem`` is ``False``: the profile owns ``/dev/shm``. Imports flytekit.
+        Imports the SDK.
         """
         return self._sdk().elastic(self)
 
     @property
     def pod_template(self) -> Any:
-        """A ``flytekit.PodTemplate`` whose ``pod_spec`` is a ``kubernetes.client.V1PodSpec``. Imports flytekit."""
+        """The SDK's ``PodTemplate`` (``flytekit.PodTemplate`` or ``flyte.PodTemplate``) whose ``pod_spec`` is a
+        ``kubernetes.client.V1PodSpec``. Imports the SDK."""
         return self._sdk().pod_template(self)
 
     def v1_pod_template(self, name: str | None = None) -> Any:

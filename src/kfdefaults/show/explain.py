@@ -16,9 +16,11 @@ each fragment is applied with :func:`kfdefaults.merge.fold.merge_step`, the very
   with the lower list, its FILE:LINE and how many items went, even when some items came back equal;
 * a mapping or list that was empty and is now filled is not a removal.
 
-After the last fragment the plugin's defaults fill the ``elastic`` keys a layer deleted (as
+After the last fragment the target plugin's defaults fill the ``elastic`` keys a layer deleted (as
 :func:`~kfdefaults.merge.fold.fill_plugin_defaults` does), attributed to the ``default`` layer, named by
-the SDK default that supplied it. Where each origin is located: :mod:`.origins`.
+the SDK default that supplied it (``flytekitplugins.kfpytorch.Elastic default (monitor_interval)`` for
+flytekit, ``flyteplugins.pytorch.Elastic default (monitor_interval)`` for Flyte 2). Where each origin is
+located: :mod:`.origins`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any, Mapping
 from ..merge.fold import fill_plugin_defaults, merge_step
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
+from ..targets import Target
 from ..validate.fragment import Fragment
 from .leaves import has_index, profile_leaves, same, tree_order
 from .origins import (
@@ -101,7 +104,7 @@ def explain(merged: Resolved, *, kubernetes_version: str | None = None) -> list[
         Entries sorted as ``render`` prints the leaves; a removed value comes right after the value now at
         its path, or after its surviving siblings; a replaced list before its new items.
     """
-    replay = _Replay(merged.name, kubernetes_version)
+    replay = _Replay(merged.name, kubernetes_version, merged.target)
     for fragment in merged.fragments:
         replay.apply(fragment)
     final = replay.finish()
@@ -122,11 +125,12 @@ def explain(merged: Resolved, *, kubernetes_version: str | None = None) -> list[
 class _Replay:
     """The merge, replayed one fragment at a time, with the origin of every leaf kept as it goes."""
 
-    def __init__(self, name: str, kubernetes_version: str | None) -> None:
+    def __init__(self, name: str, kubernetes_version: str | None, target: Target) -> None:
         self.version = kubernetes_version
-        self.state = Resolved.initial(name)
+        self.target = target
+        self.state = Resolved.initial(name, target=target)
         self.leaves = self._leaves_of(self.state)
-        self.origins: dict[PathT, Origin] = {p: default_origin(p) for p in self.leaves}
+        self.origins: dict[PathT, Origin] = {p: default_origin(p, target) for p in self.leaves}
         self.history: dict[PathT, list[tuple[Any, Origin]]] = {}
         self.removed: list[Entry] = []
 
@@ -143,7 +147,8 @@ class _Replay:
 
     def finish(self) -> Resolved:
         """The plugin's defaults filled in where a layer deleted an ``elastic`` key; the final state."""
-        final = self.state.replace(elastic_settings=fill_plugin_defaults(copy.deepcopy(self.state.elastic_settings)))
+        final = self.state.replace(elastic_settings=fill_plugin_defaults(copy.deepcopy(self.state.elastic_settings),
+                                                                        self.target))
         self._step(self._leaves_of(final), {}, None)
         return final
 
@@ -164,7 +169,7 @@ class _Replay:
                 continue
             if path in prev and not (has_index(path) and not same(prev[path], value)):
                 self.history.setdefault(path, []).append((prev[path], self.origins[path]))
-            self.origins[path] = set_origin(fragment, path) if fragment is not None else default_origin(path)
+            self.origins[path] = set_origin(fragment, path) if fragment is not None else default_origin(path, self.target)
         for path in list(self.origins):
             if path not in cur:
                 del self.origins[path]

@@ -13,12 +13,13 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import Location
 from ..paths import PathError, PathT, Select, parse_path
+from ..targets import Target
 from ..validate.fragment import Fragment
 from ..validate.sets import split_assignment
 from .leaves import same
 
 DEFAULT_LAYER = "default"
-"""The layer of values no profile set: the plugin's ``Elastic`` defaults, flytekit's primary container name."""
+"""The layer of values no profile set: the target plugin's ``Elastic`` defaults, the SDK's primary container name."""
 
 
 @dataclass(frozen=True)
@@ -185,10 +186,13 @@ def _selectors_equal(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return all(not isinstance(x, Select) or same(x.value, y.value) for x, y in zip(a, b))
 
 
-def default_origin(path: PathT) -> Origin:
-    """Where a value no layer set comes from: the SDK default that supplies it, named (not a line of code)."""
+def default_origin(path: PathT, target: Target) -> Origin:
+    """Where a value no layer set comes from: the target SDK's default that supplies it, named (not a line of
+    code)."""
     if path[:1] == ("elastic",):
-        return Origin(DEFAULT_LAYER, "plugin default", Location(f"flytekitplugins.kfpytorch.Elastic default ({path[1]})"))
+        source = "kfdefaults default" if path[1] in target.kfdefaults_defaults else "plugin default"
+        return Origin(DEFAULT_LAYER, source, Location(target.default_label(str(path[1]))))
     if path == ("pod_template", "primary_container_name"):
-        return Origin(DEFAULT_LAYER, "flytekit default", Location("flytekit.PodTemplate default (primary_container_name)"))
+        return Origin(DEFAULT_LAYER, f"{target.name} default",
+                      Location(f"{target.pod_template_class} default (primary_container_name)"))
     return Origin(DEFAULT_LAYER, "empty pod template", Location("empty pod template"))

@@ -18,9 +18,10 @@ import re
 from typing import Any
 
 from ..smp.schema import SchemaLookupError, schema_type
+from ..targets import ELASTIC_KEYS
 
 _PROFILE_ORDER = ("name", "description", "extends", "elastic", "pod_template")
-ELASTIC_ORDER = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
+ELASTIC_ORDER = ELASTIC_KEYS
 POD_TEMPLATE_ORDER = ("primary_container_name", "labels", "annotations", "spec")
 _MANIFEST_FIRST = ("apiVersion", "kind", "metadata")
 
@@ -216,3 +217,24 @@ def to_yaml(data: Any) -> str:
     lines: list[str] = []
     _emit(data, 0, lines)
     return "\n".join(lines) + "\n"
+
+
+def stable_task_template(template: dict[str, Any]) -> dict[str, Any]:
+    """A serialized Flyte TaskTemplate (protobuf JSON) with its keys in a fixed order: protobuf maps come out in a
+    different order every run (``render --as flyte``, for either SDK).
+
+    Keys are sorted at every level; the pod spec is ordered as ``render`` orders Kubernetes data (list items
+    start with their merge key).
+    """
+    def ordered(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ordered(value[k]) for k in sorted(value)}
+        if isinstance(value, list):
+            return [ordered(v) for v in value]
+        return value
+
+    out = ordered(template)
+    pod = out.get("k8sPod")
+    if isinstance(pod, dict) and isinstance(pod.get("podSpec"), dict):
+        pod["podSpec"] = order_k8s(pod["podSpec"], schema_type("PodSpec"))
+    return out

@@ -28,7 +28,8 @@ class _Strict(BaseModel):
 
 
 class RunPolicySection(_Strict):
-    """``elastic.run_policy``: fields of ``flytekitplugins.kfpytorch.RunPolicy`` (the PyTorchJob run policy)."""
+    """``elastic.run_policy``: fields of ``flytekitplugins.kfpytorch.RunPolicy`` and of Flyte 2's
+    ``flyteplugins.pytorch.RunPolicy`` (the PyTorchJob run policy; the same four fields)."""
 
     clean_pod_policy: Optional[Literal["none", "running", "all"]] = Field(
         None, description="Which pods to delete when the job ends: none, running or all."
@@ -49,7 +50,9 @@ class RunPolicySection(_Strict):
 
 
 class ElasticSection(_Strict):
-    """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic``, snake_case as in the plugin."""
+    """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic`` and of Flyte 2's ``flyteplugins.pytorch.Elastic``,
+    snake_case as in the plugins. A file may hold the settings of either SDK; a setting that the SDK a profile is
+    resolved for cannot honour is an error then, at its line."""
 
     nnodes: Optional[Union[int, str]] = Field(
         None,
@@ -66,7 +69,11 @@ class ElasticSection(_Strict):
     )
     nproc_per_node: Optional[int] = Field(None, ge=1, le=_INT32, description="Worker processes per node (one per GPU).")
     start_method: Optional[Literal["spawn", "fork"]] = Field(
-        None, description="How torch elastic starts worker processes."
+        None, description="How torch elastic starts worker processes. flytekit only: Flyte 2 always spawns."
+    )
+    rdzv_backend: Optional[Literal["c10d", "etcd", "etcd-v2"]] = Field(
+        None, description="The torch elastic rendezvous backend. Flyte 2 only: flytekit always uses c10d, which "
+        "is also Flyte 2's default.",
     )
     monitor_interval: Optional[Union[int, float]] = Field(
         None, gt=0, le=86400, allow_inf_nan=False, description="Seconds between checks of the worker processes."
@@ -78,6 +85,23 @@ class ElasticSection(_Strict):
         "c10d reads join_timeout (not timeout).",
     )
     run_policy: Optional[RunPolicySection] = Field(None, description="PyTorchJob run policy.")
+    # Flyte 2's plugin sets an environment variable of the pod's main process from each (only when unset)
+    nccl_heartbeat_timeout_sec: Optional[int] = Field(
+        None, ge=1, le=_INT32, description="Flyte 2 only: TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, seconds before NCCL's "
+        "heartbeat monitor kills a worker whose watchdog is stuck (Flyte 2's default: 300).",
+    )
+    nccl_async_error_handling: Optional[bool] = Field(
+        None, description="Flyte 2 only: true sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torch elastic sets it in "
+        "every worker anyway); false sets nothing.",
+    )
+    nccl_collective_timeout_sec: Optional[int] = Field(
+        None, ge=1, le=_INT32, description="Flyte 2 only: seconds, the default timeout of a process group created "
+        "with backend nccl (FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC, read by the plugin in each worker); unset: torch's.",
+    )
+    nccl_enable_monitoring: Optional[bool] = Field(
+        None, description="Flyte 2 only: true sets TORCH_NCCL_ENABLE_MONITORING=1 (the default); false sets "
+        "nothing, which leaves torch's default (on).",
+    )
 
     @field_validator("monitor_interval", mode="before")
     @classmethod

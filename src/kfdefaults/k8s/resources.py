@@ -1,13 +1,14 @@
-"""The primary container's resources when both the profile and ``@task(requests=, limits=)`` set them."""
+"""The primary container's resources when both the profile and the task (flytekit's ``@task(requests=, limits=)``,
+Flyte 2's ``Resources``) set them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..k8s.quantity import quantity_value
+from .quantity import quantity_value
 
 GPU_RESOURCE = "nvidia.com/gpu"
-"""What Flyte's backend calls flytekit's ``gpu`` resource by default (propeller's ``gpu-resource-name``)."""
+"""What Flyte's backend calls the SDKs' ``gpu`` resource by default (propeller's ``gpu-resource-name``)."""
 
 
 def _resource(name: str) -> str:
@@ -15,13 +16,14 @@ def _resource(name: str) -> str:
 
 
 def merge_task_resources(profile: dict[str, Any], task: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """The primary container's ``resources`` from the profile's and the task's (``@task(requests=, limits=)``).
+    """The primary container's ``resources`` from the profile's and the task's (flytekit's ``@task(requests=,
+    limits=)``, Flyte 2's ``Resources``).
 
     Shape: ``{"requests": {name: quantity}, "limits": {name: quantity}}``, quantities as strings.
 
     * Per resource name, ``requests`` and ``limits`` separately, the task winning per key: ``gpu-large``'s
       ``nvidia.com/gpu: 8`` survives ``@task(requests=Resources(cpu="4"))``.
-    * flytekit's ``gpu`` is Flyte's ``nvidia.com/gpu``: a task's ``gpu`` replaces the profile's.
+    * The SDKs' ``gpu`` is Flyte's ``nvidia.com/gpu``: a task's ``gpu`` replaces the profile's.
     * Where the task sets one side of a resource and the profile's other side would contradict it, the profile's
       side is dropped, so that the API server accepts the pod: a request above the limit (a task limit of
       ``memory: 1Gi`` under a profile request of ``2Gi``; Kubernetes then sets the request to the limit), or, for

@@ -1,0 +1,140 @@
+"""``kfdefaults.flyte2.Elastic``: Flyte 2's ``flyteplugins.pytorch.Elastic``, filled in from a profile.
+
+``flyte.TaskEnvironment(plugin_config=Elastic(profile="gpu-large", nnodes=2))`` resolves the profile for the
+Flyte 2 target through the process's shared :class:`~kfdefaults.pipeline.Pipeline`, the keyword arguments as the
+task layer; the environment's tasks are :class:`~kfdefaults.flyte2.task.ProfileTorchFunctionTask`. In a Flyte
+pod, the settings registered with the task are used instead of profile files (:mod:`kfdefaults.runtime`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any, Iterable
+
+from flyteplugins.pytorch.task import Elastic as PluginElastic
+from flyteplugins.pytorch.task import RunPolicy
+
+from ..errors import KfdefaultsError, ProfileError
+from ..layers.flags import folder_arguments
+from ..merge.result import Resolved
+from ..runtime import ProfileCall
+from ..targets import FLYTE2
+from .objects import OBJECTS, plugin_kwargs
+
+__all__ = ["Elastic", "RunPolicy"]
+
+_NOT_IN_FLYTE2 = {
+    "start_method": "Flyte 2's plugin always starts workers with spawn",
+    "increase_shared_mem": "kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, or use "
+                           "flyte.Resources(shm=...)",
+}
+
+
+def run_policy_dict(policy: Any) -> Any:
+    """A plugin ``RunPolicy`` as the profile format writes it (``clean_pod_policy: running``); a mapping as it is."""
+    if isinstance(policy, RunPolicy):
+        out = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if getattr(policy, f.name) is not None}
+        if isinstance(out.get("clean_pod_policy"), str):
+            out["clean_pod_policy"] = out["clean_pod_policy"].lower()  # "Running" -> running; validation says if bad
+        return out
+    return policy
+
+
+class Elastic(PluginElastic):
+    """``flyteplugins.pytorch.Elastic`` with its settings taken from a profile, for a ``flyte.TaskEnvironment``.
+
+    Usable wherever the plugin's ``Elastic`` is: it is a subclass, and a task of an environment with it as its
+    ``plugin_config`` is a ``TorchFunctionTask`` (:class:`~kfdefaults.flyte2.task.ProfileTorchFunctionTask`) that
+    carries the profile's pod template, with the environment's (or ``@env.task``'s) ``pod_template`` and
+    ``resources`` as the task layer.
+
+    Args:
+        profile: Profile name, like ``"gpu-large"``.
+        platform: Extra platform-layer folders (besides ``KFDEFAULTS_PLATFORM_PATH`` and entry points).
+        team: Extra team-layer folders (besides ``KFDEFAULTS_TEAM_PATH`` and pyproject.toml).
+        **overrides: Fields of the plugin's ``Elastic`` (``nnodes``, ``nproc_per_node``, ``rdzv_backend``,
+            ``monitor_interval`` in seconds, ``max_restarts``, ``rdzv_configs``, ``run_policy`` (a ``RunPolicy``
+            or a mapping in profile shape), ``nccl_heartbeat_timeout_sec``, ``nccl_async_error_handling``,
+            ``nccl_collective_timeout_sec``, ``nccl_enable_monitoring``): the task layer, applied on top of the
+            profile. ``rdzv_configs`` and ``run_policy`` merge per key.
+
+    Attributes:
+        profile: The profile name.
+        resolved: The merged profile (:class:`kfdefaults.Resolved`, target ``flyte2``); ``None`` in a pod that
+            runs on the settings registered with the task.
+        deferred_error: In a Flyte pod, the error resolving the profile, raised only when this task runs or is
+            submitted (another task of the module may be the one running here).
+
+    Raises:
+        ProfileError: the profile is unknown or invalid, an override is invalid, or the merged profile sets what
+            Flyte 2 cannot honour (``start_method: fork``); ``FILE:LINE:COLUMN`` locations, overrides named
+            ``Elastic(key=...)``. In a Flyte pod the error is kept instead (:attr:`deferred_error`).
+        TypeError: an unknown keyword argument, or ``start_method`` / ``increase_shared_mem``, which Flyte 2's
+            ``Elastic`` does not have.
+    """
+
+    def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
+        unknown = sorted(set(overrides) - set(FLYTE2.settings))
+        if unknown:
+            hints = "; ".join(f"{k}: {_NOT_IN_FLYTE2[k]}" for k in unknown if k in _NOT_IN_FLYTE2)
+            raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}" + (f" ({hints})" if hints else ""))
+        if not isinstance(profile, str):
+            raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
+        platform, team = folder_arguments(platform, "Elastic(platform=...)"), folder_arguments(team, "Elastic(team=...)")
+        elastic_overrides = {k: (run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
+        labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
+        self.profile = profile
+        self._call = call = ProfileCall(FLYTE2, profile, platform, team, elastic_overrides, labels, OBJECTS)
+        self.runtime_key = call.key
+        self.resolved: Resolved | None = call.resolved
+        self.deferred_error: ProfileError | None = call.deferred_error
+        super().__init__(**plugin_kwargs(call.settings))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(PluginElastic))
+        return f"{type(self).__qualname__}(profile={self.profile!r}, {fields})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling keeps (Flyte 2 pickles tasks for interactive runs): the plugin's fields, the profile, the
+        key and a deferred error; the merged profile and its pipeline stay in this process."""
+        state = dict(self.__dict__)
+        state.pop("_call", None)
+        state["resolved"] = None
+        return state
+
+    def resolve_with_pod_template(self, pod_template: Any, source: str) -> Resolved:
+        """The profile with a task's ``flyte.PodTemplate`` (the environment's or ``@env.task``'s) added to the task
+        layer; ``None`` adds nothing. The template is not changed.
+
+        Raises:
+            KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
+            TypeError: ``pod_template`` names a cluster PodTemplate (a string): kfdefaults cannot merge what it
+                cannot read.
+        """
+        call = self.__dict__.get("_call")
+        if call is None:
+            raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
+        if pod_template is None:
+            return call.with_pod_template(None, source)
+        import flyte
+
+        if not isinstance(pod_template, flyte.PodTemplate):
+            raise TypeError(f"a task on profile {self.profile!r} takes a flyte.PodTemplate as pod_template, not "
+                            f"{type(pod_template).__name__} ({pod_template!r}): kfdefaults merges the profile's pod "
+                            "template with yours, and cannot read a cluster PodTemplate named by a string")
+        return call.with_pod_template(call.pod_template_section(pod_template), source)
+
+    def runtime_env_value(self) -> str:
+        """The JSON the pod reads back: this call's key and its resolved settings."""
+        return self._call.env_value(self.elastic_settings())
+
+    def elastic_settings(self) -> dict[str, Any]:
+        """The settings this config runs with, as plain data (the profile format's keys)."""
+        if self.resolved is not None:
+            return copy.deepcopy(self.resolved.elastic_settings)
+        out = {k: copy.deepcopy(getattr(self, k)) for k in FLYTE2.settings if k != "run_policy"}
+        out = {k: v for k, v in out.items() if v is not None}
+        if self.run_policy is not None:
+            out["run_policy"] = run_policy_dict(self.run_policy)
+        return out

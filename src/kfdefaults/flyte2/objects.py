@@ -1,0 +1,94 @@
+"""Plain data -> the objects Flyte 2 and its PyTorch plugin expect: ``flyteplugins.pytorch.Elastic`` and
+``flyte.PodTemplate``; and a task's ``flyte.Resources`` as the primary container's resources."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..k8s.models import to_k8s_model
+from ..merge.result import Resolved
+from ..targets import FLYTE2
+
+CLEAN_POD_POLICIES = {"none": "None", "all": "all", "running": "Running"}
+"""The profile's ``clean_pod_policy`` -> the spelling of ``flyteplugins.pytorch.RunPolicy`` (its ``Literal``)."""
+
+
+def plugin_run_policy(policy: Mapping[str, Any]) -> Any:
+    """A profile's ``run_policy`` -> ``flyteplugins.pytorch.task.RunPolicy``."""
+    from flyteplugins.pytorch.task import RunPolicy
+
+    fields = dict(policy)
+    if fields.get("clean_pod_policy"):
+        fields["clean_pod_policy"] = CLEAN_POD_POLICIES[str(fields["clean_pod_policy"]).lower()]
+    return RunPolicy(**fields)
+
+
+def plugin_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Merged elastic settings -> the keyword arguments of ``flyteplugins.pytorch.Elastic``.
+
+    Keys the plugin has no field for are the ones Flyte 2 fixes (``start_method: spawn``): the target's check
+    (:mod:`kfdefaults.validate.target`) lets only their one value through. ``run_policy`` becomes the plugin's
+    ``RunPolicy``; a ``nccl_*`` setting absent here is ``None`` (torch's own default stays).
+    """
+    kwargs = {k: v for k, v in settings.items() if k in FLYTE2.settings and k != "run_policy"}
+    kwargs["rdzv_configs"] = dict(kwargs.get("rdzv_configs") or {})
+    kwargs.setdefault("nccl_heartbeat_timeout_sec", None)
+    kwargs.setdefault("nccl_collective_timeout_sec", None)
+    run_policy = settings.get("run_policy")
+    kwargs["run_policy"] = plugin_run_policy(run_policy) if run_policy else None
+    return kwargs
+
+
+def plugin_elastic(settings: Mapping[str, Any]) -> Any:
+    """Merged elastic settings -> ``flyteplugins.pytorch.Elastic`` (imports the plugin, and so torch)."""
+    from flyteplugins.pytorch import Elastic
+
+    return Elastic(**plugin_kwargs(settings))
+
+
+def flyte_pod_template(pod_spec: Mapping[str, Any], primary_container_name: str, labels: Mapping[str, str],
+                       annotations: Mapping[str, str], cls: Any = None, **extra: Any) -> Any:
+    """A ``flyte.PodTemplate`` (or the subclass ``cls``) holding a ``kubernetes.client.V1PodSpec`` built from plain
+    data; ``extra`` are the subclass's own fields."""
+    import flyte
+
+    spec = dict(pod_spec)
+    spec.setdefault("containers", [])
+    return (cls or flyte.PodTemplate)(
+        pod_spec=to_k8s_model(spec, "V1PodSpec"),
+        primary_container_name=primary_container_name,
+        labels=dict(labels) or None,
+        annotations=dict(annotations) or None,
+        **extra,
+    )
+
+
+def task_resources(resources: Any) -> dict[str, dict[str, str]]:
+    """A task's ``flyte.Resources`` as the primary container gets them: ``{"requests": {name: quantity},
+    "limits": {...}}``, named as Flyte 2's serializer names them in the pod spec (``cpu``, ``memory``, ``gpu``,
+    ``ephemeral-storage``; ``flyte._internal.runtime.task_serde._get_k8s_pod``). ``shm`` is not a resource of the
+    container (it is Flyte's shared-memory volume). ``{}`` for ``None``."""
+    from flyte._internal.runtime.resources_serde import get_proto_resources
+    from flyte._internal.runtime.task_serde import _sanitize_resource_name
+
+    proto = get_proto_resources(resources)
+    if proto is None:
+        return {}
+    out = {"requests": {_sanitize_resource_name(e): e.value for e in proto.requests},
+           "limits": {_sanitize_resource_name(e): e.value for e in proto.limits}}
+    return {kind: values for kind, values in out.items() if values}
+
+
+class Flyte2Objects:
+    """Flyte 2's objects of a :class:`~kfdefaults.Resolved` profile (its :attr:`~kfdefaults.Resolved.elastic` and
+    :attr:`~kfdefaults.Resolved.pod_template`)."""
+
+    def elastic(self, resolved: Resolved) -> Any:
+        return plugin_elastic(resolved.elastic_settings)
+
+    def pod_template(self, resolved: Resolved) -> Any:
+        return flyte_pod_template(resolved.pod_spec, resolved.primary_container_name, resolved.labels,
+                                  resolved.annotations)
+
+
+OBJECTS = Flyte2Objects()

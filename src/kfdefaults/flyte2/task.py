@@ -1,0 +1,149 @@
+"""The task a ``kfdefaults.flyte2.Elastic`` environment defines: :class:`ProfileTorchFunctionTask`, a
+``TorchFunctionTask`` whose pod template is the profile's, merged with the task layer.
+
+What this module absorbs so that the task gets what ``kfdefaults render --target flyte2`` shows:
+
+* The environment's (or ``@env.task``'s) ``pod_template`` is the task layer: merged on top of the profile by
+  strategic merge patch, exactly as ``@task(pod_template=...)`` is for flytekit. Objects passed in are read,
+  never changed.
+* ``flyte.Resources(shm=...)`` is the task layer too: it wins over the profile's ``/dev/shm`` mount, with a
+  :class:`~kfdefaults.KfdefaultsWarning` saying so. Flyte's backend adds its own shared-memory volume and rejects
+  a pod whose primary container already mounts ``/dev/shm``; the pod gets exactly one mount.
+* Flyte 2 merges the task's ``Resources`` into the pod template's primary container key by key; kfdefaults first
+  drops a profile value the task's would contradict (:func:`~kfdefaults.k8s.resources.merge_task_resources`:
+  a profile request above the task's limit, the profile's ``nvidia.com/gpu`` beside the task's ``gpu``).
+* Flyte 2 lists the task's ``env_vars`` before the pod template's container environment, so the template's value
+  of a variable both set would win; the task layer wins here, as everywhere.
+* In the pod, ``a0`` imports the task's module again, and the image may not hold the profile files. The settings
+  resolved at registration travel in the primary container's environment (:mod:`kfdefaults.runtime`), and
+  ``Elastic(...)`` uses them there instead of reading files. A profile that cannot be read in a pod is an error
+  when that task runs or is submitted (by a parent task, which serializes its children in its own pod), never a
+  task silently built from the plugin's defaults.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import flyte
+from flyte.extend import TaskPluginRegistry
+from flyteplugins.pytorch.task import TorchFunctionTask
+
+from ..errors import KfdefaultsError, KfdefaultsWarning, caller_stacklevel
+from ..k8s.mounts import SHM_PATH
+from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
+from ..k8s.resources import merge_task_resources
+from ..merge.result import Resolved
+from ..settings import RUNTIME_ENV
+from .elastic import Elastic
+from .objects import flyte_pod_template, task_resources
+
+FLYTE_SHM_VOLUME = "flyte-shm"
+"""The volume Flyte's backend adds for ``Resources(shm=...)`` (``pod_helper.go``, ``ApplySharedMemory``)."""
+
+TASK_POD_TEMPLATE = "pod_template=flyte.PodTemplate(...)"
+"""How messages and ``--explain`` name the task's pod template."""
+
+_CALLERS = ("kfdefaults", "flyte", "flyteplugins", "dataclasses")
+"""Frames a warning skips to point at the user's ``@env.task`` line."""
+
+
+@dataclass
+class ProfilePodTemplate(flyte.PodTemplate):
+    """A ``flyte.PodTemplate`` merged from a profile and a task's own template.
+
+    Attributes:
+        task_layer: The task's own ``flyte.PodTemplate`` (or ``None``) it was merged with: ``task.override(...)``
+            builds the task again, and merges that, not the merged template, on top of the profile.
+    """
+
+    task_layer: Optional[flyte.PodTemplate] = field(default=None, repr=False, compare=False)
+
+
+@dataclass(kw_only=True)
+class ProfileTorchFunctionTask(TorchFunctionTask):
+    """A ``TorchFunctionTask`` whose pod template is its ``Elastic``'s profile merged with the task layer.
+
+    Attributes:
+        kfdefaults_resolved: The merged profile the task registers with (``None`` in a pod running on the
+            registered settings, or with a plain ``flyteplugins.pytorch.Elastic``).
+    """
+
+    def __post_init__(self) -> None:
+        config = self.plugin_config
+        own = self.pod_template
+        if isinstance(own, ProfilePodTemplate):
+            own = own.task_layer  # built again (task.override): merge the task's own template, not the result
+        self.kfdefaults_resolved: Resolved | None = None
+        if isinstance(config, Elastic) and config.resolved is not None:
+            self.pod_template = self._profile_pod_template(config, own)
+        else:
+            self.pod_template = own
+        super().__post_init__()
+
+    def _profile_pod_template(self, config: Elastic, own: Any) -> ProfilePodTemplate:
+        resolved = config.resolve_with_pod_template(own, TASK_POD_TEMPLATE)
+        self.kfdefaults_resolved = resolved
+        spec = resolved.pod_spec
+        primary_name = resolved.primary_container_name
+        resources = self.resources
+        if resources is not None and resources.shm is not None:
+            dropped = drop_shm_mounts(spec, primary_name)
+            if dropped:
+                warnings.warn(
+                    f"flyte.Resources(shm=...) wins over the {SHM_PATH} volume {', '.join(map(repr, dropped))} of "
+                    f"profile {config.profile!r}: the task gets Flyte's shared-memory volume instead",
+                    KfdefaultsWarning,
+                    stacklevel=caller_stacklevel(_CALLERS),
+                )
+            _check_shm_volume_is_free(spec, primary_name, config.profile)
+        primary = primary_container(spec, primary_name)
+        own_resources = task_resources(resources)
+        if own_resources and primary.get("resources"):
+            primary["resources"] = merge_task_resources(primary["resources"], own_resources)
+        if self.env_vars:
+            drop_env(primary, self.env_vars)
+        set_env(primary, RUNTIME_ENV, config.runtime_env_value())
+        return flyte_pod_template(spec, primary_name, resolved.labels, resolved.annotations, cls=ProfilePodTemplate,
+                                  task_layer=own)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("kfdefaults_resolved", None)
+        return state
+
+    def _raise_deferred(self) -> None:
+        config = self.plugin_config
+        if isinstance(config, Elastic) and config.deferred_error is not None:
+            raise config.deferred_error
+
+    def custom_config(self, sctx: Any) -> Any:
+        """The plugin's custom config; raises the profile error kept at import when this task, whose profile
+        could not be read in this pod, is serialized (a parent task submitting it)."""
+        self._raise_deferred()
+        return super().custom_config(sctx)
+
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the task; raises the profile error kept at import if this task's profile could not be read."""
+        self._raise_deferred()
+        return await super().execute(*args, **kwargs)
+
+
+def _check_shm_volume_is_free(spec: dict[str, Any], primary_name: str, profile: str) -> None:
+    """Flyte's backend rejects ``Resources(shm=...)`` when the pod already has a volume, or the primary container a
+    mount, named ``flyte-shm`` (BadTaskSpecification at launch): say so at definition instead.
+
+    Raises:
+        KfdefaultsError: such a volume or mount is in the merged pod spec.
+    """
+    volumes = [v.get("name") for v in spec.get("volumes") or []]
+    mounts = [m.get("name") for m in primary_container(spec, primary_name).get("volumeMounts") or []]
+    if FLYTE_SHM_VOLUME in volumes or FLYTE_SHM_VOLUME in mounts:
+        raise KfdefaultsError(f"flyte.Resources(shm=...) adds a volume named {FLYTE_SHM_VOLUME!r}, and the pod "
+                              f"template of profile {profile!r} already has one: Flyte's backend would reject the "
+                              "task; rename that volume")
+
+
+TaskPluginRegistry.register(config_type=Elastic, plugin=ProfileTorchFunctionTask)

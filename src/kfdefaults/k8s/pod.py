@@ -1,0 +1,53 @@
+"""Edits of a merged pod spec (plain data) that the SDK adapters make: the primary container by name, the pod's
+shared memory when the task asks the SDK for it, the primary container's environment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .mounts import is_shm_mount
+
+
+def primary_container(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """The container named ``name`` in ``spec``, added (named only) when there is none."""
+    containers = spec.setdefault("containers", [])
+    for container in containers:
+        if container.get("name") == name:
+            return container
+    container = {"name": name}
+    containers.append(container)
+    return container
+
+
+def drop_shm_mounts(spec: dict[str, Any], primary_name: str) -> list[str]:
+    """Remove the primary container's ``/dev/shm`` mounts, and volumes no container mounts any more."""
+    primary = primary_container(spec, primary_name)
+    mounts = primary.get("volumeMounts") or []
+    dropped = [m.get("name") for m in mounts if is_shm_mount(m.get("mountPath"))]
+    if not dropped:
+        return []
+    primary["volumeMounts"] = [m for m in mounts if not is_shm_mount(m.get("mountPath"))]
+    if not primary["volumeMounts"]:
+        del primary["volumeMounts"]
+    still = {m.get("name") for c in spec.get("containers", []) + spec.get("initContainers", []) for m in c.get("volumeMounts") or []}
+    spec["volumes"] = [v for v in spec.get("volumes") or [] if v.get("name") not in dropped or v.get("name") in still]
+    if not spec["volumes"]:
+        del spec["volumes"]
+    return dropped
+
+
+def set_env(container: dict[str, Any], name: str, value: str) -> None:
+    """Set environment variable ``name`` of ``container`` to ``value``, replacing one of that name."""
+    env = [e for e in container.get("env") or [] if e.get("name") != name]
+    env.append({"name": name, "value": value})
+    container["env"] = env
+
+
+def drop_env(container: dict[str, Any], names: Any) -> None:
+    """Remove the environment variables named in ``names`` from ``container``."""
+    names = set(names)
+    env = [e for e in container.get("env") or [] if e.get("name") not in names]
+    if env:
+        container["env"] = env
+    else:
+        container.pop("env", None)

@@ -1,0 +1,187 @@
+"""The SDKs a profile is built for (*targets*), as plain data: what differs between flytekit and Flyte 2.
+
+One profile serves both SDKs; what differs is the layer below every profile (each plugin's ``Elastic``
+defaults), which ``elastic`` settings each plugin honours, and where its objects come from. Everything here is
+data and the standard library, so that ``render --target flyte2`` imports no SDK; a test compares the defaults
+with the installed plugins (tests/test_targets.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any, Mapping
+
+from .errors import KfdefaultsError
+from .settings import TARGET_ENV
+
+ELASTIC_KEYS = ("nnodes", "nproc_per_node", "start_method", "rdzv_backend", "monitor_interval", "max_restarts",
+                "rdzv_configs", "run_policy", "nccl_heartbeat_timeout_sec", "nccl_async_error_handling",
+                "nccl_collective_timeout_sec", "nccl_enable_monitoring")
+"""Every key of a profile's ``elastic`` section, in output order (the plugins' order, Flyte 2's additions last)."""
+
+NCCL_ENV = {
+    "nccl_heartbeat_timeout_sec": "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+    "nccl_async_error_handling": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "nccl_collective_timeout_sec": "FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC",
+    "nccl_enable_monitoring": "TORCH_NCCL_ENABLE_MONITORING",
+}
+"""Flyte 2's NCCL settings -> the environment variable its plugin sets from each, in the pod's main process and
+only when the variable is unset (``flyteplugins.pytorch.task.TorchFunctionTask.pre``)."""
+
+
+class Target:
+    """One SDK that kfdefaults builds tasks for.
+
+    Attributes:
+        name: ``flytekit`` or ``flyte2``, as ``render --target`` takes it.
+        title: How messages name the SDK.
+        elastic_class: The plugin's ``Elastic``, as messages and ``--explain`` name it.
+        pod_template_class: The SDK's ``PodTemplate``, likewise.
+        defaults: The plugin's ``Elastic`` defaults: the layer below every profile. A key a layer deletes
+            (``null``) comes back as this default; a key absent here has no default value (it is not set).
+        kfdefaults_defaults: Keys of :attr:`defaults` that the plugin requires and kfdefaults fills in.
+        settings: The ``elastic`` keys that are fields of the plugin's ``Elastic``.
+        fixed: Keys that are not fields of the plugin's ``Elastic`` but that the SDK fixes, with the one value it
+            runs with: a profile may write that value, and no other.
+        modules: The modules whose presence means the SDK is installed.
+        extra: The extra of the ``kfdefaults`` package that installs the SDK (``pip install 'kfdefaults[EXTRA]'``).
+    """
+
+    # a plain class, not a dataclass: importing dataclasses (and inspect) would cost every render 25 ms
+    __slots__ = ("name", "title", "elastic_class", "pod_template_class", "defaults", "settings", "fixed", "modules",
+                 "extra", "kfdefaults_defaults")
+
+    def __init__(self, *, name: str, title: str, elastic_class: str, pod_template_class: str,
+                 defaults: Mapping[str, Any], settings: tuple[str, ...], fixed: Mapping[str, Any],
+                 modules: tuple[str, ...], extra: str, kfdefaults_defaults: frozenset[str] = frozenset()) -> None:
+        self.name = name
+        self.title = title
+        self.elastic_class = elastic_class
+        self.pod_template_class = pod_template_class
+        self.defaults = defaults
+        self.settings = settings
+        self.fixed = fixed
+        self.modules = modules
+        self.extra = extra
+        self.kfdefaults_defaults = kfdefaults_defaults
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Target({self.name!r})"
+
+    def honours(self, key: str, value: Any) -> bool:
+        """Whether the SDK runs with ``elastic.KEY: value`` as written."""
+        if key in self.settings:
+            return True
+        return key in self.fixed and value == self.fixed[key]
+
+    def default_label(self, key: str) -> str:
+        """What ``--explain`` names as the source of the default of ``elastic.KEY``."""
+        if key in self.kfdefaults_defaults:
+            return f"kfdefaults default for {self.name} ({key}: {self.elastic_class} requires it)"
+        return f"{self.elastic_class} default ({key})"
+
+
+FLYTEKIT = Target(
+    name="flytekit",
+    title="flytekit",
+    elastic_class="flytekitplugins.kfpytorch.Elastic",
+    pod_template_class="flytekit.PodTemplate",
+    defaults={
+        "nnodes": 1,
+        "nproc_per_node": 1,
+        "start_method": "spawn",
+        "monitor_interval": 5,
+        "max_restarts": 0,
+        "rdzv_configs": {"timeout": 900, "join_timeout": 900},
+    },
+    settings=("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs",
+              "run_policy"),
+    # flytekitplugins.kfpytorch launches torch elastic with rdzv_backend="c10d", always
+    fixed={"rdzv_backend": "c10d"},
+    modules=("flytekit", "flytekitplugins.kfpytorch"),
+    extra="flytekit",
+)
+"""flytekit 1.16 with ``flytekitplugins-kfpytorch`` 1.16: ``@task(task_config=kfdefaults.Elastic(...))``."""
+
+FLYTE2 = Target(
+    name="flyte2",
+    title="Flyte 2",
+    elastic_class="flyteplugins.pytorch.Elastic",
+    pod_template_class="flyte.PodTemplate",
+    defaults={
+        "nnodes": 1,
+        "nproc_per_node": 1,
+        "rdzv_backend": "c10d",
+        "monitor_interval": 3,
+        "max_restarts": 3,
+        "rdzv_configs": {"timeout": 900, "join_timeout": 900},
+        "nccl_heartbeat_timeout_sec": 300,
+        "nccl_async_error_handling": False,
+        "nccl_enable_monitoring": True,
+    },
+    kfdefaults_defaults=frozenset({"nnodes", "nproc_per_node"}),
+    settings=("nnodes", "nproc_per_node", "rdzv_backend", "monitor_interval", "max_restarts", "rdzv_configs",
+              "run_policy", "nccl_heartbeat_timeout_sec", "nccl_async_error_handling", "nccl_collective_timeout_sec",
+              "nccl_enable_monitoring"),
+    # flyteplugins.pytorch builds torch's LaunchConfig without start_method: torch's default, spawn
+    fixed={"start_method": "spawn"},
+    modules=("flyte", "flyteplugins.pytorch"),
+    extra="flyte2",
+)
+"""Flyte 2 (``flyte`` 2.12 with ``flyteplugins-pytorch`` 2.12): ``TaskEnvironment(plugin_config=kfdefaults.flyte2.Elastic(...))``.
+
+``nccl_collective_timeout_sec`` has no default value (``None``: the plugin leaves torch's own in place)."""
+
+TARGETS: dict[str, Target] = {t.name: t for t in (FLYTEKIT, FLYTE2)}
+"""Every target by name, the default first."""
+
+
+def target_named(name: str | Target) -> Target:
+    """The target called ``name`` (a :class:`Target` is returned as it is).
+
+    Raises:
+        KfdefaultsError: no target has that name.
+    """
+    if isinstance(name, Target):
+        return name
+    found = TARGETS.get(name)
+    if found is None:
+        raise KfdefaultsError(f"no target named {name!r}: one of {', '.join(TARGETS)}")
+    return found
+
+
+def installed(target: Target) -> bool:
+    """Whether every module of the target's SDK can be imported (found without importing it)."""
+    for module in target.modules:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return False
+        except (ImportError, ValueError):
+            return False
+    return True
+
+
+def default_target(environ: Mapping[str, str] | None = None) -> tuple[Target, str]:
+    """The target when none is asked for, and why: ``(target, reason)``.
+
+    ``KFDEFAULTS_TARGET`` if set; else the SDK that is installed; flytekit when both are, or neither (the
+    default of kfdefaults 0.1, whose profiles were written for it).
+
+    Raises:
+        KfdefaultsError: ``KFDEFAULTS_TARGET`` names no target.
+    """
+    environ = os.environ if environ is None else environ
+    chosen = environ.get(TARGET_ENV, "").strip()
+    if chosen:
+        return target_named(chosen), TARGET_ENV
+    kit, two = installed(FLYTEKIT), installed(FLYTE2)
+    if two and not kit:
+        return FLYTE2, "the installed SDK"
+    if kit and not two:
+        return FLYTEKIT, "the installed SDK"
+    both = "flytekit and flyte are both installed" if kit else "no Flyte SDK is installed"
+    return FLYTEKIT, f"{both}; --target flyte2 for Flyte 2"
