@@ -24,10 +24,11 @@ import kfdefaults
 
 PACKAGE = pathlib.Path(kfdefaults.__file__).parent
 
-FLOW = ("paths", "errors", "settings", "smp", "k8s", "cache", "read", "layers", "validate", "merge", "show",
+FLOW = ("paths", "errors", "settings", "smp", "k8s", "cache", "read", "layers", "validate", "merge", "backend", "show",
         "pipeline", "flytekit", "api", "cli")
 """The steps in flow order: the shared vocabulary (paths, errors, settings), the engine, Kubernetes' rules, the
-cache, then read -> layers -> validate -> merge -> show, the pipeline, the flytekit adapter and the entry points."""
+cache, then read -> layers -> validate -> merge -> backend -> show, the pipeline, the flytekit adapter and the entry
+points."""
 
 SDK_PACKAGES = {"flytekit": "flytekit", "flytekitplugins": "flytekit"}
 """Top-level third-party packages -> the one step that may import them."""

@@ -12,12 +12,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from .backend.checks import backend_warnings
+from .backend.cluster import load_cluster_template
 from .errors import Finding, Location, ProfileError, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
     Catalog,
     FlagSource,
+    Folder,
     discover_folders,
+    find_cluster_template,
     folder_names,
     layer_sources,
     profile_name_of,
@@ -133,6 +137,7 @@ def validate_paths(
     platform: Iterable[str] = (),
     team: Iterable[str] = (),
     kubernetes_version: str | None = None,
+    cluster_template: str | None = None,
 ) -> Report:
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
 
@@ -150,6 +155,10 @@ def validate_paths(
         platform: Platform-layer folders to validate against (context, not reported on unless broken).
         team: Team-layer folders, likewise.
         kubernetes_version: Kubernetes minor version of the schema (default 1.32).
+        cluster_template: The cluster's default PodTemplate manifest (``none``: no template); by default the one
+            :mod:`kfdefaults.layers.cluster` finds, a ``_cluster-template.yaml`` of a given platform folder
+            included. Each profile is then checked for what Flyte's backend would break in its pod
+            (:func:`kfdefaults.backend.checks.backend_warnings`).
 
     Returns:
         A :class:`Report`; it never raises for bad input.
@@ -162,7 +171,8 @@ def validate_paths(
         return Report(sorted_findings(findings + e.findings))
     # a broken context folder or installed package is reported, and the rest is checked all the same
     catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
-    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version)
+    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version,
+                        cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings))
     if paths:
         by_real_path: dict[str, str] = {}
         for file in given:  # a file given twice (or through a link) is checked once
@@ -180,6 +190,23 @@ def validate_paths(
     for name in names:  # each profile they define: duplicates, extends, the merge, and the merged result
         findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1))
     return Report(sorted_findings(findings), [f for f, _ in checked], names)
+
+
+def _cluster_template(explicit: str | None, catalog: Catalog, paths: Sequence[str], layer: str,
+                      findings: list[Finding]) -> Any:
+    """The cluster's template for ``validate``, read once: a broken one is reported and the profiles are checked
+    without it. Folders given as the platform layer count as platform folders."""
+    folders = list(catalog.folders.get("platform", []))
+    if layer == "platform":
+        folders += [Folder(p, "platform", "PATH") for p in paths if os.path.isdir(p)]
+    try:
+        found = find_cluster_template(explicit, folders)
+        if found is not None:
+            load_cluster_template(found)  # read and checked here, reported once
+        return found
+    except ProfileError as e:
+        findings.extend(e.findings)
+        return None
 
 
 def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None) -> dict[str, list[Any]]:
@@ -227,7 +254,8 @@ def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
 def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool) -> list[Finding]:
     """Errors and warnings of profile ``name`` merged across its layers."""
     try:
-        return check_merged(pipeline.resolve(name, remember=False))
+        resolved = pipeline.resolve(name, remember=False)
+        return check_merged(resolved) + backend_warnings(resolved, pipeline.cluster)
     except ProfileError as e:
         for f in e.findings:
             if several_paths and f.layer == layer and "defined twice" in f.message:

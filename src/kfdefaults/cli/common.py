@@ -52,6 +52,15 @@ def add_layer_options(p: argparse.ArgumentParser) -> None:
                    help="A team-layer folder (repeatable); adds to KFDEFAULTS_TEAM_PATH and pyproject.toml.")
 
 
+def add_cluster_template(p: argparse.ArgumentParser) -> None:
+    """``--cluster-template FILE``: the cluster's default PodTemplate, which Flyte's backend merges into every task."""
+    p.add_argument("--cluster-template", default=None, metavar="FILE",
+                   help="The cluster's default PodTemplate (kubectl get podtemplate NAME -o yaml), which Flyte's "
+                        "backend merges into every task's pod; 'none' for no template. Default: "
+                        "KFDEFAULTS_CLUSTER_TEMPLATE, else [tool.kfdefaults] cluster_template in pyproject.toml, else "
+                        "a platform folder's _cluster-template.yaml.")
+
+
 def out(text: str) -> None:
     """Write ``text`` to standard output as it is (it ends with a newline where one is wanted)."""
     sys.stdout.write(text)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Sequence
 
 from ..errors import KfdefaultsError
 from .common import (
+    add_cluster_template,
     add_kubernetes_version,
     add_layer_options,
+    err,
     is_terminal,
     out,
     parser,
@@ -26,10 +29,15 @@ def build(prog: str) -> argparse.ArgumentParser:
                         "'pod_template.spec.containers[name=primary].image=img:1'.")
     p.add_argument("-o", "--output", choices=["yaml", "json"], default=None,
                    help="yaml (the default) or json; with --explain, the explanation as data.")
-    p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte"], default="profile",
+    p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte", "pytorchjob"], default="profile",
                    help="profile (the default): the merged profile; podtemplate: a Kubernetes v1 PodTemplate "
-                        "manifest; flyte: the TaskTemplate flytekit registers for a task on the profile (imports "
-                        "flytekit).")
+                        "manifest (standard error names the containers Flyte's backend drops from it when a task "
+                        "names it as pod_template_name: all but primary and default); "
+                        "flyte: the TaskTemplate flytekit registers for a task on the profile; pytorchjob: the "
+                        "PyTorchJob Flyte's backend creates from that TaskTemplate, the cluster's default PodTemplate "
+                        "merged in. flyte and pytorchjob define and serialize a real task: they import flytekit and "
+                        "torch, which takes seconds.")
+    add_cluster_template(p)
     add_kubernetes_version(p)
     p.add_argument("--explain", action="store_true",
                    help="For every leaf: the value, the layer and FILE:LINE that set it, and values a layer removed "
@@ -49,14 +57,25 @@ def _render(args: argparse.Namespace) -> None:
     from ..validate.sets import parse_sets
 
     output = args.output or "yaml"
-    pipeline = Pipeline.discover(args.platform, args.team, kubernetes_version=args.kubernetes_version)
+    pipeline = Pipeline.discover(args.platform, args.team, kubernetes_version=args.kubernetes_version,
+                                 cluster_template=args.cluster_template)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
-    if args.as_ == "flyte":
-        _render_flyte(args.name, args.platform, args.team, tree, output)
-        return
     resolved = pipeline.resolve(args.name, [task])
-    report(pipeline.warnings(resolved))  # on standard error; the output stays clean
+    findings = pipeline.warnings(resolved)  # on standard error; the output stays clean
+    if args.as_ in ("flyte", "pytorchjob"):
+        report(findings)
+        _render_flyte(args, pipeline, tree, output)
+        return
+    if args.as_ == "podtemplate":
+        from ..backend.pod_template_name import SUMMARY, dropped_by_pod_template_name
+        from ..errors import sorted_findings
+
+        dropped = dropped_by_pod_template_name(resolved)
+        if dropped:
+            err(SUMMARY)
+        findings = sorted_findings(findings + dropped)
+    report(findings)
     if args.explain:
         from ..show.explain_view import show_explain
 
@@ -72,14 +91,42 @@ def _render(args: argparse.Namespace) -> None:
     out(to_json(data) if output == "json" else to_yaml(data))
 
 
-def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree: dict[str, Any], output: str) -> None:
-    """``render --as flyte``: define a real task on the profile and print the TaskTemplate flytekit registers."""
+def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str) -> None:
+    """``render --as flyte``: define a real task on the profile and print the TaskTemplate flytekit registers;
+    ``--as pytorchjob``: the PyTorchJob Flyte's backend creates from it (:mod:`kfdefaults.backend.pytorchjob`)."""
+    from ..settings import CLUSTER_TEMPLATE_ENV
     from ..show.output import to_json, to_yaml
 
+    saved = os.environ.get(CLUSTER_TEMPLATE_ENV)
+    if args.cluster_template is not None:  # the task is defined as the user's would be: the flag as the variable
+        os.environ[CLUSTER_TEMPLATE_ENV] = args.cluster_template
     try:
         from ..flytekit.preview import flyte_task_template
 
-        data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
+        data = flyte_task_template(args.name, platform=args.platform, team=args.team, overrides=tree)
     except ImportError as e:  # the plugin imports torch when a task is defined
-        raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
+        raise KfdefaultsError(f"render --as {args.as_} defines a task, which needs {e.name or 'a package'}: {e}") from None
+    finally:
+        if saved is not None:
+            os.environ[CLUSTER_TEMPLATE_ENV] = saved
+        else:
+            os.environ.pop(CLUSTER_TEMPLATE_ENV, None)
+    if args.as_ == "pytorchjob":
+        data = _pytorch_job(args.name, data, pipeline)
     out(to_json(data) if output == "json" else to_yaml(data))
+
+
+def _pytorch_job(name: str, task_template: dict[str, Any], pipeline: Any) -> dict[str, Any]:
+    from ..backend.pytorchjob import build_pytorch_job
+    from ..show.output import order_k8s
+    from ..smp.schema import schema_type
+
+    if task_template.get("type") != "pytorch":
+        raise KfdefaultsError(f"profile {name!r} runs as one pod (nnodes: 1), not as a PyTorchJob: its task type is "
+                              f"{task_template.get('type')!r}; give it several nodes (--set elastic.nnodes=2) to see the job")
+    cluster = pipeline.cluster
+    job = build_pytorch_job(task_template, cluster.manifest if cluster is not None else None)
+    pod_template = schema_type("PodTemplateSpec", pipeline.kubernetes_version)
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        replica["template"] = order_k8s(replica["template"], pod_template)
+    return job

@@ -124,6 +124,11 @@ class Elastic(PluginElastic):
             _RESOLVED[memo_key] = (pipeline, self._task_layer, self.resolved.copy())
         return copy.deepcopy(self.resolved.elastic_settings)
 
+    @property
+    def pipeline(self) -> Pipeline | None:
+        """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
+        return self._pipeline
+
     def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer.
 

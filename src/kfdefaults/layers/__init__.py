@@ -29,6 +29,7 @@ from ..errors import Finding, Location, ProfileError
 from ..read import path_problem
 from ..settings import NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, flag
 from .builtin import BuiltinSource, builtin_folder
+from .cluster import CLUSTER_TEMPLATE_FILE, ClusterTemplatePath, find_cluster_template
 from .catalog import (
     FOLDER_LAYERS,
     LAYERS,
@@ -44,9 +45,9 @@ from .flags import FlagSource
 from .folder import Folder, Source
 from .pyproject import PyprojectSource, nearest_pyproject
 
-__all__ = ["BuiltinSource", "Catalog", "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS",
+__all__ = ["BuiltinSource", "CLUSTER_TEMPLATE_FILE", "Catalog", "ClusterTemplatePath", "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS",
            "FlagSource", "Folder", "LAYERS", "NAME_PATTERN", "PyprojectSource", "Source", "builtin_folder",
-           "discover_folders", "folder_listing", "folder_names", "layer_sources", "nearest_pyproject",
+           "discover_folders", "find_cluster_template", "folder_listing", "folder_names", "layer_sources", "nearest_pyproject",
            "profile_name_of"]
 
 
