@@ -25,8 +25,7 @@ from .cluster import LAYER, ClusterTemplate
 from .gojson import JSON, canonical, decode
 from .kinds import SCALAR_TAGS, Kind, fields
 from .locate import Setter, pod_setter, primary_name_setter, profile_path, where
-from .pytorchjob import PYTORCH_CONTAINER
-from .registered import is_multi_node, registered_pod_spec
+from .registered import PYTORCH_CONTAINER, is_multi_node, registered_pod_spec
 from .template_merge import DEFAULT_INIT_TEMPLATE, DEFAULT_TEMPLATE, PRIMARY_INIT_TEMPLATE, PRIMARY_TEMPLATE, merge_base_pod_spec_onto_template
 
 FIELDS = ("containers", "initContainers")

@@ -64,15 +64,6 @@ def primary_name_setter(resolved: Resolved) -> Setter | None:
     return None
 
 
-def elastic_setter(resolved: Resolved, key: str) -> Setter | None:
-    """The highest fragment that sets ``elastic.<key>``."""
-    for index in range(len(resolved.fragments) - 1, -1, -1):
-        fragment = resolved.fragments[index]
-        if fragment.elastic.get(key) is not None:
-            return Setter(index, fragment, fragment.location(("elastic", key)))
-    return None
-
-
 def profile_path(steps: Sequence[Any]) -> str:
     """``steps`` written as the profile's dotted path (``pod_template.spec.containers[name=primary]...``)."""
     parts: list[Any] = ["pod_template"]

@@ -22,9 +22,8 @@ from .config import BackendConfig, ExecutionContext
 from .container import apply_resource_overrides
 from .gojson import JSON, BackendError, parse_quantity
 from .pod import build_pod_spec
+from .registered import PYTORCH_CONTAINER
 
-PYTORCH_CONTAINER = "pytorch"
-"""The container a PyTorchJob runs (``kubeflowv1.PyTorchJobDefaultContainerName``); the primary is renamed to it."""
 WORKER_NAME_ENV = "_F_WN"
 """``FLYTE_INTERNAL_WORKER_NAME``, set from the pod's name on the worker's first container."""
 DIST_ERROR_STRATEGY_ENV = "_F_DES"

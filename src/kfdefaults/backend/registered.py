@@ -15,6 +15,10 @@ from ..merge.result import Resolved
 
 JSON = dict
 
+PYTORCH_CONTAINER = "pytorch"
+"""The container a PyTorchJob runs (``kubeflowv1.PyTorchJobDefaultContainerName``): Flyte's PyTorch plugin gives
+this name to the first container named like the primary (``common.OverridePrimaryContainerName``)."""
+
 
 def primary_first(spec: JSON, primary: str) -> JSON:
     """``spec`` with its primary container first among its containers, in place; the primary is added (named
