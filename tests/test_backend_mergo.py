@@ -153,3 +153,29 @@ ISSUE_CASES = {
 def test_the_cases_of_the_backend_page_agree_with_go(oracle, name):
     template, base = ISSUE_CASES[name]
     agree(oracle, [assemble_case(template, base), assemble_case(template, base, legacy=True)], model_assemble)
+
+
+def test_the_go_mirror_and_the_kind_table_are_one_generation():
+    """scripts/gen_k8s_kinds.py writes both from the Kubernetes sources: the oracle merges the types the model reads."""
+    import re
+
+    from kfdefaults.backend.k8s_kinds import KINDS
+
+    def kind(go: str) -> str:
+        for prefix, written in (("*", "*"), ("[]byte", None), ("[]", "[]"), ("map[string]", "map[string]")):
+            if go.startswith(prefix):
+                return "bytes" if written is None else written + kind(go[len(prefix):])
+        simple = {"string": "string", "int64": "int", "bool": "bool", "float64": "float", "RawJSON": "opaque"}
+        return simple.get(go, go.replace("Meta", "metav1.", 1) if go.startswith("Meta") else go)
+
+    mirror: dict[str, dict] = {}
+    for name, body in re.findall(r"^type (\w+) struct \{\n(.*?)^\}", (ORACLE / "k8stypes.go").read_text(), re.M | re.S):
+        fields = mirror.setdefault(kind(name), {})
+        for line in body.splitlines():
+            inline = re.fullmatch(r'\t(\w+) `json:",inline"`', line)
+            if inline:
+                fields.setdefault("__inline__", []).append(kind(inline.group(1)))
+                continue
+            field = re.fullmatch(r'\t\w+ (\S+) `json:"([^,"]+)[^"]*"`', line)
+            fields[field.group(2)] = kind(field.group(1))
+    assert mirror == KINDS

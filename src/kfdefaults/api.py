@@ -63,7 +63,8 @@ def resolve(
 
     Folders come from the arguments and from every other source of their layer
     (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the nearest
-    pyproject.toml's ``[tool.kfdefaults] team``).
+    pyproject.toml's ``[tool.kfdefaults] team``). Where the cluster's default PodTemplate is named
+    (:mod:`kfdefaults.layers.cluster`), the profile's ``/dev/shm`` is left out where it gives one (docs/backend.md).
 
     Args:
         name: Profile name, like ``"gpu-large"``.
@@ -77,8 +78,9 @@ def resolve(
         The merged :class:`Resolved` profile.
 
     Raises:
-        ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, or a pod template patch
-            is rejected; every finding has a ``FILE:LINE:COLUMN`` location.
+        ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, a pod template patch
+            is rejected, the cluster's PodTemplate is broken, or the pod Flyte's backend builds would hold two
+            containers of one name; every finding has a ``FILE:LINE:COLUMN`` location.
         TypeError: ``name`` is not a string, or ``platform`` / ``team`` is not a path or a list of paths.
         ValueError: no schema for ``kubernetes_version``.
     """

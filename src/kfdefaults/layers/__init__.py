@@ -17,7 +17,8 @@ task      not folders: ``kfdefaults.Elastic(...)`` keyword arguments, ``@task(po
 
 :func:`discover_folders` turns sources into folders; a :class:`Catalog` of them says which file defines which
 profile. Every folder of a layer counts as one pool: two files of one layer that define one profile are an
-error. Nothing here reads a profile file.
+error. Nothing here reads a profile file. :func:`find_cluster_template` says where the cluster's default
+PodTemplate is (:mod:`.cluster`), which Flyte's backend lays under every task.
 """
 
 from __future__ import annotations
