@@ -53,6 +53,10 @@ def test_render_output_is_stable_and_ordered():
 def test_render_as_podtemplate_manifest():
     result = invoke("render", "gpu-large", "--as", "podtemplate", "--team", TEAM)
     manifest = yaml.safe_load(result.stdout)
+    # the sidecar would not survive as a pod_template_name template: standard error says so, at its line
+    assert "pod_template.spec.containers[name=log-shipper]: warning: dropped when this PodTemplate is named by " \
+           "pod_template_name" in result.stderr
+    assert f"{TEAM}/gpu-large.yaml:20:" in result.stderr
     assert list(manifest) == ["apiVersion", "kind", "metadata", "template"]
     assert manifest["kind"] == "PodTemplate" and manifest["metadata"] == {"name": "gpu-large"}
     assert manifest["template"]["metadata"]["labels"] == {"team": "vision"}

@@ -150,8 +150,11 @@ def test_sidecars_and_init_containers_are_kept():
     ))
     t, _ = define(body, task_config=Elastic(profile="gpu-large"), pod_template=user)
     tt = template(t)
-    # strategic merge patch puts a patch's new items before the items it did not name, as kubectl does
-    assert list(containers(tt)) == ["sidecar", "primary"]
+    # strategic merge patch puts a patch's new items before the items it did not name, as kubectl does, but the
+    # task registers the primary container first: Flyte's PyTorch plugin names the worker in the first container
+    assert [c["name"] for c in kfdefaults.resolve("gpu-large", overrides={"pod_template": {"spec": {
+        "containers": [{"name": "sidecar", "image": "proxy:1"}]}}}).pod_spec["containers"]] == ["sidecar", "primary"]
+    assert list(containers(tt)) == ["primary", "sidecar"]
     assert containers(tt)["sidecar"]["image"] == "proxy:1"
     assert [c["name"] for c in tt.k8s_pod.pod_spec["initContainers"]] == ["warmup"]
     assert shm_mounts(tt) == [("primary", "dshm")]

@@ -12,11 +12,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from .backend.checks import backend_warnings
+from .backend.cluster import load_cluster_template
 from .errors import Finding, Location, ProfileError, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
     Catalog,
+    Folder,
     discover_folders,
+    find_cluster_template,
     folder_names,
     layer_sources,
     profile_name_of,
@@ -77,7 +81,8 @@ def resolve(
 
     Folders come from the arguments and from every other source of their layer
     (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the nearest
-    pyproject.toml's ``[tool.kfdefaults] team``).
+    pyproject.toml's ``[tool.kfdefaults] team``). Where the cluster's default PodTemplate is named
+    (:mod:`kfdefaults.layers.cluster`), the profile's ``/dev/shm`` is left out where it gives one (docs/backend.md).
 
     Args:
         name: Profile name, like ``"gpu-large"``.
@@ -96,7 +101,8 @@ def resolve(
 
     Raises:
         ProfileError: the profile is unknown, a file is invalid, ``extends`` is broken, a pod template patch
-            is rejected, or a setting cannot run on the target; every finding has a ``FILE:LINE:COLUMN`` location.
+            is rejected, a setting cannot run on the target, the cluster's PodTemplate is broken, or the pod Flyte's
+            backend builds would hold two containers of one name; every finding has a ``FILE:LINE:COLUMN`` location.
         TypeError: ``name`` is not a string, or ``platform`` / ``team`` is not a path or a list of paths.
         ValueError: no schema for ``kubernetes_version``.
         KfdefaultsError: ``target`` names no target.
@@ -160,8 +166,12 @@ def validate_paths(
     only: Iterable[str] = (),
     flags: tuple[str, str] = ("--platform", "--team"),
     target: Target | str | None = None,
+    cluster_template: str | None = None,
 ) -> Report:
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
+
+    Long because it is the ``validate`` command's walk in order (the files, the context, the pipeline, each file,
+    each profile), each step a line or two over the helpers below.
 
     With ``paths``, the files given (and the profile files directly in the folders given) form the ``layer``
     layer, on top of the layers below it as ``render`` finds them (for the team layer: the builtin profiles,
@@ -181,6 +191,10 @@ def validate_paths(
         flags: What gave ``platform`` and ``team``, for messages.
         target: The SDK each profile is checked for (as for :func:`resolve`): a setting it cannot honour is an
             error.
+        cluster_template: The cluster's default PodTemplate manifest (``none``: no template); by default the one
+            :mod:`kfdefaults.layers.cluster` finds, a ``_cluster-template.yaml`` of a given platform folder
+            included. Each profile is then checked for what Flyte's backend would break in its pod
+            (:func:`kfdefaults.backend.checks.backend_warnings`).
 
     Returns:
         A :class:`Report`; it never raises for bad input.
@@ -196,7 +210,8 @@ def validate_paths(
         return Report(sorted_findings(findings + e.findings))
     # a broken context folder or installed package is reported, and the rest is checked all the same
     catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
-    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target))
+    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target),
+                        cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings))
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:
@@ -219,6 +234,23 @@ def _files_to_check(pipeline: Pipeline, given: Sequence[str] = (), layer: str = 
         return [(file, layer) for file in by_real_path.values()]
     return [(file, file_layer) for file_layer in FOLDER_LAYERS
             for files in pipeline.catalog.index().get(file_layer, {}).values() for file in files]
+
+
+def _cluster_template(explicit: str | None, catalog: Catalog, paths: Sequence[str], layer: str,
+                      findings: list[Finding]) -> Any:
+    """The cluster's template for ``validate``, read once: a broken one is reported and the profiles are checked
+    without it. Folders given as the platform layer count as platform folders."""
+    folders = list(catalog.folders.get("platform", []))
+    if layer == "platform":
+        folders += [Folder(p, "platform", "PATH") for p in paths if os.path.isdir(p)]
+    try:
+        found = find_cluster_template(explicit, folders)
+        if found is not None:
+            load_cluster_template(found)  # read and checked here, reported once
+        return found
+    except ProfileError as e:
+        findings.extend(e.findings)
+        return None
 
 
 def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None,
@@ -265,7 +297,8 @@ def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: 
     """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target."""
     try:
         resolved = pipeline.resolve(name, remember=False)
-        return check_merged(resolved) + target_warnings(resolved)
+        backend = backend_warnings(resolved, pipeline.cluster) if pipeline.target.name == "flytekit" else []
+        return check_merged(resolved) + target_warnings(resolved) + backend
     except ProfileError as e:
         for f in e.findings:
             if several_paths and f.layer == layer and "defined twice" in f.message:

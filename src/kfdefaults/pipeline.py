@@ -5,7 +5,10 @@ The command line, :func:`kfdefaults.resolve`, ``Elastic(profile=...)``, ``diff``
 (a :class:`~kfdefaults.layers.Catalog`), the Kubernetes version whose schema checks and merges the pod
 templates, and the target SDK (:mod:`kfdefaults.targets`) whose plugin defaults lie below every layer. It loads
 each file once (:class:`~kfdefaults.validate.files.DefinitionLoader`), expands each profile's ``extends`` once,
-merges with :func:`kfdefaults.merge.fold.merge_fragments`, and checks the result against the target.
+merges with :func:`kfdefaults.merge.fold.merge_fragments`, and checks the result against the target. For
+flytekit, whose backend (Flyte 1) it models, when the cluster's default PodTemplate is known
+(:mod:`kfdefaults.layers.cluster`), a merged profile leaves out the ``/dev/shm`` the template already gives
+(:mod:`kfdefaults.backend.avoid`), and what Flyte's backend would break is checked (:mod:`kfdefaults.backend.checks`).
 """
 
 from __future__ import annotations
@@ -15,10 +18,16 @@ import sys
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import cache
+from .backend.avoid import leave_out_duplicate_shm
+from .backend.checks import backend_errors, backend_warnings
+from .backend.cluster import ClusterTemplate, load_cluster_template
 from .errors import Finding, ProfileError, sorted_findings
 from .layers import (
+    CLUSTER_TEMPLATE_FILE,
     Catalog,
+    ClusterTemplatePath,
     discover_folders,
+    find_cluster_template,
     folder_listing,
     layer_sources,
     nearest_pyproject,
@@ -26,7 +35,14 @@ from .layers import (
 from .merge.expand import expand
 from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
-from .settings import NO_CACHE_ENV, NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, flag
+from .settings import (
+    CLUSTER_TEMPLATE_ENV,
+    NO_CACHE_ENV,
+    NO_ENTRY_POINTS_ENV,
+    PLATFORM_ENV,
+    TEAM_ENV,
+    flag,
+)
 from .smp.schema import normalize_version
 from .targets import Target, default_target, target_named
 from .validate.files import DefinitionLoader
@@ -47,6 +63,9 @@ class Pipeline:
             (:func:`kfdefaults.resolve` gives the target's); ``None`` where no SDK object is asked for.
         target: The SDK the profiles are resolved for, a :class:`~kfdefaults.targets.Target` or its name
             (``"flytekit"``, ``"flyte2"``); ``None``: :func:`~kfdefaults.targets.default_target`.
+        cluster_template: The file of the cluster's default PodTemplate
+            (:func:`kfdefaults.layers.find_cluster_template`), or ``None`` when the cluster has none. Flyte 1's
+            backend lays it under the task's pod: it counts for the flytekit target only.
 
     Raises:
         ValueError: no schema for ``kubernetes_version``.
@@ -54,11 +73,13 @@ class Pipeline:
     """
 
     def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None,
-                 target: Target | str | None = None) -> None:
+                 target: Target | str | None = None, cluster_template: ClusterTemplatePath | None = None) -> None:
         self.catalog = catalog
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.sdk = sdk
         self.target = default_target()[0] if target is None else target_named(target)
+        self.cluster_template = cluster_template if self.target.name == "flytekit" else None
+        self._cluster: ClusterTemplate | None = None
         self.loader = DefinitionLoader(self.kubernetes_version)
         self.expanded: dict[str, list[Fragment]] = {}
         cache.load_patch_schema(self.kubernetes_version)
@@ -74,6 +95,7 @@ class Pipeline:
         target: Target | str | None = None,
         files: Mapping[str, Sequence[str]] | None = None,
         errors: list[Finding] | None = None,
+        cluster_template: str | None = None,
         **sources: Any,
     ) -> Pipeline:
         """A pipeline over every layer source (flags, environment, entry points, ``pyproject.toml``).
@@ -87,6 +109,8 @@ class Pipeline:
             files: Single files added to a layer besides its folders (``kfdefaults validate FILE``).
             errors: When given, a broken source (a missing folder, a broken installed package) is appended to it
                 and the rest is read; without it, the first such problem raises.
+            cluster_template: The ``--cluster-template`` value: a PodTemplate manifest, or ``none``; ``None``
+                looks for one where :mod:`kfdefaults.layers.cluster` says.
             **sources: Passed to :func:`kfdefaults.layers.layer_sources` (``environ``, ``cwd``, ``entry_points``,
                 ``pyproject``, ``flags``).
 
@@ -95,7 +119,27 @@ class Pipeline:
                 (without ``errors``).
         """
         folders = discover_folders(layer_sources(platform, team, **sources), errors)
-        return cls(Catalog(folders, files), kubernetes_version=kubernetes_version, sdk=sdk, target=target)
+        found = None
+        try:
+            found = find_cluster_template(cluster_template, folders.get("platform", []), environ=sources.get("environ"),
+                                          cwd=sources.get("cwd"), pyproject=sources.get("pyproject", True))
+        except ProfileError as e:
+            if errors is None:
+                raise
+            errors.extend(e.findings)
+        return cls(Catalog(folders, files), kubernetes_version=kubernetes_version, sdk=sdk, target=target,
+                   cluster_template=found)
+
+    @property
+    def cluster(self) -> ClusterTemplate | None:
+        """The cluster's default PodTemplate, read when first asked for; ``None`` when the cluster has none.
+
+        Raises:
+            ProfileError: the file cannot be read or is not a PodTemplate manifest (located).
+        """
+        if self._cluster is None and self.cluster_template is not None:
+            self._cluster = load_cluster_template(self.cluster_template)
+        return self._cluster
 
     # -- profiles
 
@@ -133,26 +177,36 @@ class Pipeline:
             remember: Read and store the merge in the cache (``validate`` merges a thousand profiles once each:
                 storing them would cost more than it saves).
 
+        With a cluster template, the merge ends with the cluster layer (:mod:`kfdefaults.backend.avoid`).
+
         Raises:
-            ProfileError: the profile is unknown or broken, a pod template patch is rejected, or the merged
-                profile sets what the target's plugin cannot honour (:func:`kfdefaults.validate.target.check_target`).
+            ProfileError: the profile is unknown or broken, a pod template patch is rejected, the merged profile
+                sets what the target's plugin cannot honour (:func:`kfdefaults.validate.target.check_target`), the
+                cluster's template is broken, or the pod Flyte's backend builds would hold two containers of one
+                name (:func:`kfdefaults.backend.checks.backend_errors`, flytekit only).
         """
         resolved = merge_fragments(name, self.fragments(name, task), kubernetes_version=self.kubernetes_version,
                                    remember=remember, sdk=self.sdk, target=self.target)
+        if self.cluster is not None:
+            resolved = leave_out_duplicate_shm(resolved, self.cluster, kubernetes_version=self.kubernetes_version)
         errors = [f for f in check_target(resolved) if f.severity == "error"]
+        if self.target.name == "flytekit":
+            errors += backend_errors(resolved)
         if errors:
             raise ProfileError(errors)
         return resolved
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
         """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's,
-        and those of its target."""
+        and those of its target; for flytekit, what the cluster's PodTemplate would break in it
+        (:func:`kfdefaults.backend.checks.backend_warnings`)."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source)
             if definition is not None:
                 findings.extend(definition.warnings)
-        return sorted_findings(findings + check_merged(resolved) + target_warnings(resolved))
+        backend = backend_warnings(resolved, self.cluster) if self.target.name == "flytekit" else []
+        return sorted_findings(findings + check_merged(resolved) + target_warnings(resolved) + backend)
 
 
 def target_warnings(resolved: Resolved) -> list[Finding]:
@@ -178,22 +232,28 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
     cwd = os.getcwd()
     target = default_target()[0] if target is None else target_named(target)
     key = (tuple(platform), tuple(team), os.environ.get(PLATFORM_ENV, ""), os.environ.get(TEAM_ENV, ""),
-           os.environ.get(NO_ENTRY_POINTS_ENV, ""), cwd, tuple(sys.path), kubernetes_version, id(sdk), target.name)
+           os.environ.get(NO_ENTRY_POINTS_ENV, ""), os.environ.get(CLUSTER_TEMPLATE_ENV, ""), cwd, tuple(sys.path),
+           kubernetes_version, id(sdk), target.name)
     hit = None if flag(NO_CACHE_ENV) else _SHARED.get(key)
     if hit is not None:
         (folders, signature, stamp), pipeline = hit
-        if stamp == _pyproject_stamp(cwd) and tuple((f, folder_listing(f)) for f in folders) == signature:
+        if stamp == _stamp(cwd, pipeline) and tuple((f, folder_listing(f)) for f in folders) == signature:
             return pipeline
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk, target=target,
                                  flags=("platform=", "team="))
     signature = pipeline.catalog.signature()
-    _SHARED[key] = ((tuple(f for f, _ in signature), signature, _pyproject_stamp(cwd)), pipeline)
+    _SHARED[key] = ((tuple(f for f, _ in signature), signature, _stamp(cwd, pipeline)), pipeline)
     return pipeline
 
 
-def _pyproject_stamp(cwd: str) -> tuple:
-    path = nearest_pyproject(cwd)
-    try:
-        return (path, os.stat(path).st_mtime_ns) if path else (None,)
-    except OSError:
-        return (path, None)
+def _stamp(cwd: str, pipeline: Pipeline) -> tuple:
+    """The ``pyproject.toml`` and the cluster's template, as modification times, and which platform folders hold a
+    template: a change to any of them is a new pipeline."""
+    out: list[Any] = []
+    for path in (nearest_pyproject(cwd), pipeline.cluster_template.path if pipeline.cluster_template else None):
+        try:
+            out.append((path, os.stat(path).st_mtime_ns) if path else (None,))
+        except OSError:
+            out.append((path, None))
+    out += [os.path.lexists(os.path.join(f.path, CLUSTER_TEMPLATE_FILE)) for f in pipeline.catalog.folders.get("platform", [])]
+    return tuple(out)

@@ -6,6 +6,8 @@ variable                   effect
 KFDEFAULTS_PLATFORM_PATH   platform-layer folders, an ``os.pathsep`` list (:mod:`kfdefaults.layers`)
 KFDEFAULTS_TEAM_PATH       team-layer folders, likewise
 KFDEFAULTS_NO_ENTRY_POINTS a yes/no flag: ignore the platform folders of installed packages
+KFDEFAULTS_CLUSTER_TEMPLATE
+                           the cluster's default PodTemplate manifest, or ``none`` (:mod:`kfdefaults.layers.cluster`)
 KFDEFAULTS_CACHE_DIR       where the cache lives (default ``$XDG_CACHE_HOME/kfdefaults``, ``~/.cache/kfdefaults``)
 KFDEFAULTS_NO_CACHE        a yes/no flag: no cache, no in-process memo
 KFDEFAULTS_DEBUG           a yes/no flag: print the traceback of an internal error
@@ -24,6 +26,7 @@ from typing import Mapping
 PLATFORM_ENV = "KFDEFAULTS_PLATFORM_PATH"
 TEAM_ENV = "KFDEFAULTS_TEAM_PATH"
 NO_ENTRY_POINTS_ENV = "KFDEFAULTS_NO_ENTRY_POINTS"
+CLUSTER_TEMPLATE_ENV = "KFDEFAULTS_CLUSTER_TEMPLATE"
 CACHE_DIR_ENV = "KFDEFAULTS_CACHE_DIR"
 NO_CACHE_ENV = "KFDEFAULTS_NO_CACHE"
 DEBUG_ENV = "KFDEFAULTS_DEBUG"

@@ -95,6 +95,15 @@ def layer_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> dic
     return out
 
 
+def add_cluster_template(p: argparse.ArgumentParser) -> None:
+    """``--cluster-template FILE``: the cluster's default PodTemplate, which Flyte's backend merges into every task."""
+    p.add_argument("--cluster-template", default=None, metavar="FILE",
+                   help="The cluster's default PodTemplate (kubectl get podtemplate NAME -o yaml), which Flyte's "
+                        "backend merges into every task's pod; 'none' for no template. Default: "
+                        "KFDEFAULTS_CLUSTER_TEMPLATE, else [tool.kfdefaults] cluster_template in pyproject.toml, else "
+                        "a platform folder's _cluster-template.yaml.")
+
+
 def out(text: str) -> None:
     """Write ``text`` to standard output as it is (it ends with a newline where one is wanted)."""
     sys.stdout.write(text)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+import os
+from typing import Any
 
 from ..errors import KfdefaultsError
 from .common import (
+    add_cluster_template,
     add_kubernetes_version,
     add_layer_options,
     add_target,
@@ -30,13 +32,18 @@ def build(prog: str) -> argparse.ArgumentParser:
                         "'pod_template.spec.containers[name=primary].image=img:1'.")
     p.add_argument("-o", "--output", choices=["yaml", "json"], default=None,
                    help="yaml (the default) or json; with --explain, the explanation as data.")
-    p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte"], default="profile",
+    p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte", "pytorchjob"], default="profile",
                    help="profile (the default): the merged profile; podtemplate: a Kubernetes v1 PodTemplate "
-                        "manifest; flyte: the TaskTemplate the target SDK registers for a task on the profile "
-                        "(imports the SDK).")
+                        "manifest (standard error names the containers Flyte's backend drops from it when a task "
+                        "names it as pod_template_name: all but primary and default); flyte: the TaskTemplate the "
+                        "target SDK registers for a task on the profile; pytorchjob: the PyTorchJob Flyte's backend "
+                        "creates from that TaskTemplate (flytekit), the cluster's default PodTemplate merged in. "
+                        "flyte and pytorchjob define and serialize a real task: they import the SDK, which takes a "
+                        "second or more.")
     p.add_argument("--image", metavar="IMAGE", default=None,
-                   help="With --as flyte: the task's container image (default: the SDK's default image).")
+                   help="With --as flyte or pytorchjob: the task's container image (default: the SDK's default image).")
     add_target(p)
+    add_cluster_template(p)
     add_kubernetes_version(p)
     p.add_argument("--explain", action="store_true",
                    help="For every leaf: the value, the layer and FILE:LINE that set it, and values a layer removed "
@@ -47,7 +54,7 @@ def build(prog: str) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     if args.explain and args.as_ != "profile":
         build("kfdefaults render").error(f"--explain shows the merged profile; it does not combine with --as {args.as_}")
-    if args.image is not None and args.as_ != "flyte":
+    if args.image is not None and args.as_ not in ("flyte", "pytorchjob"):
         build("kfdefaults render").error("--image is the image of the task that --as flyte serializes")
     return run_body(lambda: _render(args))
 
@@ -59,19 +66,33 @@ def _render(args: argparse.Namespace) -> None:
 
     output = args.output or "yaml"
     layers = layer_arguments(build("kfdefaults render"), args)
-    if args.as_ == "flyte" and layers["only"]:
-        build("kfdefaults render").error("--as flyte shows what registering the task gives, which reads every source "
-                                         "of each layer: --only-platform / --only-team do not combine with it")
+    if args.as_ in ("flyte", "pytorchjob") and layers["only"]:
+        build("kfdefaults render").error(f"--as {args.as_} shows what registering the task gives, which reads every "
+                                         "source of each layer: --only-platform / --only-team do not combine with it")
     target, why = chosen_target(args)
-    pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=target)
+    if args.as_ == "pytorchjob" and target.name != "flytekit":
+        raise KfdefaultsError("--as pytorchjob shows what Flyte 1's backend builds from a flytekit task: use "
+                              "--target flytekit")
+    pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=target,
+                                 cluster_template=args.cluster_template)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
     resolved = pipeline.resolve(args.name, [task])
     err(f"kfdefaults: target {target.name} ({why})")  # on standard error, as the warnings: the output stays clean
-    if args.as_ == "flyte":
-        _render_flyte(args.name, args.platform, args.team, tree, output, target.name, args.image)
+    findings = pipeline.warnings(resolved)
+    if args.as_ in ("flyte", "pytorchjob"):
+        report(findings)
+        _render_flyte(args, pipeline, tree, output)
         return
-    report(pipeline.warnings(resolved))
+    if args.as_ == "podtemplate":
+        from ..backend.pod_template_name import SUMMARY, dropped_by_pod_template_name
+        from ..errors import sorted_findings
+
+        dropped = dropped_by_pod_template_name(resolved)
+        if dropped:
+            err(SUMMARY)
+        findings = sorted_findings(findings + dropped)
+    report(findings)
     if args.explain:
         from ..show.explain_view import show_explain
 
@@ -87,16 +108,21 @@ def _render(args: argparse.Namespace) -> None:
     out(to_json(data) if output == "json" else to_yaml(data))
 
 
-def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree: dict[str, Any], output: str,
-                  target: str, image: str | None) -> None:
-    """``render --as flyte``: define a real task on the profile and print the TaskTemplate the target SDK
-    registers (the task's warnings are the profile's, printed as Python warnings by the SDK adapter).
+def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str) -> None:
+    """``render --as flyte``: define a real task on the profile and print the TaskTemplate the target SDK registers
+    (the task's warnings are the profile's, printed as Python warnings by the SDK adapter); ``--as pytorchjob``:
+    the PyTorchJob Flyte's backend creates from it (:mod:`kfdefaults.backend.pytorchjob`).
 
     Importing the SDK takes a second or more: on a terminal, a line on standard error says so meanwhile."""
     import sys
 
+    from ..settings import CLUSTER_TEMPLATE_ENV
     from ..show.output import to_json, to_yaml
 
+    target = pipeline.target.name
+    saved = os.environ.get(CLUSTER_TEMPLATE_ENV)
+    if args.cluster_template is not None:  # the task is defined as the user's would be: the flag as the variable
+        os.environ[CLUSTER_TEMPLATE_ENV] = args.cluster_template
     progress = sys.stderr.isatty()
     if progress:
         sys.stderr.write(f"kfdefaults: loading {'flyte' if target == 'flyte2' else 'flytekit'} to serialize the task...")
@@ -106,10 +132,32 @@ def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree:
             from ..flyte2.preview import flyte2_task_template as task_template
         else:
             from ..flytekit.preview import flyte_task_template as task_template
-        data = task_template(name, platform=platform, team=team, overrides=tree, image=image)
+        data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
     except ImportError as e:  # no SDK, or the plugin imports torch when a task is defined
-        raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
+        raise KfdefaultsError(f"render --as {args.as_} defines a task, which needs {e.name or 'a package'}: {e}") from None
     finally:
         if progress:
             sys.stderr.write("\r\033[K")  # the line is taken away again
+        if saved is not None:
+            os.environ[CLUSTER_TEMPLATE_ENV] = saved
+        else:
+            os.environ.pop(CLUSTER_TEMPLATE_ENV, None)
+    if args.as_ == "pytorchjob":
+        data = _pytorch_job(args.name, data, pipeline)
     out(to_json(data) if output == "json" else to_yaml(data))
+
+
+def _pytorch_job(name: str, task_template: dict[str, Any], pipeline: Any) -> dict[str, Any]:
+    from ..backend.pytorchjob import build_pytorch_job
+    from ..show.output import order_k8s
+    from ..smp.schema import schema_type
+
+    if task_template.get("type") != "pytorch":
+        raise KfdefaultsError(f"profile {name!r} runs as one pod (nnodes: 1), not as a PyTorchJob: its task type is "
+                              f"{task_template.get('type')!r}; give it several nodes (--set elastic.nnodes=2) to see the job")
+    cluster = pipeline.cluster
+    job = build_pytorch_job(task_template, cluster.manifest if cluster is not None else None)
+    pod_template = schema_type("PodTemplateSpec", pipeline.kubernetes_version)
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        replica["template"] = order_k8s(replica["template"], pod_template)
+    return job

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .common import (
+    add_cluster_template,
     add_kubernetes_version,
     add_layer_options,
     add_target,
@@ -24,7 +25,8 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "against the Kubernetes schema), then each profile the files define is merged over the builtin\n"
                      "profiles (and the --platform / --team folders given) and checked again. Without PATH, every\n"
                      "folder that render would read is checked. Every problem of every file is reported; a broken\n"
-                     "file does not stop the others.\n\n"
+                     "file does not stop the others. With the cluster's default PodTemplate (--cluster-template),\n"
+                     "what Flyte's backend would break in each profile's pod is reported too.\n\n"
                      "Exit status: 0 no errors (warnings are printed), 1 errors (or warnings with --strict), 2 a\n"
                      "usage mistake.")
     p.add_argument("paths", nargs="*", metavar="PATH")
@@ -37,6 +39,7 @@ def build(prog: str) -> argparse.ArgumentParser:
                         "output.")
     p.add_argument("--strict", action="store_true", help="Warnings fail the run too (exit 1).")
     add_target(p)
+    add_cluster_template(p)
     add_kubernetes_version(p, "Schema version the PodSpec fragments are checked against")
     return p
 
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
         layers = layer_arguments(build("kfdefaults validate"), args)
         result = validate_paths(args.paths, layer=args.layer, kubernetes_version=args.kubernetes_version,
-                                target=chosen_target(args)[0], **layers)
+                                target=chosen_target(args)[0], cluster_template=args.cluster_template, **layers)
         if args.format_ == "json":
             from ..show.output import to_json
 

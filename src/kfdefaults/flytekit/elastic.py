@@ -18,6 +18,7 @@ from flytekitplugins.kfpytorch.task import RunPolicy
 from ..errors import ProfileError
 from ..layers.flags import folder_arguments
 from ..merge.result import Resolved
+from ..pipeline import Pipeline
 from ..runtime import ProfileCall
 from ..targets import FLYTEKIT
 from ..validate.suggest import ELASTIC_SYNONYMS, closest
@@ -99,6 +100,11 @@ class Elastic(PluginElastic):
         self.deferred_error: ProfileError | None = call.deferred_error
         base = plugin_elastic(call.settings)
         super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
+
+    @property
+    def pipeline(self) -> Pipeline | None:
+        """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
+        return self._call.pipeline
 
     def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer.

@@ -5,7 +5,11 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
 
 * The plugin's deprecated ``increase_shared_mem`` is always off: the profile owns ``/dev/shm``. No second mount,
   no ``ValueError`` for an existing one, no deprecation warning. ``@task(shared_memory=...)`` is the task
-  layer: it wins over the profile's ``/dev/shm`` mount, with a :class:`~kfdefaults.KfdefaultsWarning` saying so.
+  layer: it wins over the profile's ``/dev/shm`` mount, with a :class:`~kfdefaults.KfdefaultsWarning` saying so;
+  where the cluster's default PodTemplate mounts ``/dev/shm`` in the primary container, Flyte's backend would fail
+  the task, so defining it is an error.
+* The pod spec lists the primary container first (:func:`kfdefaults.backend.registered.registered_pod_spec`): Flyte's
+  PyTorch plugin gives the worker's name to whichever container is first.
 * flytekit replaces the primary container's resources wholesale when the task sets requests or limits;
   :meth:`ProfileElasticTask.get_k8s_pod` merges them per resource name instead, the task winning per key.
 * Objects passed in (``PodTemplate``, ``V1PodSpec``) are read, never changed.
@@ -23,7 +27,9 @@ from typing import Any, Callable
 
 from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
 
-from ..errors import KfdefaultsWarning, caller_stacklevel
+from ..backend.avoid import template_shm_mount
+from ..backend.registered import registered_pod_spec
+from ..errors import Finding, KfdefaultsWarning, ProfileError, caller_stacklevel
 from ..k8s.mounts import SHM_PATH
 from ..k8s.pod import drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
@@ -31,6 +37,23 @@ from ..merge.result import Resolved
 from ..settings import RUNTIME_ENV
 from .elastic import Elastic
 from .objects import flytekit_pod_template
+
+
+def _refuse_second_shm(config: Elastic, primary: str) -> None:
+    """``@task(shared_memory=...)`` where the cluster's default PodTemplate gives the primary container a
+    ``/dev/shm``: Flyte's backend adds its shared-memory volume after merging the template, and fails the task
+    (``ApplySharedMemory``: "/dev/shm is already mounted in container").
+
+    Raises:
+        ProfileError: located at the template's mount.
+    """
+    cluster = config.pipeline.cluster if config.pipeline is not None else None
+    cause = template_shm_mount(cluster, "containers", primary, primary) if cluster is not None else None
+    if cause is not None:
+        raise ProfileError([Finding(cause, "@task(shared_memory=...)", (
+            f"the cluster's default PodTemplate already mounts {SHM_PATH} in the primary container, and Flyte's backend "
+            f"fails a task that adds its own (\"{SHM_PATH} is already mounted in container\"): drop shared_memory=, the "
+            f"task gets the cluster's {SHM_PATH}"), layer="cluster")])
 
 
 class ProfileElasticTask(PytorchElasticFunctionTask):
@@ -47,9 +70,10 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         if task_config.resolved is not None:
             resolved = task_config.resolve_with_pod_template(user_template)
             self.kfdefaults_resolved = resolved
-            spec = resolved.pod_spec
+            spec = registered_pod_spec(resolved)
             primary_name = resolved.primary_container_name
             if kwargs.get("shared_memory"):
+                _refuse_second_shm(task_config, primary_name)
                 dropped = drop_shm_mounts(spec, primary_name)
                 if dropped:
                     warnings.warn(

@@ -17,7 +17,8 @@ task      not folders: ``kfdefaults.Elastic(...)`` keyword arguments, ``@task(po
 
 :func:`discover_folders` turns sources into folders; a :class:`Catalog` of them says which file defines which
 profile. Every folder of a layer counts as one pool: two files of one layer that define one profile are an
-error. Nothing here reads a profile file.
+error. Nothing here reads a profile file. :func:`find_cluster_template` says where the cluster's default
+PodTemplate is (:mod:`.cluster`), which Flyte's backend lays under every task.
 """
 
 from __future__ import annotations
@@ -38,15 +39,16 @@ from .catalog import (
     folder_names,
     profile_name_of,
 )
+from .cluster import CLUSTER_TEMPLATE_FILE, ClusterTemplatePath, find_cluster_template
 from .entry_points import ENTRY_POINT_GROUP, EntryPointSource
 from .environment import EnvSource
 from .flags import FlagSource
 from .folder import Folder, Source
 from .pyproject import PyprojectSource, nearest_pyproject
 
-__all__ = ["BuiltinSource", "Catalog", "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS",
+__all__ = ["BuiltinSource", "CLUSTER_TEMPLATE_FILE", "Catalog", "ClusterTemplatePath", "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS",
            "FlagSource", "Folder", "LAYERS", "NAME_PATTERN", "PyprojectSource", "Source", "builtin_folder",
-           "discover_folders", "folder_listing", "folder_names", "layer_sources", "nearest_pyproject",
+           "discover_folders", "find_cluster_template", "folder_listing", "folder_names", "layer_sources", "nearest_pyproject",
            "profile_name_of"]
 
 

@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 
 from ..errors import Finding, Location, ProfileError
 from ..read import PROFILE_SUFFIXES
+from .cluster import CLUSTER_TEMPLATE_FILE
 from .folder import Folder
 
 NAME_PATTERN = r"[a-z0-9][a-z0-9-]*"
@@ -28,11 +29,13 @@ def profile_file_names(folder: str) -> list[str]:
     """The names of the entries directly in ``folder`` named like profile files, sorted; no ``stat`` per entry.
 
     Every such entry counts, a broken symbolic link or a folder named ``x.yaml`` too: loading it then fails with
-    a located error, where leaving it out would hide a profile without a word.
+    a located error, where leaving it out would hide a profile without a word. The cluster's PodTemplate
+    (``_cluster-template.yaml``, :mod:`.cluster`) is not a profile.
     """
     try:
         with os.scandir(folder) as entries:
-            return sorted(e.name for e in entries if e.name.endswith(PROFILE_SUFFIXES) and not e.name.startswith("."))
+            return sorted(e.name for e in entries if e.name.endswith(PROFILE_SUFFIXES) and not e.name.startswith(".")
+                          and e.name != CLUSTER_TEMPLATE_FILE)
     except OSError:
         return []
 

@@ -1,12 +1,16 @@
-"""``[tool.kfdefaults]`` in the nearest ``pyproject.toml``: the project's team folders."""
+"""``[tool.kfdefaults]`` in the nearest ``pyproject.toml``: the project's team folders and the cluster's default
+PodTemplate (``cluster_template``, :mod:`.cluster`)."""
 
 from __future__ import annotations
 
 import os
 
 from ..errors import Finding, ProfileError
-from ..read import parse_bytes, read_bytes
+from ..read import Document, parse_bytes, read_bytes
 from .folder import Folder
+
+KEYS = ("team", "cluster_template")
+"""The keys ``[tool.kfdefaults]`` takes."""
 
 
 def nearest_pyproject(start: str) -> str | None:
@@ -22,6 +26,31 @@ def nearest_pyproject(start: str) -> str | None:
         here = parent
 
 
+def kfdefaults_section(path: str) -> tuple[Document, dict] | None:
+    """The ``[tool.kfdefaults]`` table of the pyproject.toml at ``path`` and its document, ``None`` when it has none.
+
+    Raises:
+        ProfileError: the file cannot be read or parsed, the section is not a table, or it has a key other than
+            :data:`KEYS`, each at its ``FILE:LINE:COLUMN``.
+    """
+    raw = read_bytes(path)  # an unreadable or oversized file is a located error
+    if b"kfdefaults" not in raw:
+        return None
+    doc = parse_bytes(raw, path)  # UTF-8 with or without a BOM, TOML errors located
+    tool = doc.data.get("tool") if isinstance(doc.data, dict) else None
+    section = tool.get("kfdefaults") if isinstance(tool, dict) else None
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise ProfileError([Finding(doc.location(("tool", "kfdefaults")), "tool.kfdefaults", "must be a table")])
+    findings = [Finding(doc.location(("tool", "kfdefaults", key), key=True), f"tool.kfdefaults.{key}",
+                        "unknown key; [tool.kfdefaults] takes `team` and `cluster_template`")
+                for key in section if key not in KEYS]
+    if findings:
+        raise ProfileError(findings)
+    return doc, section
+
+
 class PyprojectSource:
     """``[tool.kfdefaults] team = ["path", ...]`` in the nearest pyproject.toml; paths relative to it."""
 
@@ -32,35 +61,15 @@ class PyprojectSource:
 
     def folders(self) -> list[Folder]:
         path = nearest_pyproject(self.start)
-        if path is None:
+        found = kfdefaults_section(path) if path is not None else None
+        if found is None:
             return []
-        raw = read_bytes(path)  # an unreadable or oversized file is a located error
-        if b"kfdefaults" not in raw:
-            return []
-        doc = parse_bytes(raw, path)  # UTF-8 with or without a BOM, TOML errors located
-        tool = doc.data.get("tool") if isinstance(doc.data, dict) else None
-        if not isinstance(tool, dict):
-            return []
-        section = tool.get("kfdefaults")
-        if section is None:
-            return []
-        findings = []
-        if not isinstance(section, dict):
-            findings.append(Finding(doc.location(("tool", "kfdefaults")), "tool.kfdefaults", "must be a table"))
-            raise ProfileError(findings)
-        for key in section:
-            if key != "team":
-                findings.append(
-                    Finding(doc.location(("tool", "kfdefaults", key), key=True), f"tool.kfdefaults.{key}",
-                            "unknown key; [tool.kfdefaults] takes `team`")
-                )
+        doc, section = found
         team = section.get("team", [])
         if isinstance(team, str):
             team = [team]
         if not isinstance(team, list) or not all(isinstance(t, str) for t in team):
-            findings.append(Finding(doc.location(("tool", "kfdefaults", "team")), "tool.kfdefaults.team",
-                                    "must be a list of folder paths"))
-        if findings:
-            raise ProfileError(findings)
-        base = os.path.dirname(path)
-        return [Folder(os.path.normpath(os.path.join(base, t)), self.layer, path) for t in team]
+            raise ProfileError([Finding(doc.location(("tool", "kfdefaults", "team")), "tool.kfdefaults.team",
+                                        "must be a list of folder paths")])
+        base = os.path.dirname(doc.file)
+        return [Folder(os.path.normpath(os.path.join(base, t)), self.layer, doc.file) for t in team]

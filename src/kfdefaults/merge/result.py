@@ -122,9 +122,14 @@ class Resolved:
     def pod_template_manifest(self, name: str | None = None) -> dict[str, Any]:
         """A Kubernetes ``v1 PodTemplate`` manifest of the merged pod template, as plain data.
 
+        Named by a task's ``pod_template_name``, such a PodTemplate is merged into the task's pod by Flyte's
+        backend, which keeps of its containers only ``primary`` (laid under the task's primary container) and
+        ``default`` (under every container), and adds its lists to the task's: a renamed primary container,
+        sidecars and init containers are dropped, and a task that uses the same profile through
+        ``kfdefaults.Elastic`` gets every list item twice (docs/backend.md, ``pod_template_name``).
+
         Args:
-            name: ``metadata.name`` of the PodTemplate; defaults to the profile name. Flyte's
-                ``pod_template_name`` refers to a PodTemplate by this name.
+            name: ``metadata.name`` of the PodTemplate; defaults to the profile name.
         """
         template: dict[str, Any] = {}
         metadata = {k: v for k, v in (("labels", self.labels), ("annotations", self.annotations)) if v}
@@ -155,8 +160,9 @@ class Resolved:
         return self._sdk().pod_template(self)
 
     def v1_pod_template(self, name: str | None = None) -> Any:
-        """A ``kubernetes.client.V1PodTemplate`` (for ``kubectl apply`` and Flyte's ``pod_template_name``).
+        """A ``kubernetes.client.V1PodTemplate`` of the merged pod template (for ``kubectl apply``).
 
+        What Flyte's backend keeps of it as a ``pod_template_name`` is said at :meth:`pod_template_manifest`.
         Imports the kubernetes client.
         """
         manifest = self.pod_template_manifest(name)

@@ -1,0 +1,104 @@
+"""Where the cluster's default PodTemplate is found: the template Flyte's backend lays under every task's pod.
+
+Flyte's backend merges the PodTemplate named by propeller's ``default-pod-template-name`` into every task's pod
+(:mod:`kfdefaults.backend`), so what kfdefaults previews depends on it. It is named once, the first of these
+that names one winning:
+
+========================================  ===============================================================
+``--cluster-template FILE``                the command line (``render``, ``validate``)
+``KFDEFAULTS_CLUSTER_TEMPLATE``            the environment (a path)
+``[tool.kfdefaults] cluster_template``     the nearest ``pyproject.toml``, relative to it
+``_cluster-template.yaml``                 a file of that name in a platform folder: the platform layer names
+                                           its cluster's template beside its profiles
+========================================  ===============================================================
+
+The value ``none`` (flag or variable) means the cluster has no default PodTemplate, whatever the later sources
+say. The file is the manifest as ``kubectl get podtemplate NAME -o yaml`` prints it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, NamedTuple, Sequence
+
+from ..errors import Finding, Location, ProfileError
+from ..settings import CLUSTER_TEMPLATE_ENV
+from .folder import Folder
+from .pyproject import kfdefaults_section, nearest_pyproject
+
+CLUSTER_TEMPLATE_FILE = "_cluster-template.yaml"
+"""The name of the cluster's default PodTemplate in a platform folder; never a profile (a profile name starts with
+a letter or a digit)."""
+
+NONE = "none"
+"""The value of ``--cluster-template`` or ``KFDEFAULTS_CLUSTER_TEMPLATE`` that says: no cluster template."""
+
+
+class ClusterTemplatePath(NamedTuple):
+    """The file holding the cluster's default PodTemplate.
+
+    Attributes:
+        path: The file.
+        origin: What named it, for messages: ``--cluster-template``, ``KFDEFAULTS_CLUSTER_TEMPLATE``, a
+            ``pyproject.toml``, a platform folder.
+    """
+
+    path: str
+    origin: str
+
+
+def find_cluster_template(
+    explicit: str | None,
+    platform_folders: Sequence[Folder],
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    pyproject: bool = True,
+    flag: str = "--cluster-template",
+) -> ClusterTemplatePath | None:
+    """The cluster's default PodTemplate file, from the sources in the order above; ``None`` when none names one.
+
+    Args:
+        explicit: The ``--cluster-template`` value, if given.
+        platform_folders: The platform layer's folders, lowest priority first.
+        environ: The environment (default ``os.environ``).
+        cwd: Where the nearest ``pyproject.toml`` is looked for (default: the working directory).
+        pyproject: Whether to read ``pyproject.toml``.
+        flag: What gave ``explicit``, for messages.
+
+    Raises:
+        ProfileError: ``[tool.kfdefaults] cluster_template`` is not a string, or two platform folders hold a
+            ``_cluster-template.yaml`` (a layer names one cluster).
+    """
+    environ = os.environ if environ is None else environ
+    for value, origin in ((explicit, flag), (environ.get(CLUSTER_TEMPLATE_ENV, "").strip() or None, CLUSTER_TEMPLATE_ENV)):
+        if value is not None:
+            return None if value.strip().lower() == NONE else ClusterTemplatePath(os.fspath(value), origin)
+    if pyproject:
+        named, found = _from_pyproject(cwd or os.getcwd())
+        if named:
+            return found
+    candidates = [ClusterTemplatePath(os.path.join(f.path, CLUSTER_TEMPLATE_FILE), f"platform folder {f.path} (from {f.origin})")
+                  for f in platform_folders if os.path.lexists(os.path.join(f.path, CLUSTER_TEMPLATE_FILE))]
+    if len(candidates) > 1:
+        raise ProfileError([Finding(Location(c.path, 1, 1), "", f"two platform folders hold the cluster's PodTemplate: "
+                                    f"{', '.join(x.path for x in candidates)}; keep one (a layer describes one cluster)",
+                                    layer="platform") for c in candidates[1:]])
+    return candidates[0] if candidates else None
+
+
+def _from_pyproject(cwd: str) -> tuple[bool, ClusterTemplatePath | None]:
+    """Whether the nearest pyproject.toml names the cluster's template (``none`` names no template), and the file."""
+    path = nearest_pyproject(cwd)
+    found = kfdefaults_section(path) if path is not None else None
+    if found is None or "cluster_template" not in found[1]:
+        return False, None
+    doc, section = found
+    value = section["cluster_template"]
+    if not isinstance(value, str) or not value.strip():
+        raise ProfileError([Finding(doc.location(("tool", "kfdefaults", "cluster_template")), "tool.kfdefaults.cluster_template",
+                                    "must be the path of a PodTemplate manifest (kubectl get podtemplate NAME -o yaml), "
+                                    "relative to this file")])
+    if value.strip().lower() == NONE:
+        return True, None
+    return True, ClusterTemplatePath(os.path.normpath(os.path.join(os.path.dirname(path), value)), path)
