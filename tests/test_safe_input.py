@@ -121,3 +121,21 @@ def test_a_leading_zero_is_an_error_not_a_guess():
 ])
 def test_toml_duplicates_are_named_at_the_key(text, expected):
     assert rejected(text, "bad.toml").startswith(expected)
+
+
+@pytest.mark.parametrize("text, where", [
+    ("[elastic]\nnnodes = " + "9" * 4400 + "\n", "bad.toml:2:10:"),  # past Python's 4,300-digit int() limit
+    ("[elastic]\nnproc_per_node = [1,\n  " + "1" * 40 + "]\n", "bad.toml:3:3:"),
+    ("[elastic]\nnnodes = 0x" + "f" * 5000 + "\n", "bad.toml:2:10:"),  # hex has no int() limit: as large as written
+    ("[elastic]\nnnodes = -" + "1_000" * 10 + "\n", "bad.toml:2:10:"),
+])
+def test_toml_integers_of_more_than_30_digits_are_located_errors(text, where):
+    message = rejected(text, "bad.toml")
+    assert message.startswith(where) and "no profile value is that large" in message
+
+
+def test_yaml_and_toml_refuse_the_same_integers():
+    assert "is that large" in rejected("a: " + "1" * 31 + "\n")
+    assert parse_text("a = " + "1" * 30 + "\n", "ok.toml").data == {"a": int("1" * 30)}
+    assert parse_text("a: " + "1" * 30 + "\n", "ok.yaml").data == {"a": int("1" * 30)}
+    assert "is that large" in rejected("a = " + "1" * 31 + "\n", "bad.toml")

@@ -23,6 +23,11 @@ MAX_NODES = 10_000
 MAX_DEPTH = 64
 """Deepest nesting of mappings and lists in one file; a PodSpec fragment nests about a dozen levels."""
 
+MAX_INT_DIGITS = 30
+"""Most digits of an integer in a file (YAML or TOML). The largest value any consumer takes is an int64
+(9,223,372,036,854,775,807: 19 digits); beyond 4,300 digits Python refuses to convert a number to text at all
+(``sys.get_int_max_str_digits``), which would fail far from the file."""
+
 
 def error(file: str, line: int, column: int, message: str) -> ProfileError:
     """A :class:`~kfdefaults.ProfileError` with one finding at ``FILE:LINE:COLUMN``."""

@@ -9,7 +9,8 @@ import re
 import sys
 from typing import Any
 
-from .document import MAX_DEPTH, MAX_NODES, Document, Path, error
+from .document import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES, Document, Path, error
+from .scalars import too_many_digits
 
 
 def _tomllib() -> Any:
@@ -60,6 +61,10 @@ def parse_toml(text: str, file: str) -> Document:
         raise error(file, line, col, f"invalid TOML: {problem}") from None
     except RecursionError:
         raise error(file, 1, 1, f"values nest deeper than {MAX_DEPTH} levels") from None
+    except ValueError:  # int() refused a decimal integer of over 4,300 digits (sys.get_int_max_str_digits)
+        m = _LONG_INTEGER.search(text)
+        line, col = _position(text, m.start(1)) if m else (1, 1)
+        raise error(file, line, col, too_many_digits(m.group(1) if m else "?")) from None
     over = _over_budget(data)
     doc = Document(file, None)
     try:
@@ -77,8 +82,21 @@ def parse_toml(text: str, file: str) -> Document:
     return doc
 
 
+_LONG_INTEGER = re.compile(r"(?:^|[=\[,{])[ \t]*([+-]?[0-9][0-9_]{%d,})" % MAX_INT_DIGITS, re.MULTILINE)
+"""A TOML integer value of more than MAX_INT_DIGITS digits (the first one is where tomllib gave up)."""
+
+_TOO_LARGE = 10**MAX_INT_DIGITS
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
 def _over_budget(data: Any) -> tuple[Path, str] | None:
-    """The first path where ``data`` nests deeper than MAX_DEPTH, or the path past MAX_NODES values, if any."""
+    """The first path where ``data`` nests deeper than MAX_DEPTH, holds an integer of more than MAX_INT_DIGITS
+    digits (``0x`` and ``0o`` integers of any length reach here; YAML's reader refuses them as text), or the
+    path past MAX_NODES values, if any."""
     count = 0
     stack: list[tuple[Path, Any]] = [((), data)]
     while stack:
@@ -88,6 +106,9 @@ def _over_budget(data: Any) -> tuple[Path, str] | None:
             return path, f"file holds more than {MAX_NODES} values"
         if len(path) > MAX_DEPTH:
             return path, f"values nest deeper than {MAX_DEPTH} levels"
+        if isinstance(value, int) and not isinstance(value, bool) and not -_TOO_LARGE < value < _TOO_LARGE:
+            return path, (f"an integer of more than {MAX_INT_DIGITS} digits; no profile value is that large (at most "
+                          f"{MAX_INT_DIGITS} digits are read)")
         if isinstance(value, dict):
             stack.extend((path + (k,), v) for k, v in reversed(list(value.items())))
         elif isinstance(value, list):
