@@ -119,6 +119,40 @@ def test_rdzv_keys_are_the_ones_c10d_reads():
     assert '"timeout"' not in inspect.getsource(dynamic_rendezvous.create_handler)
 
 
+@pytest.mark.parametrize("name, text, where", [
+    ("big.yaml", "elastic:\n  rdzv_configs:\n    join_timeout: 1000000000000000000\n", ":3:19:"),
+    ("big.toml", "[elastic.rdzv_configs]\njoin_timeout = 9223372036854775807\n", ":2:16:"),
+    ("read.yaml", "elastic:\n  rdzv_configs: {read_timeout: 100000001}\n", ":2:32:"),
+    ("tries.yaml", "elastic:\n  rdzv_configs: {keep_alive_max_attempt: 601}\n", ":2:42:"),
+])
+def test_rdzv_values_beyond_what_torch_holds_are_errors(tmp_path, name, text, where):
+    path = write(tmp_path, name, text)
+    [error] = validate_paths([path]).errors
+    assert str(error).startswith(path + where) and "must be at most" in error.message
+
+
+def test_the_rdzv_bounds_hold_in_torch():
+    """At the bounds, torch builds the rendezvous timeouts and does the date arithmetic of a heartbeat check;
+    past the timedelta and datetime limits the bounds keep away from, the same code overflows."""
+    from datetime import datetime, timedelta, timezone
+
+    from torch.distributed.elastic.rendezvous.api import RendezvousParameters
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _get_timeout
+
+    from kfdefaults.validate.rdzv import RDZV_MAX_ATTEMPTS, RDZV_MAX_SECONDS
+
+    params = RendezvousParameters("c10d", "localhost:0", "run", 1, 1, join_timeout=RDZV_MAX_SECONDS,
+                                  last_call_timeout=RDZV_MAX_SECONDS)
+    assert _get_timeout(params, "join") == timedelta(seconds=RDZV_MAX_SECONDS)
+    now = datetime.now(timezone.utc)
+    now - timedelta(seconds=RDZV_MAX_SECONDS) * RDZV_MAX_ATTEMPTS  # keep_alive_interval x keep_alive_max_attempt
+    now + _get_timeout(params, "last_call")
+    with pytest.raises(OverflowError):
+        _get_timeout(RendezvousParameters("c10d", "localhost:0", "run", 1, 1, join_timeout=10**18), "join")
+    with pytest.raises(OverflowError):
+        now - timedelta(seconds=RDZV_MAX_SECONDS) * RDZV_MAX_ATTEMPTS * 2
+
+
 def test_timeout_without_join_timeout_is_a_warning(tmp_path):
     path = write(tmp_path, "slow.yaml", "elastic:\n  rdzv_configs:\n    timeout: 1800\n")
     report = validate_paths([path])
