@@ -6,6 +6,7 @@ import pytest
 
 from kfdefaults import ProfileError
 from kfdefaults.read import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, parse_text, read_document
+from kfdefaults.read.document import MAX_EXPANDED_BYTES
 from kfdefaults.read.yaml import _flow_depth_overrun
 
 
@@ -27,6 +28,26 @@ def test_billion_laughs_is_rejected_before_expansion():
         lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 10) + "]")
     message = rejected("\n".join(lines) + "\n")  # 10**9 values once expanded
     assert f"expands to more than {MAX_NODES} values" in message
+
+
+def test_aliases_of_a_large_string_cannot_amplify_the_document():
+    """A 54 KB file whose one 30 KB string is used 6,000 times stands for 180 MB: refused by the byte budget,
+    located at the list whose aliases add up (the node budget alone let it through)."""
+    big = "x" * 30_000
+    text = ("pod_template:\n  spec:\n    containers:\n    - name: primary\n      image: &b " + big
+            + "\n      args: [" + ", ".join(["*b"] * 6000) + "]\n")
+    assert len(text) < MAX_FILE_BYTES and 6000 + 10 < MAX_NODES
+    message = rejected(text)
+    assert message.startswith("bad.yaml:6:13: document expands to more than 64 KiB of text")
+
+
+def test_the_byte_budget_counts_each_use_of_an_alias():
+    unit = "y" * 1000
+    uses = MAX_EXPANDED_BYTES // 1000
+    fits = "a: &u " + unit + "\nb: [" + ", ".join(["*u"] * (uses - 5)) + "]\n"
+    assert len(parse_text(fits, "ok.yaml").data["b"]) == uses - 5
+    message = rejected("a: &u " + unit + "\nb: [" + ", ".join(["*u"] * (uses + 5)) + "]\n")
+    assert message.startswith("bad.yaml:2:4: document expands to more than")
 
 
 @pytest.mark.parametrize("text, where", [
