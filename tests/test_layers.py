@@ -82,6 +82,45 @@ def test_pyproject_typo_is_located(monkeypatch, tmp_path):
     assert str(excinfo.value).startswith(f"{tmp_path / 'pyproject.toml'}:5:1: tool.kfdefaults.teams: unknown key")
 
 
+BIG_PROJECT = '[project]\nname = "x"\ndependencies = ["kfdefaults>=0.1"]\n[tool.other]\nitems = [\n' + (
+    "  1,\n" * 30_000) + "]\n"  # 180 KB, 30,000 values: over every budget of a profile file
+
+
+@pytest.mark.parametrize("tail", ["", "# " + "x" * (2 << 20) + "\n"], ids=["180 KB", "over 2 MiB"])
+def test_a_large_pyproject_without_tool_kfdefaults_breaks_nothing(monkeypatch, tmp_path, tail):
+    (tmp_path / "pyproject.toml").write_text(BIG_PROJECT + tail, encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    monkeypatch.chdir(tmp_path / "src")  # the file is in a folder above the working directory
+    assert kfdefaults.resolve("gpu-large").elastic_settings["nproc_per_node"] == 8
+    result = run_cli(["list"])
+    assert result.exit_code == 0 and "gpu-large" in result.stdout, result.output
+    assert run_cli(["validate"]).exit_code == 0
+
+
+def test_tool_kfdefaults_is_read_from_a_large_pyproject(monkeypatch, tmp_path):
+    profile(tmp_path / "profiles", "gpu-large.yaml", "pod_template: {labels: {team: nlp}}\n")
+    (tmp_path / "pyproject.toml").write_text(BIG_PROJECT + '[tool.kfdefaults]\nteam = ["profiles"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert kfdefaults.resolve("gpu-large").labels == {"team": "nlp"}
+
+
+def test_tool_kfdefaults_in_a_pyproject_over_the_cap_is_an_error_not_a_skip(monkeypatch, tmp_path):
+    from kfdefaults.layers.pyproject import MAX_PROJECT_FILE_BYTES
+
+    text = "# " + "x" * MAX_PROJECT_FILE_BYTES + '\n[tool.kfdefaults]\nteam = ["profiles"]\n'
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(["render", "gpu-large"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{tmp_path / 'pyproject.toml'}:1:1: file is larger than 1 MiB and sets tool.kfdefaults")
+
+
+def test_a_pyproject_that_is_not_a_file_is_passed_over(monkeypatch, tmp_path):
+    os.mkfifo(tmp_path / "pyproject.toml")
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(["list"]).exit_code == 0
+
+
 def test_missing_folder_is_an_error():
     with pytest.raises(ProfileError) as excinfo:
         kfdefaults.resolve("gpu-large", team=["/nonexistent/profiles"])

@@ -44,15 +44,16 @@ def _plain_toml_problem(text: str, line: int, column: int, problem: str) -> tupl
     return column, problem
 
 
-def parse_toml(text: str, file: str) -> Document:
-    """Parse TOML profile text.
+def load_toml(text: str, file: str) -> Any:
+    """TOML text as plain data, by tomllib, with its errors located; no budgets and no positions (for files that
+    are not profiles, such as ``pyproject.toml``).
 
     Raises:
-        ProfileError: not valid TOML 1.0, a date, or over a budget, with the line and column of the problem.
+        ProfileError: not valid TOML 1.0, or an integer past what Python converts (4,300 digits).
     """
     tomllib = _tomllib()
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = _TOML_ERROR_POS.search(msg)
@@ -65,12 +66,28 @@ def parse_toml(text: str, file: str) -> Document:
         m = _LONG_INTEGER.search(text)
         line, col = _position(text, m.start(1)) if m else (1, 1)
         raise error(file, line, col, too_many_digits(m.group(1) if m else "?")) from None
-    over = _over_budget(data)
-    doc = Document(file, None)
+
+
+def toml_positions(text: str, doc: Document) -> Document:
+    """Fill ``doc.keys`` and ``doc.values`` with where each key and value of TOML ``text`` is written (text that
+    tomllib accepted); returns ``doc``. Positions are a convenience: text the scanner cannot follow leaves them
+    partial."""
     try:
         _TomlScanner(text, doc).scan()
     except (IndexError, ValueError, RecursionError):
-        pass  # positions are a convenience; tomllib already accepted the file
+        pass
+    return doc
+
+
+def parse_toml(text: str, file: str) -> Document:
+    """Parse TOML profile text.
+
+    Raises:
+        ProfileError: not valid TOML 1.0, a date, or over a budget, with the line and column of the problem.
+    """
+    data = load_toml(text, file)
+    over = _over_budget(data)
+    doc = toml_positions(text, Document(file, None))
     if over is not None:
         where = doc.location(over[0])
         raise error(file, where.line, where.column, over[1])
