@@ -70,7 +70,8 @@ def check_rdzv_configs(document: Document, rdzv: dict[str, Any], layer: str | No
     a key must be one of :data:`RDZV_SETTINGS`; timeouts and ``keep_alive_interval`` are
     whole seconds > 0 (``RendezvousTimeout`` rejects zero and negative timeouts, ``get_as_int`` truncates
     fractions) and at most :data:`RDZV_MAX_SECONDS`; ``keep_alive_max_attempt`` an int from 1 to
-    :data:`RDZV_MAX_ATTEMPTS` (beyond those, torch's date arithmetic overflows when the rendezvous starts); ``is_host`` true or false; ``store_type`` tcp or file.
+    :data:`RDZV_MAX_ATTEMPTS` (beyond those, torch's date arithmetic overflows when the rendezvous starts);
+    ``is_host`` true or false; ``store_type`` tcp or file.
     ``timeout`` without ``join_timeout`` is a warning: c10d never reads ``timeout``.
 
     Args:
@@ -98,28 +99,34 @@ def check_rdzv_configs(document: Document, rdzv: dict[str, Any], layer: str | No
             continue
         if value is None:
             continue
-        kind, _ = RDZV_SETTINGS[key]
-        if kind in ("seconds", "count"):
-            lowest, highest = 1, RDZV_MAX_SECONDS if kind == "seconds" else RDZV_MAX_ATTEMPTS
-            unit = "a whole number of seconds" if kind == "seconds" else "a whole number"
-            if isinstance(value, bool) or not isinstance(value, int):
-                hint = "; write it without quotes" if isinstance(value, str) and value.strip().isdigit() else ""
-                add(key, f"`{key}` must be {unit} >= {lowest}, got {describe(value)}{hint}")
-            elif value < lowest:
-                add(key, f"`{key}` must be {unit} >= {lowest}, got {value}"
-                    + (" (torch rejects timeouts that are not positive)" if kind == "seconds" else ""))
-            elif value > highest:
-                add(key, f"`{key}` must be at most {highest:,}" + (" seconds (about 3 years)" if kind == "seconds" else "")
-                    + f", got {value:,}: torch's date arithmetic overflows on larger values when the rendezvous "
-                    "starts")
-        elif kind == "bool":
-            if not isinstance(value, bool):
-                add(key, f"`{key}` must be true or false, got {describe(value)}")
-        elif kind == "store" and value not in RDZV_STORE_TYPES:
-            hint = closest(str(value), RDZV_STORE_TYPES)
-            add(key, f"`{key}` must be tcp or file, got {describe(value)}" + (f"; did you mean `{hint}`?" if hint else ""))
+        problem = _value_problem(key, value)
+        if problem is not None:
+            add(key, problem)
     if rdzv.get("timeout") is not None and rdzv.get("join_timeout") is None:
         add("timeout", "c10d does not read `timeout` (only the static and etcd rendezvous do): set `join_timeout` "
             "to change how long nodes wait to join, or the join timeout stays what the layers below set",
             at_key=True, severity="warning")
     return findings
+
+
+def _value_problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for the rendezvous setting ``key`` (one of :data:`RDZV_SETTINGS`), if anything."""
+    kind, _ = RDZV_SETTINGS[key]
+    if kind in ("seconds", "count"):
+        lowest, highest = 1, RDZV_MAX_SECONDS if kind == "seconds" else RDZV_MAX_ATTEMPTS
+        unit = "a whole number of seconds" if kind == "seconds" else "a whole number"
+        if isinstance(value, bool) or not isinstance(value, int):
+            hint = "; write it without quotes" if isinstance(value, str) and value.strip().isdigit() else ""
+            return f"`{key}` must be {unit} >= {lowest}, got {describe(value)}{hint}"
+        if value < lowest:
+            return (f"`{key}` must be {unit} >= {lowest}, got {value}"
+                    + (" (torch rejects timeouts that are not positive)" if kind == "seconds" else ""))
+        if value > highest:
+            return (f"`{key}` must be at most {highest:,}" + (" seconds (about 3 years)" if kind == "seconds" else "")
+                    + f", got {value:,}: torch's date arithmetic overflows on larger values when the rendezvous starts")
+    elif kind == "bool" and not isinstance(value, bool):
+        return f"`{key}` must be true or false, got {describe(value)}"
+    elif kind == "store" and value not in RDZV_STORE_TYPES:
+        hint = closest(str(value), RDZV_STORE_TYPES)
+        return f"`{key}` must be tcp or file, got {describe(value)}" + (f"; did you mean `{hint}`?" if hint else "")
+    return None
