@@ -5,6 +5,7 @@ Every assertion is on a TaskTemplate serialized by the real flytekit, or on a re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -309,16 +310,63 @@ def test_pod_runs_on_the_settings_registered_without_profile_files(tmp_path):
     assert registered["max_restarts"] == 2 and registered["start_method"] == "fork"
 
 
-def test_a_task_whose_profile_is_missing_in_the_pod_fails_only_when_it_runs(monkeypatch):
+@contextlib.contextmanager
+def in_a_flyte_task_container(monkeypatch):
+    """What pyflyte-execute sets up in a pod while it imports the task's module: the execution name from the
+    backend, and flytekit's task-execution context."""
+    from flytekit.core.context_manager import ExecutionState, FlyteContextManager
+
     monkeypatch.setenv("FLYTE_INTERNAL_EXECUTION_ID", "kfd-test")
-    config = Elastic(profile="no-such-profile-in-this-image")
-    assert config.deferred_error is not None
-    t, _ = define(body, task_config=config)
-    with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
-        t.execute()
+    ctx = FlyteContextManager.current_context()
+    state = ctx.new_execution_state().with_params(mode=ExecutionState.Mode.TASK_EXECUTION)
+    with FlyteContextManager.with_context(ctx.with_execution_state(state)):
+        yield
     monkeypatch.delenv("FLYTE_INTERNAL_EXECUTION_ID")
+
+
+def test_a_task_whose_profile_is_missing_in_the_pod_fails_only_when_it_runs(monkeypatch):
+    with in_a_flyte_task_container(monkeypatch):
+        config = Elastic(profile="no-such-profile-in-this-image")
+        assert config.deferred_error is not None
+        t, _ = define(body, task_config=config)
+        with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
+            t.execute()
     with pytest.raises(kfdefaults.ProfileError):
         Elastic(profile="no-such-profile-in-this-image")
+
+
+def leftover_runtime_value(profile: str) -> str:
+    """A ``KFDEFAULTS_ELASTIC`` as a registered task's pod carries it, for ``Elastic(profile=profile)``."""
+    from kfdefaults.flytekit.runtime import runtime_key
+
+    settings = {"nnodes": 1, "nproc_per_node": 1, "start_method": "spawn", "monitor_interval": 5, "max_restarts": 0,
+                "rdzv_configs": {}}
+    return json.dumps({"key": runtime_key(profile, [], [], {}), "profile": profile, "elastic": settings})
+
+
+@pytest.mark.parametrize("pod_name", [None, "FLYTE_INTERNAL_EXECUTION_ID", "_F_NM"])
+def test_a_leftover_runtime_variable_changes_neither_render_nor_registration(monkeypatch, pod_name):
+    """Outside a task running in a Flyte container (even with the backend's execution name copied into the
+    shell), KFDEFAULTS_ELASTIC is ignored: the preview keeps its pod template."""
+    from cli_runner import invoke as run_cli
+
+    env = {RUNTIME_ENV: leftover_runtime_value("gpu-large"), **({pod_name: "copied"} if pod_name else {})}
+    result = run_cli(["render", "gpu-large", "--as", "flyte", "-o", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    tt = json.loads(result.stdout)
+    assert tt["type"] == "pytorch"
+    assert tt["k8sPod"]["podSpec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    config = Elastic(profile="gpu-large")
+    assert config.resolved is not None and config.nproc_per_node == 8
+
+
+def test_in_a_flyte_task_container_the_registered_settings_are_used(monkeypatch):
+    monkeypatch.setenv(RUNTIME_ENV, leftover_runtime_value("gpu-large"))
+    with in_a_flyte_task_container(monkeypatch):
+        config = Elastic(profile="gpu-large")
+    assert config.resolved is None and config.nproc_per_node == 1
 
 
 # --- a real local run ----------------------------------------------------------------------------

@@ -10,7 +10,8 @@ KFDEFAULTS_CACHE_DIR       where the cache lives (default ``$XDG_CACHE_HOME/kfde
 KFDEFAULTS_NO_CACHE        a yes/no flag: no cache, no in-process memo
 KFDEFAULTS_DEBUG           a yes/no flag: print the traceback of an internal error
 KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary container: the settings resolved at
-                           registration (:mod:`kfdefaults.flyte.runtime`); never set by hand
+                           registration (:mod:`kfdefaults.flytekit.runtime`), read only while a task runs in a
+                           Flyte container; never set by hand
 ========================== =====================================================================================
 """
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 from typing import Any, Iterable
 
 from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
@@ -26,7 +25,7 @@ from ..pipeline import Pipeline, shared_pipeline
 from ..validate.fragment import Fragment
 from .objects import OBJECTS, plugin_elastic
 from .pod import name_primary_as_the_profile_does
-from .runtime import FLYTE_POD_SIGNAL, embedded_settings, runtime_key
+from .runtime import embedded_settings, in_flyte_task_container, runtime_key
 
 ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
 """The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
@@ -98,7 +97,7 @@ class Elastic(PluginElastic):
             try:
                 settings = self._resolve(platform, team, elastic_overrides, overrides)
             except ProfileError as e:
-                if FLYTE_POD_SIGNAL not in os.environ:
+                if not in_flyte_task_container():
                     raise
                 # another task of this module may be the one running here: fail only if this one runs
                 self.deferred_error = e
