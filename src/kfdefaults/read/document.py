@@ -81,13 +81,32 @@ class Document:
 
     @classmethod
     def from_json(cls, file: str, value: dict[str, Any]) -> Document:
-        """The inverse of :meth:`to_json`."""
+        """The inverse of :meth:`to_json`.
+
+        Raises:
+            ValueError: ``value`` is not of that shape (a cache entry that is not this code's, or damaged).
+        """
+        def path(p: Any) -> Path:
+            if not isinstance(p, list) or not all(isinstance(part, str) or type(part) is int for part in p):
+                raise ValueError("a document path is a list of keys and indices")
+            return tuple(p)
+
+        def position(line: Any, column: Any) -> tuple[int, int]:
+            if type(line) is not int or type(column) is not int:
+                raise ValueError("a position is two ints")
+            return line, column
+
+        if not isinstance(value, dict) or not isinstance(value.get("data"), dict):
+            raise ValueError("a document of a profile holds a mapping")
+        plain = {path(p): text for p, text in value["plain_text"]}
+        if not all(isinstance(text, str) for text in plain.values()):
+            raise ValueError("plain text is text")
         return cls(
             file,
             value["data"],
-            {tuple(p): (line, col) for p, line, col in value["keys"]},
-            {tuple(p): (line, col) for p, line, col in value["values"]},
-            {tuple(p): text for p, text in value["plain_text"]},
+            {path(p): position(line, col) for p, line, col in value["keys"]},
+            {path(p): position(line, col) for p, line, col in value["values"]},
+            plain,
         )
 
     def location(self, path: Path, *, key: bool = False) -> Location:

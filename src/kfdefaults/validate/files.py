@@ -106,19 +106,35 @@ def _definition_to_entry(definition: Definition) -> dict[str, Any]:
 
 
 def _definition_from_entry(entry: Any, file: str, layer: str) -> Definition | None:
-    """The inverse of :func:`_definition_to_entry`, for ``file`` in ``layer``; ``None`` if the entry is unusable."""
+    """The inverse of :func:`_definition_to_entry`, for ``file`` in ``layer``; ``None`` if the entry is not of
+    that shape (damaged, or written by other code): a miss."""
     try:
         doc = Document.from_json(file, entry["document"])
-        warnings = [Finding(Location(file, line, column), dotted, message, severity, layer=layer)
-                    for line, column, dotted, message, severity in entry["warnings"]]
+        warnings = []
+        for line, column, dotted, message, severity in entry["warnings"]:
+            if not (type(line) is int and type(column) is int and isinstance(dotted, str) and isinstance(message, str)
+                    and severity in ("error", "warning")):
+                return None
+            warnings.append(Finding(Location(file, line, column), dotted, message, severity, layer=layer))
         stem = profile_name_of(file)
-        declared = entry["declared_name"]
+        declared, description, primary = entry["declared_name"], entry["description"], entry["primary_container_name"]
         elastic, pod_template, parents = entry["elastic"], entry["pod_template"], list(entry["parents"])
-        if not (isinstance(elastic, dict) and isinstance(pod_template, dict) and all(isinstance(p, str) for p in parents)
-                and (declared is None or isinstance(declared, str))):
+        if not (_is_section(elastic) and _is_pod_patch(pod_template) and all(isinstance(p, str) for p in parents)
+                and all(v is None or isinstance(v, str) for v in (declared, description, primary))):
             return None
-        fragment = Fragment(stem, layer, file, doc, entry["description"], elastic, pod_template,
-                            entry["primary_container_name"])
+        fragment = Fragment(stem, layer, file, doc, description, elastic, pod_template, primary)
         return Definition(declared or stem, layer, file, doc, parents, fragment, warnings)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+def _is_section(value: Any) -> bool:
+    """A mapping with string keys whose mappings below are mappings too (``elastic``, as written)."""
+    return isinstance(value, dict) and all(isinstance(k, str) for k in value) and all(
+        v is None or not isinstance(v, dict) or _is_section(v) for v in value.values())
+
+
+def _is_pod_patch(value: Any) -> bool:
+    """A PodTemplateSpec patch as :func:`~.fragment.pod_template_patch` makes it: ``metadata`` and ``spec``."""
+    return (isinstance(value, dict) and set(value) <= {"metadata", "spec"}
+            and all(isinstance(v, dict) and all(isinstance(k, str) for k in v) for v in value.values()))
