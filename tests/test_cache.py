@@ -305,3 +305,44 @@ def test_cache_clear_removes_the_entries_and_nothing_else(tmp_path, cache):
     cleared = invoke(["cache", "clear"])
     assert cleared.exit_code == 0 and cleared.stdout.startswith("removed ")
     assert entries(cache) == [] and os.path.exists(foreign)
+
+
+# --- the in-process memo --------------------------------------------------------------------------------------
+
+
+def same_size_same_time(path: str, text: str) -> None:
+    """Write ``text`` as ``rsync -t``, ``tar`` or ``cp -p`` would: the old size and the old modification time."""
+    before = os.stat(path)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_the_shared_pipeline_sees_an_edit_that_keeps_size_and_time(tmp_path, cache):
+    """What Elastic(profile=...) uses: reused while nothing changed, built again when a file it read holds other
+    bytes, even under the same size and time."""
+    from kfdefaults.pipeline import shared_pipeline
+
+    team = team_with(tmp_path, "elastic: {nnodes: 2}\n")
+    first = shared_pipeline(team=[team])
+    assert first.resolve("p").elastic_settings["nnodes"] == 2
+    assert shared_pipeline(team=[team]) is first
+    same_size_same_time(os.path.join(team, "p.yaml"), "elastic: {nnodes: 3}\n")
+    second = shared_pipeline(team=[team])
+    assert second is not first and second.resolve("p").elastic_settings["nnodes"] == 3
+
+
+def test_the_shared_pipeline_sees_a_pyproject_edit_that_keeps_size_and_time(tmp_path, cache, monkeypatch):
+    from kfdefaults.pipeline import shared_pipeline
+
+    for name in ("aa", "bb"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "p.yaml").write_text(f"description: {name}\n", encoding="utf-8")
+    project = tmp_path / "pyproject.toml"
+    project.write_text('[tool.kfdefaults]\nteam = ["aa"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert shared_pipeline().resolve("p").description == "aa"
+    same_size_same_time(str(project), '[tool.kfdefaults]\nteam = ["bb"]\n')
+    assert shared_pipeline().resolve("p").description == "bb"

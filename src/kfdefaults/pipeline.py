@@ -14,7 +14,7 @@ import sys
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import cache
-from .errors import Finding, sorted_findings
+from .errors import Finding, ProfileError, sorted_findings
 from .layers import (
     Catalog,
     discover_folders,
@@ -22,6 +22,7 @@ from .layers import (
     layer_sources,
     nearest_pyproject,
 )
+from .layers.pyproject import project_file_bytes
 from .merge.expand import expand
 from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
@@ -148,8 +149,10 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
 
     ``Elastic(profile=...)`` runs at every import of a workflow module, often many times for one profile. The
     pipeline is kept, keyed by the arguments and everything that names folders (the environment variables,
-    the working directory, ``sys.path``), and reused as long as no folder's listing and no ``pyproject.toml``
-    changed (a few ``stat`` calls). ``KFDEFAULTS_NO_CACHE`` turns this off too.
+    the working directory, ``sys.path``), and reused as long as no folder's listing changed (names, sizes and
+    times: a few ``stat`` calls) and neither the ``pyproject.toml`` nor any profile file it read holds other
+    bytes (read again and compared by digest: a same-size edit that keeps the old time, as ``rsync -t``,
+    ``tar`` or ``cp -p`` make, is seen). ``KFDEFAULTS_NO_CACHE`` turns this off too.
 
     Raises:
         ProfileError: as :meth:`Pipeline.discover`.
@@ -160,7 +163,8 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
     hit = None if flag(NO_CACHE_ENV) else _SHARED.get(key)
     if hit is not None:
         (folders, signature, stamp), pipeline = hit
-        if stamp == _pyproject_stamp(cwd) and tuple((f, folder_listing(f)) for f in folders) == signature:
+        if (stamp == _pyproject_stamp(cwd) and tuple((f, folder_listing(f)) for f in folders) == signature
+                and pipeline.loader.unchanged()):
             return pipeline
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk,
                                  flags=("platform=", "team="))
@@ -170,8 +174,13 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
 
 
 def _pyproject_stamp(cwd: str) -> tuple:
+    """The nearest ``pyproject.toml`` and the digest of what kfdefaults reads of it (``None`` when it cannot set
+    ``tool.kfdefaults``, so that other edits of the file keep the pipeline)."""
     path = nearest_pyproject(cwd)
+    if path is None:
+        return (None,)
     try:
-        return (path, os.stat(path).st_mtime_ns) if path else (None,)
-    except OSError:
-        return (path, None)
+        raw = project_file_bytes(path)
+    except ProfileError as e:
+        return (path, str(e))
+    return (path, None if raw is None else cache.digest(raw))

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Any
 
 from .. import cache
 from ..errors import Finding, Location, ProfileError
 from ..layers import NAME_PATTERN, profile_name_of
-from ..read import TOML_SUFFIXES, Document, parse_bytes, read_bytes
+from ..read import MAX_FILE_BYTES, TOML_SUFFIXES, Document, parse_bytes, read_bytes
 from ..smp.schema import normalize_version
 from .fragment import Definition, Fragment, fragment_from_body
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+"""How a loaded file is read again: a pipe put in its place is not waited on (and then is not a regular file)."""
 
 
 class DefinitionLoader:
@@ -27,11 +32,31 @@ class DefinitionLoader:
 
     Attributes:
         loaded: File -> its definition, for every file loaded so far.
+        digests: File -> the digest of the bytes it was loaded from (:meth:`unchanged` reads them again).
     """
 
     def __init__(self, kubernetes_version: str | None = None) -> None:
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.loaded: dict[str, Definition] = {}
+        self.digests: dict[str, str] = {}
+
+    def unchanged(self) -> bool:
+        """Whether every file loaded so far still holds the bytes it was loaded from.
+
+        By content, not by size and modification time: ``rsync -t``, ``tar`` and ``cp -p`` write new bytes of
+        the same size under the old time. Reading a few small files costs tens of microseconds.
+        """
+        for file, known in self.digests.items():
+            try:
+                fd = os.open(file, _READ_FLAGS)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode) or cache.digest(os.read(fd, MAX_FILE_BYTES + 1)) != known:
+                        return False
+                finally:
+                    os.close(fd)
+            except OSError:
+                return False
+        return True
 
     def load(self, file: str, layer: str) -> Definition:
         """Parse and validate one profile file of ``layer``.
@@ -43,6 +68,7 @@ class DefinitionLoader:
         if cached is not None:
             return cached
         raw = read_bytes(file)
+        self.digests[file] = cache.digest(raw)
         # the same bytes are another document in the other format: the suffix chooses the parser
         file_format = "toml" if file.endswith(TOML_SUFFIXES) else "yaml"
         entry_key = cache.key(raw, "profile", file_format, self.kubernetes_version)
