@@ -56,6 +56,9 @@ def _usage() -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``kfdefaults`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status."""
+    from .common import escape_what_the_locale_cannot_write
+
+    escape_what_the_locale_cannot_write()
     sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
 
 

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace) -> None:
     from ..pipeline import Pipeline
-    from ..show.output import order_k8s, order_profile, to_json, to_yaml
+    from ..show.output import order_k8s, order_profile, output_encoding, to_json, to_yaml
     from ..validate.sets import parse_sets
 
     output = args.output or "yaml"
@@ -69,12 +69,13 @@ def _render(args: argparse.Namespace) -> None:
         data = order_k8s(resolved.pod_template_manifest(), schema_type("PodTemplate", pipeline.kubernetes_version))
     else:
         data = order_profile(resolved.to_dict(), pipeline.kubernetes_version)
-    out(to_json(data) if output == "json" else to_yaml(data))
+    encoding = output_encoding()
+    out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
 
 
 def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree: dict[str, Any], output: str) -> None:
     """``render --as flyte``: define a real task on the profile and print the TaskTemplate flytekit registers."""
-    from ..show.output import to_json, to_yaml
+    from ..show.output import output_encoding, to_json, to_yaml
 
     try:
         from ..flytekit.preview import flyte_task_template
@@ -82,4 +83,5 @@ def _render_flyte(name: str, platform: Sequence[str], team: Sequence[str], tree:
         data = flyte_task_template(name, platform=platform, team=team, overrides=tree)
     except ImportError as e:  # the plugin imports torch when a task is defined
         raise KfdefaultsError(f"render --as flyte defines a task, which needs {e.name or 'a package'}: {e}") from None
-    out(to_json(data) if output == "json" else to_yaml(data))
+    encoding = output_encoding()
+    out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from ..paths import format_path
 from .explain import Entry, explain
 from .leaves import format_value
-from .output import to_json, to_yaml
+from .output import output_encoding, to_json, to_yaml, writable
 
 
 def explain_document(name: str, entries: Sequence[Entry]) -> dict[str, Any]:
@@ -43,6 +43,7 @@ def print_explain_table(name: str, entries: Sequence[Entry]) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    encoding = output_encoding()
     any_removed = any(e.removed for e in entries)
     table = Table(title=f"{name}: where each value comes from", title_justify="left")
     for column in ("path", "value", "layer", "set at") + (("removed by",) if any_removed else ()):
@@ -50,11 +51,13 @@ def print_explain_table(name: str, entries: Sequence[Entry]) -> None:
         table.add_column(column, overflow="fold", no_wrap=column == "path")
     for e in entries:
         style = "dim" if e.removed else ""
-        cells = [Text(format_path(e.path), style=style), Text(format_value(e.value), style=style),
+        cells = [Text(writable(format_path(e.path), encoding), style=style),
+                 Text(writable(format_value(e.value), encoding), style=style),
                  Text(e.set_by.layer, style=style or _LAYER_STYLE.get(e.set_by.layer, "")),
-                 Text(e.set_by.where, style=style)]
+                 Text(writable(e.set_by.where, encoding), style=style)]
         if any_removed:
-            cells.append(Text(f"{e.removed_by.layer} {e.removed_by.where}", style="red") if e.removed_by else Text(""))
+            cells.append(Text(writable(f"{e.removed_by.layer} {e.removed_by.where}", encoding), style="red")
+                         if e.removed_by else Text(""))
         table.add_row(*cells)
     Console().print(table)
 
@@ -77,7 +80,8 @@ def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None =
         print_explain_table(resolved.name, entries)
     elif output in ("json", "yaml"):
         document = explain_document(resolved.name, entries)
-        sys.stdout.write(to_json(document) if output == "json" else to_yaml(document))
+        encoding = output_encoding()
+        sys.stdout.write(to_json(document, encoding=encoding) if output == "json" else to_yaml(document, encoding=encoding))
     else:
         for line in explain_lines(entries):
             sys.stdout.write(line + "\n")
