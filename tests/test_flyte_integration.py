@@ -106,6 +106,58 @@ def test_user_volume_named_shm_already_mounted_gives_one_mount_and_no_error():
     assert not [w for w in caught if "increase_shared_mem" in str(w.message)]
 
 
+# --- the task layer wins, and says what a file would -------------------------------------------------
+
+
+def test_a_task_environment_variable_wins_over_the_profiles_of_the_same_name(tmp_path):
+    """flytekit serializes @task(environment=...) before the pod template's variables, and Kubernetes keeps the
+    last of a name: the profile's would win. The serialized container holds the task's value only."""
+    (tmp_path / "envp.yaml").write_text(
+        "extends: cpu-small\npod_template:\n  spec:\n    containers:\n      - name: primary\n"
+        "        env: [{name: MODE, value: profile}, {name: KEPT, value: profile}]\n")
+    t, _ = define(body, task_config=Elastic(profile="envp", team=[str(tmp_path)]), environment={"MODE": "task"})
+    env = primary_of(template(t))["env"]
+    assert [e for e in env if e["name"] == "MODE"] == [{"name": "MODE", "value": "task"}]
+    assert {"name": "KEPT", "value": "profile"} in env
+    assert [e["name"] for e in env].count(RUNTIME_ENV) == 1
+    last = {e["name"]: e.get("value") for e in env}  # what the kubelet gives the process: the last of each name
+    assert last["MODE"] == "task"
+
+
+def test_elastic_arguments_get_the_warnings_a_file_gets(tmp_path):
+    from kfdefaults.api import validate_paths
+
+    (tmp_path / "slow.yaml").write_text("elastic:\n  rdzv_configs:\n    timeout: 1800\n")
+    [file_warning] = validate_paths([str(tmp_path / "slow.yaml")]).warnings
+    with pytest.warns(KfdefaultsWarning) as caught:
+        Elastic(profile="gpu-large", rdzv_configs={"timeout": 1800})
+    [warning] = [w for w in caught if "c10d does not read `timeout`" in str(w.message)]
+    assert str(warning.message).startswith("Elastic(rdzv_configs={'timeout': 1800}): [task] "
+                                           "elastic.rdzv_configs.timeout: warning: ")
+    assert file_warning.message in str(warning.message)
+    assert warning.filename == __file__  # at the caller's line
+
+
+def test_a_multi_node_task_run_locally_warns_before_it_waits(monkeypatch):
+    from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
+
+    monkeypatch.setattr(PytorchElasticFunctionTask, "execute", lambda self, **kwargs: "launched")
+    monkeypatch.delenv("PET_NNODES", raising=False)
+    t, _ = define(body, task_config=Elastic(profile="cpu-small", nnodes=2))
+    with pytest.warns(KfdefaultsWarning, match=r"asks for at least 2 nodes \(nnodes: 2\), but this run is not part of "
+                                               r"a PyTorchJob .* waits join_timeout \(300 s\) for nodes that never "
+                                               r"come .* Elastic\(profile='cpu-small', nnodes=1\)"):
+        assert t.execute() == "launched"
+    for config, env in ((Elastic(profile="cpu-small"), {}), (Elastic(profile="cpu-small", nnodes="1:2"), {}),
+                        (Elastic(profile="cpu-small", nnodes=2), {"PET_NNODES": "2"})):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        quiet, _ = define(body, task_config=config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", KfdefaultsWarning)
+            assert quiet.execute() == "launched"
+
+
 # --- the primary container ----------------------------------------------------------------------------
 
 

@@ -203,6 +203,30 @@ def test_nproc_per_node_above_the_gpu_limit_warns_at_the_higher_layer(tmp_path):
     assert "4 `nvidia.com/gpu`" in warning.message
 
 
+def test_nproc_per_node_below_the_gpu_limit_warns_that_gpus_stay_idle(tmp_path):
+    team = tmp_path / "team"
+    path = write(team, "gpu-large.yaml", "elastic:\n  nproc_per_node: 2\n")
+    [warning] = validate_paths([str(team)]).warnings
+    assert str(warning).startswith(f"{path}:2:19: [team] elastic.nproc_per_node: warning: nproc_per_node is 2 ([team] ")
+    assert "8 `nvidia.com/gpu`" in warning.message and "so 6 GPUs of each node stay idle" in warning.message
+    assert validate_paths([write(tmp_path / "other", "gpu-large.yaml", "elastic:\n  nproc_per_node: 8\n")]).warnings == []
+
+
+def test_a_gpu_limit_without_nproc_per_node_warns_of_the_plugins_one_process(tmp_path):
+    path = write(tmp_path / "team", "solo.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                resources:
+                  limits: {nvidia.com/gpu: 2}
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(f"{path}:6:36: [team] elastic.nproc_per_node: warning: nproc_per_node is 1 (the "
+                                   "defaults)")
+    assert "so 1 GPU of each node stays idle" in warning.message
+
+
 def test_shm_size_limit_above_the_memory_limit(tmp_path):
     path = write(tmp_path / "team", "gpu-large.yaml", """\
         pod_template:
@@ -403,6 +427,15 @@ def test_set_values_are_checked_like_files():
     assert proc.returncode == 1
     assert proc.stderr.startswith("--set pod_template.spec.containers[name=primary].imagePullPolicy=always: [task] ")
     assert "did you mean `Always`?" in proc.stderr
+
+
+def test_set_values_get_the_warnings_a_file_gets(tmp_path):
+    path = write(tmp_path, "slow.yaml", "elastic:\n  rdzv_configs:\n    timeout: 1800\n")
+    [file_warning] = validate_paths([path]).warnings
+    result = invoke("render", "gpu-large", "--set", "elastic.rdzv_configs.timeout=1800")
+    assert result.exit_code == 0
+    assert (f"--set elastic.rdzv_configs.timeout=1800: [task] elastic.rdzv_configs.timeout: warning: "
+            f"{file_warning.message}") in result.stderr.splitlines()
 
 
 def test_resolve_raises_profile_error_for_bad_overrides():

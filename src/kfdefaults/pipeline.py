@@ -131,12 +131,12 @@ class Pipeline:
                                remember=remember, sdk=self.sdk)
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
-        """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's."""
+        """Every warning about a profile as it was resolved: its folders', its files' and task layer's own (``--set``,
+        ``Elastic(...)``), the merged profile's."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
-            definition = self.loader.loaded.get(fragment.source)
-            if definition is not None:
-                findings.extend(definition.warnings)
+            definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
+            findings.extend(definition.warnings if definition is not None else fragment.warnings)
         return sorted_findings(findings + check_merged(resolved))
 
 

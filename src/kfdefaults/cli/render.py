@@ -52,11 +52,11 @@ def _render(args: argparse.Namespace) -> None:
     pipeline = Pipeline.discover(args.platform, args.team, kubernetes_version=args.kubernetes_version)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
+    resolved = pipeline.resolve(args.name, [task])
+    report(pipeline.warnings(resolved))  # on standard error; the output stays clean
     if args.as_ == "flyte":
         _render_flyte(args.name, args.platform, args.team, tree, output)
         return
-    resolved = pipeline.resolve(args.name, [task])
-    report(pipeline.warnings(resolved))  # on standard error; the output stays clean
     if args.explain:
         from ..show.explain_view import show_explain
 

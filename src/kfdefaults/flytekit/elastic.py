@@ -11,12 +11,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import warnings
 from typing import Any, Iterable
 
 from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
 from flytekitplugins.kfpytorch.task import RunPolicy
 
-from ..errors import KfdefaultsError, ProfileError
+from ..errors import KfdefaultsError, KfdefaultsWarning, ProfileError
 from ..k8s.models import to_plain
 from ..layers.flags import folder_arguments
 from ..merge.elastic import PLUGIN_ELASTIC_DEFAULTS
@@ -32,6 +33,20 @@ ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval"
 
 _RESOLVED: dict[tuple[str, str], tuple[Pipeline, Fragment | None, Resolved]] = {}
 """(profile, overrides) -> the merged profile, reused while the shared pipeline is the same."""
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the user's code: the first frame outside kfdefaults and
+    flytekit (the ``@task`` line), counted from the caller of :func:`warnings.warn`."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.split(".")[0] not in ("kfdefaults", "flytekit", "flytekitplugins"):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
 
 
 def run_policy_dict(policy: Any) -> Any:
@@ -121,6 +136,9 @@ class Elastic(PluginElastic):
             )
             self.resolved = pipeline.resolve(self.profile, [self._task_layer])
             _RESOLVED[memo_key] = (pipeline, self._task_layer, self.resolved.copy())
+        for finding in self._task_layer.warnings if self._task_layer is not None else ():
+            # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
+            warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel())
         return copy.deepcopy(self.resolved.elastic_settings)
 
     def resolve_with_pod_template(self, pod_template: Any) -> Resolved:

@@ -57,6 +57,17 @@ def drop_shm_mounts(spec: dict[str, Any], primary_name: str) -> list[str]:
     return dropped
 
 
+def drop_env(container: dict[str, Any], names: set[str]) -> list[str]:
+    """Remove ``container``'s environment variables named in ``names``, in place; return the names removed."""
+    env = container.get("env") or []
+    dropped = [e.get("name") for e in env if e.get("name") in names]
+    if dropped:
+        container["env"] = [e for e in env if e.get("name") not in names]
+        if not container["env"]:
+            del container["env"]
+    return dropped
+
+
 def _set_env(container: dict[str, Any], name: str, value: str) -> None:
     env = [e for e in container.get("env") or [] if e.get("name") != name]
     env.append({"name": name, "value": value})

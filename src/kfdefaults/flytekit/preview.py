@@ -6,9 +6,11 @@ flytekit's translator, as ``pyflyte register`` does; nothing here imitates flyte
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
+from ..errors import KfdefaultsWarning
 from ..show.output import order_k8s
 from ..smp.schema import schema_type
 from .elastic import Elastic
@@ -39,7 +41,8 @@ def flyte_task_template(
 
     Returns:
         ``{"id": ..., "type": "pytorch" | "python-task", "custom": ..., "k8sPod": {"podSpec": ...}, ...}``, the
-        TaskTemplate message as Flyte stores it (numbers in ``custom`` are JSON doubles).
+        TaskTemplate message as Flyte stores it (numbers in ``custom`` are JSON doubles). The warnings of the
+        overrides are not raised as Python warnings: the caller reports them (``Pipeline.warnings``).
     """
     from flytekit import task
     from flytekit.configuration import Image, ImageConfig, SerializationSettings
@@ -48,7 +51,9 @@ def flyte_task_template(
 
 
     overrides = dict(overrides or {})
-    config = Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
+    with warnings.catch_warnings():  # the caller reports the warnings of the profile and of the overrides
+        warnings.simplefilter("ignore", KfdefaultsWarning)
+        config = Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
     kwargs: dict[str, Any] = {}
     section = overrides.get("pod_template")
     if section:

@@ -8,7 +8,12 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
   layer: it wins over the profile's ``/dev/shm`` mount, with a :class:`~kfdefaults.KfdefaultsWarning` saying so.
 * flytekit replaces the primary container's resources wholesale when the task sets requests or limits;
   :meth:`ProfileElasticTask.get_k8s_pod` merges them per resource name instead, the task winning per key.
+* flytekit writes ``@task(environment=...)`` before the pod template's own variables in the primary
+  container, and Kubernetes gives the last of two variables of one name: the profile's would win. The task
+  layer wins instead: a profile variable the task sets again is left out of the pod template.
 * Objects passed in (``PodTemplate``, ``V1PodSpec``) are read, never changed.
+* Run locally, a profile of several nodes would wait ``join_timeout`` for nodes that never come:
+  :meth:`ProfileElasticTask.execute` says so first (:func:`warn_of_nodes_that_never_come`).
 * In the pod, flytekit imports the task's module again, and the image may not hold the profile files. The
   settings resolved at registration travel in the primary container's environment
   (:mod:`.runtime`), and ``Elastic(...)`` uses them there instead of reading files; a task of the same
@@ -18,6 +23,7 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from typing import Any, Callable
 
@@ -27,24 +33,10 @@ from ..errors import KfdefaultsWarning
 from ..k8s.mounts import SHM_PATH
 from ..merge.result import Resolved
 from ..settings import RUNTIME_ENV
-from .elastic import Elastic
+from .elastic import Elastic, caller_stacklevel
 from .objects import flytekit_pod_template
-from .pod import drop_shm_mounts, primary_container, set_env
+from .pod import drop_env, drop_shm_mounts, primary_container, set_env
 from .resources import merge_task_resources
-
-
-def caller_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the user's code: the first frame outside kfdefaults and
-    flytekit (the ``@task`` line), counted from the caller of :func:`warnings.warn`."""
-    import sys
-
-    frame, level = sys._getframe(1), 1
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module.split(".")[0] not in ("kfdefaults", "flytekit", "flytekitplugins"):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 1
 
 
 class ProfileElasticTask(PytorchElasticFunctionTask):
@@ -72,6 +64,8 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
                         KfdefaultsWarning,
                         stacklevel=caller_stacklevel(),
                     )
+            # the task layer wins: flytekit puts the task's variables first, and Kubernetes takes the last of a name
+            drop_env(primary_container(spec, primary_name), set(kwargs.get("environment") or {}) - {RUNTIME_ENV})
             set_env(primary_container(spec, primary_name), RUNTIME_ENV, task_config.runtime_env_value())
             kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, resolved.annotations)
         elif user_template is not None:
@@ -98,8 +92,33 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         return pod
 
     def execute(self, **kwargs: Any) -> Any:
-        """Run the task; raises the profile error kept at import if this task's profile could not be read."""
+        """Run the task; raises the profile error kept at import if this task's profile could not be read, and
+        warns first when it is about to wait for nodes that never come (:func:`warn_of_nodes_that_never_come`)."""
         config = self.task_config
         if isinstance(config, Elastic) and config.deferred_error is not None:
             raise config.deferred_error
+        if isinstance(config, Elastic):
+            warn_of_nodes_that_never_come(config, self.min_nodes)
         return super().execute(**kwargs)
+
+
+def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int) -> None:
+    """Warn when a task of at least two nodes runs outside a PyTorchJob, which is to say locally.
+
+    The plugin then starts one node whose rendezvous listens on ``localhost:0`` (``PET_RDZV_ENDPOINT`` unset),
+    where no other node can join: c10d waits ``join_timeout`` (torch's default 600 s) and fails with
+    ``RendezvousTimeoutError``. The plugin itself only logs that the rendezvous "might" time out. A
+    PyTorchJob's pods have ``PET_NNODES``, which the plugin reads to tell (``PytorchElasticFunctionTask.execute``).
+    ``render`` says nothing of it: it shows what runs on the cluster, where the nodes do come.
+    """
+    if min_nodes <= 1 or os.environ.get("PET_NNODES") is not None:
+        return
+    join = (config.rdzv_configs or {}).get("join_timeout", 600)
+    warnings.warn(
+        f"profile {config.profile!r} asks for at least {min_nodes} nodes (nnodes: {config.nnodes}), but this run is "
+        f"not part of a PyTorchJob (PET_NNODES is unset): it starts one node, whose rendezvous waits join_timeout "
+        f"({join} s) for nodes that never come and then fails. To run it locally, give it one node: "
+        f"Elastic(profile={config.profile!r}, nnodes=1)",
+        KfdefaultsWarning,
+        stacklevel=caller_stacklevel(),
+    )
