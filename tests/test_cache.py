@@ -244,15 +244,17 @@ def test_temporary_files_of_a_killed_write_are_swept(tmp_path, cache):
     load(team)
     shard = os.path.dirname(entries(cache)[0])
     stale, fresh = os.path.join(shard, "ab" * 31 + ".x1.tmp"), os.path.join(shard, "cd" * 31 + ".x2.tmp")
+    older = os.path.join(shard, "tmpk2_x9q0a.tmp")  # as versions before the entries named their key wrote them
     foreign = os.path.join(cache, "notes.txt")
-    for path in (stale, fresh, foreign):
+    for path in (stale, fresh, older, foreign):
         with open(path, "wb") as f:
             f.write(b"x" * 1000)
     old = time.time() - kcache.STALE_TEMPORARY_SECONDS - 60
-    os.utime(stale, (old, old))
-    os.utime(foreign, (old, old))
+    for path in (stale, older, foreign):
+        os.utime(path, (old, old))
     kcache.sweep(cache)
-    assert not os.path.exists(stale) and os.path.exists(fresh) and os.path.exists(foreign)
+    assert not os.path.exists(stale) and not os.path.exists(older)
+    assert os.path.exists(fresh) and os.path.exists(foreign)
 
 
 def test_the_cache_is_kept_under_its_cap_least_recently_used_first(tmp_path, cache):

@@ -69,7 +69,7 @@ _HEADER = b"kfdefaults-cache"
 _SWEPT = ".swept"  # the file whose modification time is that of the last sweep
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _ENTRY = re.compile(r"[0-9a-f]{62}\.json")
-_TEMPORARY = re.compile(r"[0-9a-f]{62}\..*\.tmp")
+_TEMPORARY = re.compile(r"(?:[0-9a-f]{62}\..*|tmp[a-z0-9_]{8})\.tmp")  # and the names of earlier versions
 
 
 def cache_dir() -> str | None:
