@@ -61,6 +61,13 @@ def test_every_leaf_names_a_layer_and_a_real_file_line_holding_its_value(name):
             assert leaf["set_by"]["file"] is None and leaf["set_by"]["line"] is None, leaf
             label = leaf["set_by"]["label"]
             assert "default" in label and leaf["path"].split(".")[-1] in label, leaf
+        elif leaf["status"] == "replaced":  # a whole list: who set its first item, and where the new one is
+            assert leaf["items"] == len(leaf["value"]) >= 1, leaf
+            first = leaf["value"][0]
+            first_key, first_value = next(iter(first.items())) if isinstance(first, dict) else (None, first)
+            assert_line_holds(leaf["set_by"], f"{leaf['path']}[0].{first_key}", first_value)
+            replacing = read_line(leaf["removed_by"]["file"], leaf["removed_by"]["line"])
+            assert leaf["path"].rsplit(".", 1)[-1] + ":" in replacing, (leaf, replacing)  # the new list's key
         else:
             assert_line_holds(leaf["set_by"], leaf["path"], leaf["value"])
 
@@ -79,6 +86,9 @@ def test_three_layer_profile_is_explained_from_all_three_layers_plain_text():
             continue
         file, _, number = where.rpartition(":")
         text = read_line(file, int(number))
+        if "replaced whole by" in line:  # a list replaced whole: how many items went, and its first item's line
+            assert re.fullmatch(r"\(\d+ items?\)", value), line
+            continue
         assert (value.strip('"') in text) or (json.loads(value) in text), (line, text)
     assert {"builtin", "platform", "team"} <= layers
 

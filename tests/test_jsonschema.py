@@ -108,3 +108,34 @@ def test_schema_for_another_kubernetes_version():
     schema = json.loads(result.output)
     assert "resources" not in schema["$defs"]["io.k8s.api.core.v1.PodSpec"]["properties"]
     assert run_cli(["schema", "--kubernetes-version", "9.9"]).exit_code == 2
+
+
+def _unions(node, parent_title=None):
+    """Every ``(union branch, title of the node holding the union)`` in the schema."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _unions(item, parent_title)
+    elif isinstance(node, dict):
+        for union in ("anyOf", "oneOf"):
+            for branch in node.get(union, []):
+                yield branch, node.get("title")
+        for value in node.values():
+            yield from _unions(value, node.get("title"))
+
+
+def test_editor_hovers_read_well(validator):
+    """yaml-language-server takes a union whose branches have no title or description for one where every branch
+    matched, and then shows the key's title once per branch (`Nnodes || Nnodes || Nnodes`): every branch has a
+    title of its own, starting with its key's; our keys are titled by their path in a profile."""
+    schema = validator.schema
+    for branch, title in _unions(schema):
+        assert branch.get("title"), branch
+        if title:
+            assert branch["title"].startswith(f"{title}: "), (title, branch["title"])
+    defs = schema["$defs"]
+    assert defs["ElasticSection"]["properties"]["nnodes"]["title"] == "elastic.nnodes"
+    rdzv = defs["ElasticSection"]["properties"]["rdzv_configs"]["anyOf"][0]["properties"]
+    assert rdzv["join_timeout"]["title"] == "elastic.rdzv_configs.join_timeout"
+    assert defs["io.k8s.api.core.v1.PodSpec"]["properties"]["tolerations"]["title"] == "tolerations"
+    titles = [t for t in (p.get("title") for d in defs.values() for p in d.get("properties", {}).values()) if t]
+    assert not any(t in ("Nnodes", "ElasticSection") for t in titles)

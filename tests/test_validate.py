@@ -256,7 +256,7 @@ def test_a_volume_given_a_second_source_by_a_higher_layer(tmp_path):
     [warning] = validate_paths([path]).warnings
     assert str(warning).startswith(f"{path}:5:19: [team] pod_template.spec.volumes[name=dshm].hostPath: warning: "
                                    "volume `dshm` has 2 sources: `emptyDir` ([builtin] ")
-    assert "Kubernetes rejects the pod" in warning.message and "(`emptyDir: null`)" in warning.message
+    assert "Kubernetes rejects the pod" in warning.message and "`emptyDir: null` (or `delete: [pod_template.spec.volumes[name=dshm].emptyDir]`)" in warning.message
     fixed = write(tmp_path / "fixed", "gpu-large.yaml", """\
         pod_template:
           spec:
@@ -330,6 +330,7 @@ def test_one_bad_file_does_not_stop_the_others(tmp_path):
 def test_json_format(tmp_path):
     path = write(tmp_path, "p.yaml", "elastic:\n  rdzv_configs: {heartbeat: 30}\n")
     result = invoke("validate", "--format", "json", path)
+    assert invoke("validate", "-o", "json", path).stdout == result.stdout  # one output flag for every command
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["errors"] == 1 and report["files"] == [path] and report["profiles"] == ["p"]

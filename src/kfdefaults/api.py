@@ -16,7 +16,6 @@ from .errors import Finding, Location, ProfileError, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
     Catalog,
-    FlagSource,
     discover_folders,
     folder_names,
     layer_sources,
@@ -26,7 +25,6 @@ from .layers.flags import folder_arguments
 from .merge.result import Resolved
 from .pipeline import Pipeline
 from .read import PROFILE_SUFFIXES, path_problem
-from .settings import PLATFORM_ENV, TEAM_ENV
 from .show.diff import Side, side
 from .validate.folders import sub_folders_hint
 from .validate.merged import check_merged
@@ -133,6 +131,8 @@ def validate_paths(
     platform: Iterable[str] = (),
     team: Iterable[str] = (),
     kubernetes_version: str | None = None,
+    only: Iterable[str] = (),
+    flags: tuple[str, str] = ("--platform", "--team"),
 ) -> Report:
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
 
@@ -150,6 +150,8 @@ def validate_paths(
         platform: Platform-layer folders to validate against (context, not reported on unless broken).
         team: Team-layer folders, likewise.
         kubernetes_version: Kubernetes minor version of the schema (default 1.32).
+        only: Layers that read the ``platform`` / ``team`` folders given and nothing else (``--only-team``).
+        flags: What gave ``platform`` and ``team``, for messages.
 
     Returns:
         A :class:`Report`; it never raises for bad input.
@@ -157,7 +159,7 @@ def validate_paths(
     findings: list[Finding] = []
     given = _given_files(paths, findings)
     try:
-        sources = _context_sources(platform, team, layer if paths else None)
+        sources = _context_sources(platform, team, layer if paths else None, only, flags)
     except ProfileError as e:
         return Report(sorted_findings(findings + e.findings))
     # a broken context folder or installed package is reported, and the rest is checked all the same
@@ -182,7 +184,8 @@ def validate_paths(
     return Report(sorted_findings(findings), [f for f, _ in checked], names)
 
 
-def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None) -> dict[str, list[Any]]:
+def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None,
+                     only: Iterable[str] = (), flags: tuple[str, str] = ("--platform", "--team")) -> dict[str, list[Any]]:
     """The layer sources ``validate`` reads: all of them; or, for files of ``layer``, everything below that layer
     as ``render`` reads it (a team repository is checked on top of the installed platform package) and, in that
     layer and above, only the folders given as flags (the repository's own files are not read twice, through
@@ -191,11 +194,8 @@ def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | 
     Raises:
         ProfileError: pyproject.toml's ``[tool.kfdefaults]`` is invalid.
     """
-    sources = layer_sources(platform, team)
-    if layer is not None:
-        for upper in FOLDER_LAYERS[FOLDER_LAYERS.index(layer):]:
-            sources[upper] = [s for s in sources[upper] if isinstance(s, FlagSource)]
-    return sources
+    upper = FOLDER_LAYERS[FOLDER_LAYERS.index(layer):] if layer is not None else ()
+    return layer_sources(platform, team, only={*upper, *only}, flags=flags)
 
 
 def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
@@ -268,16 +268,8 @@ def compare(
         ProfileError: a profile is unknown (on both sides, when one profile is compared under two sets of
             folders) or a file is invalid, on either side.
     """
-    sources: dict[str, Any] = {}
-    environ = dict(os.environ)
-    if platform_against is not None:
-        environ.pop(PLATFORM_ENV, None)
-        sources["entry_points"] = False
-    if team_against is not None:
-        environ.pop(TEAM_ENV, None)
-        sources["pyproject"] = False
-    if sources:
-        sources["environ"] = environ
+    only = [layer for layer, against in (("platform", platform_against), ("team", team_against)) if against is not None]
+    sources: dict[str, Any] = {"only": only}
     b_name = name_b or name_a
     labels = (name_a, b_name) if name_a != b_name else (f"{name_a} (before)", f"{b_name} (after)")
     flags_b = ("--platform" if platform_against is None else "--platform-against",

@@ -106,6 +106,9 @@ class Finding:
 class ProfileError(KfdefaultsError):
     """One or more problems in profile files, each with its location.
 
+    Its message is complete in its first line (the first problem, and how many more follow), so that the last
+    line a traceback prints says it all (under ``pyflyte``, say); each further problem has a line of its own.
+
     Attributes:
         findings: Every error found (warnings are not included); never empty.
     """
@@ -115,7 +118,11 @@ class ProfileError(KfdefaultsError):
         super().__init__(self.findings)
 
     def __str__(self) -> str:
-        return "\n".join(str(f) for f in self.findings)
+        lines = [str(f) for f in self.findings]
+        if len(lines) > 1:
+            more = len(lines) - 1
+            lines[0] += f" (and {more} more problem{'s' * (more != 1)}, below)"
+        return "\n".join(lines)
 
 
 def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:

@@ -117,13 +117,14 @@ def format_path(path: Sequence[Any]) -> str:
     return out
 
 
-def parse_path(text: str, *, positions: bool = False) -> list[Any]:
+def parse_path(text: str, *, positions: bool = False, item: bool = False) -> list[Any]:
     """Read a dotted path: ``a.b[name=x].c`` -> ``["a", "b", ("name", "x"), "c"]``.
 
     Selectors come back as ``(merge key, value)`` tuples; a value in double quotes is read as a JSON string
     (``[name="1"]`` is the string ``"1"``), a bare one stays text (the caller types it by the schema).
     With ``positions=True``, ``[3]`` is read as the int 3 (paths that messages print); without, it is an error
-    (a ``--set`` key cannot name an item of a list that has no merge key).
+    (a ``--set`` key cannot name an item of a list that has no merge key). With ``item=True`` (or
+    ``positions=True``) a path may end with a selector: it names a whole list item.
 
     Raises:
         PathError: an empty segment, an unbalanced quote, a selector that does not follow a field name, a path
@@ -170,7 +171,7 @@ def parse_path(text: str, *, positions: bool = False) -> list[Any]:
         raise PathError(f"unbalanced quote in {text!r}")
     if current:
         parts.append(current)
-    if not parts or (isinstance(parts[-1], tuple) and not positions):
+    if not parts or (isinstance(parts[-1], tuple) and not (positions or item)):
         raise PathError(f"{text!r} must end with a field name")
     return parts
 

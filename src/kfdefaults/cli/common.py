@@ -44,12 +44,38 @@ def add_kubernetes_version(p: argparse.ArgumentParser, what: str = "Schema versi
                    help=f"{what} (default 1.32).")
 
 
-def add_layer_options(p: argparse.ArgumentParser) -> None:
-    """``--platform DIR`` and ``--team DIR``, each repeatable. A bad folder is bad input (exit 1), found when read."""
+def add_layer_options(p: argparse.ArgumentParser, *, only: bool = True) -> None:
+    """``--platform DIR`` and ``--team DIR`` (each repeatable) add a folder to their layer; ``--only-platform DIR``
+    and ``--only-team DIR`` make the layer read those folders alone. A bad folder is bad input (exit 1), found
+    when read."""
     p.add_argument("--platform", action="append", default=[], metavar="DIR",
                    help="A platform-layer folder (repeatable); adds to KFDEFAULTS_PLATFORM_PATH and entry points.")
     p.add_argument("--team", action="append", default=[], metavar="DIR",
                    help="A team-layer folder (repeatable); adds to KFDEFAULTS_TEAM_PATH and pyproject.toml.")
+    if only:
+        p.add_argument("--only-platform", action="append", default=[], metavar="DIR",
+                       help="The platform layer is this folder alone (repeatable): no KFDEFAULTS_PLATFORM_PATH, no "
+                            "installed packages.")
+        p.add_argument("--only-team", action="append", default=[], metavar="DIR",
+                       help="The team layer is this folder alone (repeatable): no KFDEFAULTS_TEAM_PATH, no "
+                            "pyproject.toml; to preview another folder inside a project.")
+
+
+def layer_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """The layer options as keyword arguments of :meth:`kfdefaults.pipeline.Pipeline.discover`
+    (``platform``, ``team``, ``only``, ``flags``); ``--team`` with ``--only-team`` is a usage mistake."""
+    out: dict[str, Any] = {"platform": args.platform, "team": args.team, "only": []}
+    flags = ["--platform", "--team"]
+    for i, layer in enumerate(("platform", "team")):
+        alone = getattr(args, f"only_{layer}", None)
+        if alone:
+            if getattr(args, layer):
+                p.error(f"--{layer} adds to the {layer} layer and --only-{layer} replaces it: give one of them")
+            out[layer] = alone
+            out["only"].append(layer)
+            flags[i] = f"--only-{layer}"
+    out["flags"] = tuple(flags)
+    return out
 
 
 def escape_what_the_locale_cannot_write() -> None:

@@ -16,7 +16,7 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "mistake).")
     p.add_argument("name_a", metavar="NAME_A")
     p.add_argument("name_b", metavar="NAME_B", nargs="?")
-    add_layer_options(p)
+    add_layer_options(p, only=False)
     p.add_argument("--platform-against", action="append", default=[], metavar="DIR",
                    help="Platform folders of side B (repeatable), compared with --platform; the platform layer then "
                         "reads only these flags (no KFDEFAULTS_PLATFORM_PATH, no entry points).")

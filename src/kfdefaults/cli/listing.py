@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import ProfileError, sorted_findings
-from .common import add_layer_options, is_terminal, out, parser, report
+from .common import add_layer_options, is_terminal, layer_arguments, out, parser, report
 from .common import run as run_body
 
 
@@ -29,7 +29,7 @@ def _list(args: argparse.Namespace) -> int:
     from ..pipeline import Pipeline
     from ..validate.folders import empty_folder_warnings
 
-    pipeline = Pipeline.discover(args.platform, args.team)
+    pipeline = Pipeline.discover(**layer_arguments(build("kfdefaults list"), args))
     report(empty_folder_warnings(pipeline.catalog))
     rows, problems = profile_rows(pipeline)
     if args.output == "json":

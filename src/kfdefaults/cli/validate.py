@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_kubernetes_version, add_layer_options, err, out, parser, report
+from .common import (
+    add_kubernetes_version,
+    add_layer_options,
+    err,
+    layer_arguments,
+    out,
+    parser,
+    report,
+)
 from .common import run as run_body
 
 
@@ -22,7 +30,7 @@ def build(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--layer", choices=["platform", "team"], default="team",
                    help="The layer the PATHs belong to (their profiles are merged on top of the lower layers); "
                         "default: team.")
-    p.add_argument("--format", dest="format_", choices=["text", "json"], default="text",
+    p.add_argument("-o", "--output", "--format", dest="format_", choices=["text", "json"], default="text",
                    help="text (the default): FILE:LINE:COLUMN lines on standard error; json: a report on standard "
                         "output.")
     p.add_argument("--strict", action="store_true", help="Warnings fail the run too (exit 1).")
@@ -34,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
     def body() -> int:
         from ..api import validate_paths
 
-        result = validate_paths(args.paths, layer=args.layer, platform=args.platform, team=args.team,
-                                kubernetes_version=args.kubernetes_version)
+        layers = layer_arguments(build("kfdefaults validate"), args)
+        result = validate_paths(args.paths, layer=args.layer, kubernetes_version=args.kubernetes_version, **layers)
         if args.format_ == "json":
             from ..show.output import output_encoding, to_json
 

@@ -24,6 +24,7 @@ from ..merge.elastic import PLUGIN_ELASTIC_DEFAULTS
 from ..merge.result import Resolved
 from ..pipeline import Pipeline, shared_pipeline
 from ..validate.fragment import Fragment
+from ..validate.suggest import ELASTIC_SYNONYMS, closest
 from .objects import OBJECTS, plugin_elastic
 from .pod import name_primary_as_the_profile_does
 from .runtime import embedded_settings, in_flyte_task_container, runtime_key
@@ -32,6 +33,22 @@ ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval"
 """The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
 
 _RESOLVED: dict[tuple[str, str], tuple[Pipeline, Fragment | None, Resolved]] = {}
+
+
+def unknown_arguments_message(unknown: list[str]) -> str:
+    """Why ``Elastic(...)`` refuses keyword arguments, with the one each was probably meant to be, as the command
+    line says it (torchrun's and the PyTorchJob's names included: ``nnode``, ``nprocs``, ``maxReplicas``)."""
+    parts = []
+    for name in unknown:
+        if name == "increase_shared_mem":
+            parts.append("`increase_shared_mem` (kfdefaults profiles own /dev/shm: give the size in the profile's "
+                         "dshm volume, or use @task(shared_memory=...))")
+            continue
+        near = closest(name, ELASTIC_FIELDS + ("profile", "platform", "team"))
+        hint = ELASTIC_SYNONYMS.get(name) or (f"`{near}`" if near else None)  # synonyms come quoted
+        parts.append(f"`{name}`" + (f" (did you mean {hint}?)" if hint else ""))
+    known = ", ".join(("profile", "platform", "team") + ELASTIC_FIELDS)
+    return f"Elastic() got unexpected keyword arguments: {'; '.join(parts)}. It takes {known}"
 """(profile, overrides) -> the merged profile, reused while the shared pipeline is the same."""
 
 
@@ -93,9 +110,7 @@ class Elastic(PluginElastic):
             del overrides["increase_shared_mem"]  # what kfdefaults does anyway: a port from the plugin keeps working
         unknown = sorted(set(overrides) - set(ELASTIC_FIELDS))
         if unknown:
-            hint = (" (kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, or use "
-                    "@task(shared_memory=...))") if "increase_shared_mem" in unknown else ""
-            raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}{hint}")
+            raise TypeError(unknown_arguments_message(unknown))
         if not isinstance(profile, str):
             raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
         platform, team = folder_arguments(platform, "Elastic(platform=...)"), folder_arguments(team, "Elastic(team=...)")

@@ -59,11 +59,16 @@ def layer_sources(
     entry_points: bool | None = None,
     pyproject: bool = True,
     flags: tuple[str, str] = ("--platform", "--team"),
+    only: Iterable[str] = (),
 ) -> dict[str, list[Source]]:
     """The sources of each folder layer, in the order of :data:`LAYERS`.
 
     ``flags`` names what gave ``platform`` and ``team`` in messages: the command-line flags, or the keyword
     arguments of the Python call (``resolve(team=...)``).
+
+    ``only`` names layers (``"platform"``, ``"team"``) that read the folders given as ``platform`` / ``team``
+    and nothing else: not their environment variable, not the installed packages, not pyproject.toml
+    (``--only-team DIR``; ``diff --team-against``).
 
     ``entry_points=None`` reads installed packages' folders unless ``KFDEFAULTS_NO_ENTRY_POINTS`` is set (to
     test a package's own folder, given with ``--platform``, while an older version of it is installed).
@@ -81,9 +86,10 @@ def layer_sources(
         EnvSource("team", TEAM_ENV, environ),
         PyprojectSource(cwd or os.getcwd()) if pyproject else None,
     )
+    only = set(only)
     out: dict[str, list[Source]] = {layer: [] for layer in FOLDER_LAYERS}
     for source in sources:
-        if source is not None:
+        if source is not None and (source.layer not in only or isinstance(source, FlagSource)):
             out[source.layer].append(source)
     return out
 

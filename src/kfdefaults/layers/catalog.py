@@ -72,6 +72,8 @@ class Catalog:
         self.folders = {layer: list(found) for layer, found in folders.items()}
         self.extra_files = {layer: list(found) for layer, found in (files or {}).items()}
         self._index: dict[str, dict[str, list[str]]] | None = None
+        self.origin_of: dict[str, str] = {}
+        """File -> what named its folder (``--team``, ``KFDEFAULTS_TEAM_PATH``, a pyproject.toml, an entry point)."""
 
     def index(self) -> dict[str, dict[str, list[str]]]:
         """layer -> profile name -> files defining it (normally one), folders first, then the files given."""
@@ -84,12 +86,14 @@ class Catalog:
                     for path, name in folder_names(folder.path):
                         names.setdefault(name, []).append(path)
                         known.add(os.path.realpath(path))
+                        self.origin_of[path] = folder.origin
             for layer, files in self.extra_files.items():
                 names = index.setdefault(layer, {})
                 for path in files:
                     if os.path.realpath(path) not in known:
                         known.add(os.path.realpath(path))
                         names.setdefault(profile_name_of(path), []).append(path)
+                        self.origin_of[path] = "given"
             self._index = index
         return self._index
 
@@ -117,9 +121,11 @@ class Catalog:
         """
         files = self.files(name, layer)
         if len(files) > 1:
+            listed = ", ".join(f"{f} (from {self.origin_of.get(f, 'a folder')})" for f in files)
+            hint = f"; --only-{layer} DIR reads one folder alone" if layer in ("platform", "team") else ""
             raise ProfileError(
                 [Finding(Location(f, 1, 1), "", f"profile {name!r} is defined twice in the {layer} layer: "
-                         f"{', '.join(files)}", layer=layer) for f in files[1:]]
+                         f"{listed}{hint}", layer=layer) for f in files[1:]]
             )
         return files[0] if files else None
 

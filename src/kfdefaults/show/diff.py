@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..paths import PathT, Select, format_path
-from .explain import Entry, Origin, explain, skeleton
+from .explain import Entry, Origin, atomic_list, explain, skeleton
 from .leaves import format_value, same, tree_order
 from .output import output_encoding, to_json, to_yaml, writable
 
@@ -129,7 +129,7 @@ def differences(a: Side, b: Side) -> list[Difference]:
         x, y = left.get(path), right.get(path)
         if x is not None and y is not None and same(x.value, y.value):
             continue
-        whole = _atomic_list(path) or (path if any(e is not None and e.value == [] for e in (x, y)) else None)
+        whole = atomic_list(path) or (path if any(e is not None and e.value == [] for e in (x, y)) else None)
         if whole is not None:
             if whole not in lists_done:
                 lists_done.add(whole)
@@ -143,14 +143,6 @@ def differences(a: Side, b: Side) -> list[Difference]:
             assert y is not None
             out.append(Difference(path, "added", ABSENT, y.value, None, y.set_by))
     return out
-
-
-def _atomic_list(path: PathT) -> PathT | None:
-    """The path of the outermost list without a merge key that ``path`` goes through, if any."""
-    for i, part in enumerate(path):
-        if isinstance(part, int) and not isinstance(part, bool):
-            return tuple(path[:i])
-    return None
 
 
 def _list_difference(at: PathT, left: Mapping[PathT, Entry], right: Mapping[PathT, Entry],

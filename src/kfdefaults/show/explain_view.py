@@ -1,10 +1,11 @@
-"""``render --explain`` printed: a rich table on a terminal, stable plain text when piped, JSON or YAML."""
+"""``render --explain`` printed: on a terminal a table where it fits and a narrow layout where it does not, stable
+plain text when piped, JSON or YAML."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..paths import format_path
+from ..paths import Select, format_path
 from .explain import Entry, explain
 from .leaves import format_value
 from .output import output_encoding, to_json, to_yaml, writable
@@ -23,8 +24,7 @@ def explain_lines(entries: Sequence[Entry]) -> list[str]:
 
     Values are written by :func:`kfdefaults.show.leaves.format_value` (a value holding whitespace is quoted).
     """
-    rows = [(format_path(e.path), format_value(e.value), e.set_by.layer, e.set_by.where,
-             f"removed by {e.removed_by.layer} {e.removed_by.where}" if e.removed_by else "") for e in entries]
+    rows = [(format_path(e.path), shown_value(e), e.set_by.layer, e.set_by.where, removal(e)) for e in entries]
     widths = [min(max((len(r[i]) for r in rows), default=0), _MAX_PAD[i]) for i in range(4)]
     lines = []
     for row in rows:
@@ -33,33 +33,142 @@ def explain_lines(entries: Sequence[Entry]) -> list[str]:
     return lines
 
 
+def shown_value(entry: Entry) -> str:
+    """The value as a cell: a leaf's value, or for a list replaced whole how many items went."""
+    if entry.items is not None:
+        return f"({entry.items} item{'s' * (entry.items != 1)})"
+    return format_value(entry.value)
+
+
+def removal(entry: Entry) -> str:
+    """``removed by LAYER FILE:LINE``, ``replaced whole by LAYER FILE:LINE``, or ``""`` for a live value."""
+    if entry.removed_by is None:
+        return ""
+    verb = "replaced whole by" if entry.items is not None else "removed by"
+    return f"{verb} {entry.removed_by.layer} {entry.removed_by.where}"
+
+
 _MAX_PAD = (120, 40, 8, 80)
 """Column widths beyond which a long cell overflows its column instead of widening it for every line."""
 
 
-def print_explain_table(name: str, entries: Sequence[Entry]) -> None:
-    """A rich table on the terminal: removed values dimmed, with who removed them in red."""
+def print_explain_table(name: str, entries: Sequence[Entry], width: int | None = None) -> None:
+    """``--explain`` on a terminal: the wide table where it fits in ``width`` columns (the terminal's), else the
+    narrow layout (:func:`narrow_lines`). Nothing is cut: a line longer than the terminal wraps there."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    encoding = output_encoding()
+    encoding = output_encoding()  # cells escaped before rich measures them: the columns stay aligned
+    console = Console(highlight=False, width=width)
+    rows = [tuple(writable(cell, encoding) for cell in (format_path(e.path), shown_value(e), e.set_by.layer,
+                                                         e.set_by.where, removal(e))) for e in entries]
     any_removed = any(e.removed for e in entries)
+    columns = ("path", "value", "layer", "set at") + (("removed by",) if any_removed else ())
+    natural = sum(max([len(c)] + [len(r[i]) for r in rows]) + 3 for i, c in enumerate(columns)) + 1
+    if natural > console.width:
+        for text, style in narrow_lines(name, entries, console.width):
+            console.print(Text(writable(text, encoding), style=style), soft_wrap=True)
+        return
     table = Table(title=f"{name}: where each value comes from", title_justify="left")
-    for column in ("path", "value", "layer", "set at") + (("removed by",) if any_removed else ()):
-        # a path stays whole, so it can be pasted into --set; the other columns wrap
-        table.add_column(column, overflow="fold", no_wrap=column == "path")
-    for e in entries:
+    for column in columns:
+        table.add_column(column, no_wrap=True)
+    for e, row in zip(entries, rows):
         style = "dim" if e.removed else ""
-        cells = [Text(writable(format_path(e.path), encoding), style=style),
-                 Text(writable(format_value(e.value), encoding), style=style),
-                 Text(e.set_by.layer, style=style or _LAYER_STYLE.get(e.set_by.layer, "")),
-                 Text(writable(e.set_by.where, encoding), style=style)]
+        cells = [Text(row[0], style=style), Text(row[1], style=style),
+                 Text(row[2], style=style or _LAYER_STYLE.get(row[2], "")), Text(row[3], style=style)]
         if any_removed:
-            cells.append(Text(writable(f"{e.removed_by.layer} {e.removed_by.where}", encoding), style="red")
-                         if e.removed_by else Text(""))
+            cells.append(Text(row[4], style="red"))
         table.add_row(*cells)
-    Console().print(table)
+    console.print(table)
+
+
+def narrow_lines(name: str, entries: Sequence[Entry], width: int) -> list[tuple[str, str]]:
+    """The layout for a narrow terminal, as ``(line, rich style)``: the folders of each layer first, then the
+    values grouped by section (``elastic``, ``pod_template.spec.containers[name=primary]``...), one per line as
+    ``key = value`` with its layer and FILE:LINE (relative to the layer's folder) in a column where it fits, else
+    on the next line; a removal starts with ``-`` and says who removed it, a list replaced whole how many items
+    went and who replaced it."""
+    folders = layer_folders(entries)
+    rows: list[tuple[tuple, str, str, str]] = []  # (group, text, origin, style)
+    for e in entries:
+        head, rel = split_group(e.path)
+        if e.items is not None:
+            text = f"- {_relative(rel) + ': ' if rel else ''}{shown_value(e)} of {origin_text(e.set_by, folders)}"
+            rows.append((head, text, removal_text(e, folders), "red"))
+            continue
+        text = f"{'- ' if e.removed else ''}{_relative(rel)} = {shown_value(e)}"
+        origin = origin_text(e.set_by, folders) + (f", {removal_text(e, folders)}" if e.removed else "")
+        rows.append((head, text, origin, "dim" if e.removed else ""))
+    column = min(max((len(t) for _, t, _, _ in rows), default=0) + 4, max(width // 2, width - 40))
+    lines: list[tuple[str, str]] = [(f"{name}: where each value comes from", "bold")]
+    lines += [(f"  {layer:<9} {folder}", "dim") for layer, folder in folders.items()]
+    group: tuple | None = None
+    for head, text, origin, style in rows:
+        if head != group:
+            lines.append((format_path(head) if head else "", "bold"))
+            group = head
+        indent = "  " if head else ""
+        if len(indent + text) + 2 <= column and column + len(origin) <= width:
+            lines.append((f"{indent + text:<{column}}{origin}", style))
+        else:
+            lines += [(indent + text, style), (f"{indent}    {origin}", style or "dim")]
+    return lines
+
+
+def _relative(rel: tuple) -> str:
+    """A path inside its group: ``image``, ``[0].key``, ``resources.limits."nvidia.com/gpu"``."""
+    if not rel:
+        return ""
+    if isinstance(rel[0], (int, Select)):
+        return format_path(("x", *rel))[1:]
+    return format_path(rel)
+
+
+def split_group(path: tuple) -> tuple[tuple, tuple]:
+    """``(group, rest)``: the section a leaf is shown under, and its path inside it.
+
+    ``elastic.*`` and the pod template's own keys group under ``elastic`` and ``pod_template``; PodSpec fields
+    under ``pod_template.spec``, except that the items of a list group under the list (``tolerations``) or the
+    item (``containers[name=primary]``).
+    """
+    if len(path) < 2:
+        return (), tuple(path)
+    if path[0] != "pod_template" or path[1] != "spec":
+        return tuple(path[:1]), tuple(path[1:])
+    if len(path) >= 4 and isinstance(path[3], Select):
+        return tuple(path[:4]), tuple(path[4:])
+    if len(path) >= 3 and (len(path) == 3 or isinstance(path[3], int)):
+        return tuple(path[:3]), tuple(path[3:])
+    return tuple(path[:2]), tuple(path[2:])
+
+
+def layer_folders(entries: Sequence[Entry]) -> dict[str, str]:
+    """Layer -> the one folder its files are in, for layers whose files are all in one folder."""
+    import os
+
+    found: dict[str, set[str]] = {}
+    for e in entries:
+        for origin in (e.set_by, e.removed_by):
+            if origin is not None and origin.location.line:
+                found.setdefault(origin.layer, set()).add(os.path.dirname(origin.location.file))
+    return {layer: next(iter(dirs)) for layer, dirs in found.items() if len(dirs) == 1}
+
+
+def origin_text(origin: Any, folders: dict[str, str]) -> str:
+    """``LAYER FILE:LINE``, the file relative to the layer's folder when the legend names it."""
+    import os
+
+    where = origin.where
+    folder = folders.get(origin.layer)
+    if folder and origin.location.line and os.path.dirname(origin.location.file) == folder:
+        where = f"{os.path.basename(origin.location.file)}:{origin.location.line}"
+    return f"{origin.layer} {where}"
+
+
+def removal_text(entry: Entry, folders: dict[str, str]) -> str:
+    verb = "replaced whole by" if entry.items is not None else "removed by"
+    return f"{verb} {origin_text(entry.removed_by, folders)}" if entry.removed_by is not None else ""
 
 
 _LAYER_STYLE = {"default": "dim", "builtin": "cyan", "platform": "magenta", "team": "green", "task": "yellow"}

@@ -20,8 +20,8 @@ from typing import Any
 from ..smp.schema import definitions, normalize_version
 from ..validate.enums import ENUM_EXTRA, enum_values
 from ..validate.model import ProfileFile
-from ..validate.schema_rules import INT_RANGES
 from ..validate.rdzv import RDZV_MAX_ATTEMPTS, RDZV_MAX_SECONDS, RDZV_SETTINGS, RDZV_STORE_TYPES
+from ..validate.schema_rules import INT_RANGES
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -124,12 +124,81 @@ def _rdzv_schema() -> dict[str, Any]:
         "store": {"enum": list(RDZV_STORE_TYPES)},
     }
     properties = {
-        key: {"anyOf": [kinds[kind], {"type": "null"}], "description": what} for key, (kind, what) in RDZV_SETTINGS.items()
+        key: {"anyOf": [dict(kinds[kind]), {"type": "null"}], "description": what} for key, (kind, what) in RDZV_SETTINGS.items()
     }
     return {
         "anyOf": [{"type": "object", "properties": properties, "additionalProperties": False}, {"type": "null"}],
         "description": "c10d rendezvous settings, timeouts in whole seconds; c10d reads join_timeout, not timeout.",
     }
+
+
+_SECTIONS = {"ElasticSection": "elastic", "RunPolicySection": "elastic.run_policy", "PodTemplateSection": "pod_template"}
+"""pydantic's definitions of our sections -> the path they sit at in a profile, for titles."""
+
+
+def _title_sections(schema: dict[str, Any]) -> None:
+    """Titles that read well in an editor's hover: each key of our sections titled by its path in a profile
+    (``elastic.rdzv_configs.join_timeout``), each PodSpec field by its name, instead of pydantic's ``Nnodes``
+    and, where a key has no title, its section's ``ElasticSection``."""
+    defs = schema["$defs"]
+    for key, prop in schema.get("properties", {}).items():
+        prop["title"] = key
+    for name, path in _SECTIONS.items():
+        section = defs[name]
+        section["title"] = path
+        for key, prop in section.get("properties", {}).items():
+            prop["title"] = f"{path}.{key}"
+    rdzv = defs["ElasticSection"]["properties"]["rdzv_configs"]["anyOf"][0]
+    for key, prop in rdzv["properties"].items():
+        prop["title"] = f"elastic.rdzv_configs.{key}"
+    for name, node in defs.items():
+        if name not in _SECTIONS:
+            node.setdefault("title", name.rsplit(".", 1)[-1])
+            for key, prop in node.get("properties", {}).items():
+                if isinstance(prop, dict):
+                    prop.setdefault("title", key)
+
+
+def _title_branches(node: Any) -> None:
+    """Give every branch of an ``anyOf`` / ``oneOf`` a title of its own: the key's title and what the branch is
+    (``elastic.nnodes: an integer``, ``elastic.nnodes: null (deletes what a lower layer set)``).
+
+    Editors built on yaml-language-server take a union whose branches have neither title nor description for
+    one whose every branch matched, and show the key's title once per branch (``Nnodes || Nnodes || Nnodes``);
+    with titles of their own, the hover shows the title of the branch the value matched.
+    """
+    if isinstance(node, list):
+        for item in node:
+            _title_branches(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for union in ("anyOf", "oneOf"):
+        for branch in node.get(union, []):
+            if isinstance(branch, dict) and "title" not in branch:
+                kind = _branch_title(branch)
+                # the branch's title is what the editor shows: the key's own title first, then what this branch is
+                branch["title"] = f"{node['title']}: {kind}" if node.get("title") else kind
+    for value in node.values():
+        _title_branches(value)
+
+
+def _branch_title(branch: dict[str, Any]) -> str:
+    if "$ref" in branch:
+        target = branch["$ref"].rsplit("/", 1)[-1]
+        return _SECTIONS.get(target, target.rsplit(".", 1)[-1])
+    if "enum" in branch:
+        return "one of " + ", ".join("null" if v is None else str(v) or '""' for v in branch["enum"])
+    kind = branch.get("type")
+    kinds = [kind] if isinstance(kind, str) else list(kind or [])
+    if kinds == ["null"]:
+        return "null (deletes what a lower layer set)"
+    words = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+             "object": "a mapping", "array": "a list"}
+    text = " or ".join(words.get(k, k) for k in kinds if k != "null") or "a value"
+    if "pattern" in branch:
+        text += " in the form " + ('"MIN:MAX"' if ":" in branch["pattern"] else f"/{branch['pattern']}/")
+    return text
 
 
 def profile_schema(kubernetes_version: str | None = None) -> dict[str, Any]:
@@ -161,6 +230,8 @@ def profile_schema(kubernetes_version: str | None = None) -> dict[str, Any]:
                           "description": "An integer or a string (a port number or a port name)."}
         else:
             defs[name] = _fragment_node(k8s[name], name, None)
+    _title_sections(schema)
+    _title_branches(schema)
     return {
         "$schema": SCHEMA_DIALECT,
         "title": "kfdefaults profile",

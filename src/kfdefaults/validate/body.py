@@ -16,6 +16,7 @@ from ..errors import Finding, sorted_findings
 from ..paths import format_path
 from ..read import Document
 from ..smp.schema import SchemaLookupError, schema_type
+from .deletions import expand_deletions
 from .metadata import check_pod_metadata
 from .model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
 from .podspec import check_pod_spec
@@ -79,7 +80,8 @@ def validate_body(
         what = "empty" if not data else kinds.get(type(data), f"a {type(data).__name__}")
         return None, [Finding(doc.location(()), "", "a profile must be a mapping that says something (keys among "
                               f"name, description, extends, elastic, pod_template); this file is {what}", layer=layer)]
-    findings = check_body(doc, data, layer, kubernetes_version)
+    data, findings = expand_deletions(doc, data, layer, kubernetes_version)
+    findings += check_body(doc, data, layer, kubernetes_version)
     try:
         body = ProfileFile.model_validate(data)
     except ValidationError as e:

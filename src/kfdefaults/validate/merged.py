@@ -10,6 +10,7 @@ from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import is_shm_mount
 from ..k8s.quantity import quantity_value
 from ..paths import format_path
+from ..read import TOML_SUFFIXES
 from ..smp.schema import schema_type
 from .suggest import closest
 
@@ -96,6 +97,18 @@ class _MergedChecker:
         location = top.location if top else Location(f"<profile {self.merged.name}>")
         self.findings.append(Finding(location, name, message, "warning", top.layer if top else None))
 
+    @staticmethod
+    def deletion(paths: Sequence[Sequence[Any]], *setters: _Setter | None) -> str:
+        """How to delete ``paths`` in the file that the warning points at (the highest of ``setters``), written
+        in that file's format: ``key: null`` in YAML, ``delete = ["..."]`` in TOML (which has no null)."""
+        present = [s for s in setters if s is not None]
+        top = max(present, key=lambda s: s.index) if present else None
+        written = [format_path(tuple(p)) for p in paths]
+        if top is not None and top.location.file.endswith(TOML_SUFFIXES):
+            return "`delete = [" + ", ".join(f'"{w}"' if '"' not in w else f"'{w}'" for w in written) + "]`"
+        return ", ".join(f"`{format_path(tuple(p)[-1:])}: null`" for p in paths) + \
+            f" (or `delete: [{', '.join(written)}]`)"
+
     def pod_setter(self, steps: Sequence[Any]) -> _Setter | None:
         return _setter(self.fragments, "pod", steps)
 
@@ -124,12 +137,13 @@ class _MergedChecker:
     def run_policy_of_a_single_pod(self) -> None:
         elastic = self.merged.elastic_settings
         if elastic.get("nnodes") == 1 and elastic.get("run_policy"):
+            setters = (_setter(self.fragments, "elastic", ["run_policy"]), _setter(self.fragments, "elastic", ["nnodes"]))
             self.warn(
                 "elastic.run_policy",
                 "has no effect: with `nnodes: 1` the task runs as a plain pod, and `run_policy` is a PyTorchJob's "
-                "(flytekitplugins.kfpytorch serializes it only for several nodes); remove it or set `run_policy: null`",
-                _setter(self.fragments, "elastic", ["run_policy"]),
-                _setter(self.fragments, "elastic", ["nnodes"]),
+                "(flytekitplugins.kfpytorch serializes it only for several nodes); remove it or delete it: "
+                + self.deletion([("elastic", "run_policy")], *setters),
+                *setters,
             )
 
     def primary_not_named(self, containers: list[dict[str, Any]], primary_name: str) -> None:
@@ -266,8 +280,8 @@ class _MergedChecker:
         self.warn(
             _named("pod_template", ["spec", "volumes", ("name", name), sources[top]]),
             f"volume `{name}` has {len(sources)} sources: {listed}. Kubernetes rejects the pod (a volume has exactly "
-            f"one source); to replace a lower layer's source, delete it where the new one is set "
-            f"({', '.join(f'`{k}: null`' for k in lower)})",
+            f"one source); to replace a lower layer's source, delete it where the new one is set: "
+            + self.deletion([("pod_template", "spec", "volumes", ("name", name), k) for k in lower], *setters),
             *setters,
         )
 

@@ -15,7 +15,7 @@ from ..k8s.names import (
     qualified_name_hint,
     qualified_name_problem,
 )
-from ..paths import join
+from ..paths import format_path, join
 from ..read import Document
 
 PathT = tuple
@@ -70,7 +70,7 @@ def check_pod_metadata(document: Document, pod_template: Any, layer: str | None,
     def report(where: PathT, name: str, message: str, *, key: bool = False) -> None:
         findings.append(Finding(document.location(where, key=key), name, message, "error", layer))
 
-    base = ".".join(path)
+    base = format_path(path)
     labels = pod_template.get("labels")
     if isinstance(labels, dict):
         for key, value in labels.items():

@@ -144,6 +144,10 @@ class ProfileFile(_Strict):
     )
     elastic: Optional[ElasticSection] = None
     pod_template: Optional[PodTemplateSection] = None
+    delete: Optional[List[str]] = Field(
+        None, description='Paths whose lower-layer values this profile deletes, as null would (TOML has no null): '
+        '["elastic.run_policy", "pod_template.spec.containers[name=log-shipper]"].'
+    )
 
     @field_validator("extends")
     @classmethod

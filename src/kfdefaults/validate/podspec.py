@@ -36,7 +36,7 @@ from ..k8s.names import (
     qualified_name_problem,
 )
 from ..k8s.quantity import quantity_problem, quantity_value
-from ..paths import Select, join
+from ..paths import Select, format_path, join
 from ..read import Document
 from ..smp.schema import definitions
 from .enums import ENUM_EXTRA, enum_values
@@ -390,4 +390,4 @@ def check_pod_spec(document: Document, spec: Any, layer: str | None, *, kubernet
     if not isinstance(spec, dict):
         return []
     checker = FragmentChecker(document, layer, kubernetes_version)
-    return checker.check(spec, POD_SPEC, path, ".".join(path))
+    return checker.check(spec, POD_SPEC, path, format_path(path))

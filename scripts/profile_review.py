@@ -1,0 +1,164 @@
+"""What a pull request's profile changes do to the tasks: one pull-request comment, kept up to date.
+
+Run by the repository's GitHub Action (action.yml) in a platform or team repository, on a pull request: for every
+profile of the given folders (new, deleted and unchanged files alike, since a profile can change through
+``extends``), ``kfdefaults diff NAME --team BASE --team-against HEAD --format markdown``; the profiles that
+differ go into one comment on the pull request, found again by a marker and edited on the next push rather than
+posted twice.
+
+    python scripts/profile_review.py --folder profiles [--layer team] [--base SHA] [--dry-run]
+
+The base version of each folder is read from git (``git archive BASE -- FOLDER``), the head version from the
+working tree. GitHub is reached with ``GITHUB_TOKEN`` at ``GITHUB_API_URL`` (default https://api.github.com) for
+``GITHUB_REPOSITORY``; the pull request and its base come from the event file (``GITHUB_EVENT_PATH``).
+
+Exit status: 0 when every profile could be compared (differences or not), 1 when one could not (a broken file:
+the comment says which), 2 a usage mistake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from typing import Any
+
+MARKER = "<!-- kfdefaults profile review -->"
+SUFFIXES = (".yaml", ".yml", ".toml")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", action="append", required=True, help="A profile folder of the repository (repeatable).")
+    parser.add_argument("--layer", choices=["team", "platform"], default="team", help="The layer of the folders.")
+    parser.add_argument("--base", help="The commit to compare with (default: the pull request's base).")
+    parser.add_argument("--kfdefaults", default="kfdefaults", help="The kfdefaults command to run.")
+    parser.add_argument("--dry-run", action="store_true", help="Print the comment instead of posting it.")
+    args = parser.parse_args(argv)
+    event = _event()
+    base = args.base or (event.get("pull_request") or {}).get("base", {}).get("sha")
+    if not base:
+        parser.error("no --base, and no pull request in GITHUB_EVENT_PATH")
+    sections, trouble, unchanged = [], [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for folder in args.folder:
+            old = _checkout(base, folder, tmp)
+            for name in sorted(_names(old) | _names(folder)):
+                code, text = _diff(args.kfdefaults, name, old, folder, args.layer)
+                if code == 0:
+                    unchanged += 1
+                elif code == 1:
+                    sections.append(text)
+                else:
+                    trouble.append(f"`{name}` could not be compared:\n\n```text\n{text.strip()}\n```\n")
+    body = comment(sections, trouble, unchanged, base)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(body + "\n")
+    if args.dry_run:
+        sys.stdout.write(body + "\n")
+    else:
+        post(body, event, quiet=not sections and not trouble)
+    return 1 if trouble else 0
+
+
+def comment(sections: list[str], trouble: list[str], unchanged: int, base: str) -> str:
+    """The comment: a marker to find it again, then each profile's differences, the failures, and a count."""
+    lines = [MARKER, "### What this change does to the tasks", ""]
+    if not sections and not trouble:
+        lines.append("No profile's merged result changes.")
+    lines += [s.rstrip() + "\n" for s in sections] + trouble
+    lines.append(f"<sub>{unchanged} profile{'s' * (unchanged != 1)} unchanged; compared with {base[:12]}.</sub>")
+    return "\n".join(lines)
+
+
+def _event() -> dict[str, Any]:
+    path = os.environ.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _checkout(base: str, folder: str, tmp: str) -> str:
+    """The folder as it is at ``base``, written under ``tmp``; an empty folder when it did not exist then."""
+    target = os.path.join(tmp, "base")
+    os.makedirs(os.path.join(target, folder), exist_ok=True)
+    proc = subprocess.run(["git", "archive", "--format=tar", base, "--", folder], capture_output=True)
+    if proc.returncode == 0:
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
+            if hasattr(tarfile, "data_filter"):  # Python 3.12, and 3.8.17+ / 3.11.4+ backports
+                archive.extractall(target, filter="data")
+            else:  # pragma: no cover - older Pythons: git archive of our own commit holds plain files only
+                archive.extractall(target)
+    return os.path.join(target, folder)
+
+
+def _names(folder: str) -> set[str]:
+    try:
+        return {os.path.splitext(n)[0] for n in os.listdir(folder) if n.endswith(SUFFIXES) and not n.startswith(".")}
+    except OSError:
+        return set()
+
+
+def _diff(command: str, name: str, old: str, new: str, layer: str) -> tuple[int, str]:
+    proc = subprocess.run([command, "diff", name, f"--{layer}", old, f"--{layer}-against", new, "--format", "markdown"],
+                          capture_output=True, text=True)
+    return proc.returncode, proc.stdout if proc.returncode in (0, 1) else proc.stderr or proc.stdout
+
+
+def post(body: str, event: dict[str, Any], *, quiet: bool) -> None:
+    """Edit the pull request's comment that carries :data:`MARKER`, or add one (not when ``quiet`` and none exists).
+
+    Raises:
+        SystemExit: no pull request in the event, no token, or GitHub refused (its answer is printed).
+    """
+    number = (event.get("pull_request") or {}).get("number") or event.get("number")
+    repository, token = os.environ.get("GITHUB_REPOSITORY"), os.environ.get("GITHUB_TOKEN")
+    if not number or not repository or not token:
+        sys.exit("profile_review: posting needs a pull_request event, GITHUB_REPOSITORY and GITHUB_TOKEN (or --dry-run)")
+    api = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+    existing = _find(api, repository, number, token)
+    if existing is not None:
+        _request("PATCH", f"{api}/repos/{repository}/issues/comments/{existing}", token, {"body": body})
+    elif not quiet:
+        _request("POST", f"{api}/repos/{repository}/issues/{number}/comments", token, {"body": body})
+
+
+def _find(api: str, repository: str, number: int, token: str) -> int | None:
+    page = 1
+    while True:
+        comments = _request("GET", f"{api}/repos/{repository}/issues/{number}/comments?per_page=100&page={page}", token)
+        for item in comments:
+            if str(item.get("body", "")).startswith(MARKER):
+                return int(item["id"])
+        if len(comments) < 100:
+            return None
+        page += 1
+
+
+def _request(method: str, url: str, token: str, payload: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(payload).encode() if payload is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as e:
+        sys.exit(f"profile_review: GitHub answered {e.code} to {method} {url}: {e.read().decode(errors='replace')[:500]}")
+    except (OSError, http.client.HTTPException, ValueError) as e:  # unreachable, cut off, not JSON
+        sys.exit(f"profile_review: {method} {url} failed: {type(e).__name__}: {e}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

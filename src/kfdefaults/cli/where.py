@@ -1,0 +1,129 @@
+"""``kfdefaults where [NAME]``: every source of every layer, in order, with what each gave; for NAME, the ordered
+chain of fragments that make it (the ``pip config debug`` / ``git config --show-origin`` habit)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..errors import ProfileError
+from .common import add_layer_options, layer_arguments, out, parser, report
+from .common import run as run_body
+
+
+def build(prog: str) -> argparse.ArgumentParser:
+    p = parser(prog, "Show where profiles come from: every source of every layer, in the order they are read, with\n"
+                     "the folders each gave and the profiles in them; with NAME, the files that make NAME, lowest\n"
+                     "first (the parents of `extends` before the profile, each layer in turn).")
+    p.add_argument("name", metavar="NAME", nargs="?")
+    add_layer_options(p)
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="text (the default) or json.")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_body(lambda: _where(args))
+
+
+def _where(args: argparse.Namespace) -> int:
+    from ..layers import layer_sources
+    from ..pipeline import Pipeline
+    from ..show.output import output_encoding, to_json
+
+    layers = layer_arguments(build("kfdefaults where"), args)
+    report_ = {"layers": [{"layer": layer, "sources": [_source(source) for source in sources]}
+                          for layer, sources in layer_sources(**layers).items()]}
+    status = 0
+    if args.name:
+        try:
+            fragments = Pipeline.discover(**layers).fragments(args.name)
+            report_["profile"] = {"name": args.name, "fragments": [
+                {"layer": f.layer, "profile": f.profile, "file": f.source} for f in fragments]}
+        except ProfileError as e:
+            report(e.findings)
+            status = 1
+    out(to_json(report_, encoding=output_encoding()) if args.output == "json" else _text(report_))
+    return status
+
+
+def _source(source: Any) -> dict[str, Any]:
+    """What one source is and what it gave: its folders, each with its profiles, or why it gave none."""
+    from ..read import path_problem
+
+    entry: dict[str, Any] = {"source": describe(source), "folders": []}
+    try:
+        folders = source.folders()
+    except ProfileError as e:  # a broken installed package or pyproject.toml
+        entry["error"] = "; ".join(str(f) for f in e.findings)
+        return entry
+    from ..layers import folder_names
+
+    for folder in folders:
+        problem = path_problem(folder.path, "folder")
+        item: dict[str, Any] = {"path": folder.path, "origin": folder.origin}
+        if problem:
+            item["error"] = problem
+        else:
+            item["profiles"] = [name for _, name in folder_names(folder.path)]
+        entry["folders"].append(item)
+    return entry
+
+
+def describe(source: Any) -> str:
+    """How a source is named: ``--team``, ``KFDEFAULTS_TEAM_PATH``, ``pyproject.toml above DIR``..."""
+    from ..layers import (
+        BuiltinSource,
+        EntryPointSource,
+        EnvSource,
+        FlagSource,
+        PyprojectSource,
+        nearest_pyproject,
+    )
+
+    if isinstance(source, BuiltinSource):
+        return "kfdefaults' own profiles"
+    if isinstance(source, FlagSource):
+        return source.flag
+    if isinstance(source, EnvSource):
+        return source.variable + ("" if source.environ.get(source.variable) else " (not set)")
+    if isinstance(source, EntryPointSource):
+        return "installed packages (entry-point group kfdefaults.platform)"
+    if isinstance(source, PyprojectSource):
+        found = nearest_pyproject(source.start)
+        return f"[tool.kfdefaults] team in {found}" if found else f"pyproject.toml (none in {source.start} or above)"
+    return type(source).__name__
+
+
+def _text(data: dict[str, Any]) -> str:
+    lines = []
+    for layer in data["layers"]:
+        lines.append(layer["layer"])
+        for source in layer["sources"]:
+            lines.append(f"  {source['source']}")
+            if "error" in source:
+                lines.append(f"      error: {source['error']}")
+            elif not source["folders"]:
+                lines.append("      (no folder)")
+            for folder in source["folders"]:
+                said = folder.get("error") or _profiles(folder["profiles"])
+                lines.append(f"      {_short(folder['path'])}: {said}")
+    profile = data.get("profile")
+    if profile:
+        lines += ["", f"{profile['name']}, lowest first:"]
+        width = max(len(f["profile"]) for f in profile["fragments"])
+        for i, fragment in enumerate(profile["fragments"], 1):
+            lines.append(f"  {i:>2}  {fragment['layer']:<8}  {fragment['profile']:<{width}}  {_short(fragment['file'])}")
+    return "\n".join(lines) + "\n"
+
+
+def _profiles(names: list[str]) -> str:
+    if not names:
+        return "no profile files"
+    return f"{len(names)} profile{'s' * (len(names) != 1)} ({', '.join(names)})"
+
+
+def _short(path: str) -> str:
+    """A path relative to the working folder where that is shorter."""
+    relative = os.path.relpath(path) if os.path.isabs(path) else path
+    return relative if len(relative) < len(path) else path

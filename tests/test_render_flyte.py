@@ -1,0 +1,97 @@
+"""``render --as flyte``: the real serialization, without importing torch, an image of one's own, a progress line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+CODE = """
+import sys
+{before}
+sys.argv = ["kfdefaults", "render", {name!r}, "--as", "flyte", "-o", "json", *{args!r}]
+from kfdefaults.cli import run
+code = run(sys.argv[1:])
+print("TORCH-IMPORTED" if "torch" in sys.modules and hasattr(sys.modules["torch"], "__version__") else "NO-TORCH",
+      file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def preview(name: str, *args: str, with_torch: bool) -> tuple[dict, str]:
+    before = "import torch" if with_torch else ""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    proc = subprocess.run([sys.executable, "-c", CODE.format(before=before, name=name, args=list(args))],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), proc.stderr
+
+
+BOTH_WAYS = """
+import json, sys
+from kfdefaults.flytekit.preview import flyte_task_template
+cases = [("gpu-large", {}), ("cpu-small", {}), ("gpu-large", {"elastic": {"nnodes": 3, "max_restarts": 2}})]
+without = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
+assert "torch" not in sys.modules
+import torch  # the real torch.distributed.run from here on
+with_real = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
+print(json.dumps([without, with_real]))
+"""
+
+
+def test_the_template_is_the_same_with_and_without_torch():
+    """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's. A
+    PyTorchJob (nnodes "1:4", then 3) and a python-task (nnodes 1), each defined both ways in one process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    proc = subprocess.run([sys.executable, "-c", BOTH_WAYS], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    without, with_real = json.loads(proc.stdout)
+    assert [t["type"] for t in without] == ["pytorch", "python-task", "pytorch"]
+    assert without == with_real
+
+
+@pytest.mark.parametrize("text", ["1", "4", "2:4", "1:1", "0:3", " 2: 4", "2:4:6", "a", "", "2:", "-1:2", "１:２"])
+def test_the_stand_in_reads_nnodes_as_torch_does(text):
+    from torch.distributed.run import parse_min_max_nnodes as torchs
+
+    from kfdefaults.flytekit.preview import parse_min_max_nnodes as ours
+
+    def outcome(fn):
+        try:
+            return fn(text)
+        except Exception as e:  # the same kind of error, with the same words
+            return type(e).__name__, str(e)
+
+    assert outcome(ours) == outcome(torchs)
+
+
+def test_the_stand_in_is_taken_away_after_the_task_is_defined():
+    code = ("import sys\nfrom kfdefaults.flytekit.preview import torch_stand_in\n"
+            "with torch_stand_in():\n    import torch.distributed.run as r; assert r.parse_min_max_nnodes('2:3') == (2, 3)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
+
+
+def test_render_as_flyte_takes_the_image_and_says_nothing_more_when_piped():
+    template, said = preview("gpu-large", "--image", "registry.example.com/vision/train:3", with_torch=False)
+    assert "loading" not in said  # the progress line is for a terminal only
+    [primary] = [c for c in template["k8sPod"]["podSpec"]["containers"] if c["name"] == "primary"]
+    assert primary["image"] == "registry.example.com/vision/train:3"
+
+
+def test_image_without_as_flyte_is_a_usage_mistake():
+    from cli_runner import invoke
+
+    result = invoke(["render", "gpu-large", "--image", "x:1"])
+    assert result.exit_code == 2 and "--image is the image of the task that --as flyte serializes" in result.stderr
+
+
+def test_a_progress_line_on_a_terminal():
+    from test_explain_terminal import on_terminal
+
+    screen = on_terminal(100, "render", "cpu-small", "--as", "flyte", stderr_too=True)
+    assert "loading flytekit to serialize the task" in screen
