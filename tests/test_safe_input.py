@@ -311,7 +311,7 @@ def test_generated_hostile_files_are_located_profile_errors(hostile):
 
 
 CHILD_MEMORY = 1 << 30
-"""Address space a command-line run over the hostile files may use (1 GiB; a run takes about 150 MiB)."""
+"""Address space a command-line run over the hostile files may use (1 GiB; a run peaks at about 35 MiB resident)."""
 
 CHILD_CPU_SECONDS = 120
 """CPU time it may use (each file is refused in well under a second; the whole run takes a few)."""
@@ -360,7 +360,7 @@ def test_the_command_line_refuses_generated_hostile_files_within_bounds(batch):
         assert lines[-1].startswith("kfdefaults validate: ")
         assert all(LOCATED.match(line) for line in lines[:-1]), err
         assert {LOCATED.match(line)["file"] for line in lines[:-1]} == set(paths)
-        assert peak < 400 * 1024, f"peak {peak} KiB"
+        assert peak < 256 * 1024, f"peak {peak} KiB"  # about 35 MiB; the aliases of the report took 745 MiB
         code, out, err, peak = run_limited("render", "hostile-0", "--team", folder, "-o", "json")
         assert code == 1 and out == "" and "Traceback" not in err and "internal error" not in err, err
         assert all(LOCATED.match(line) for line in err.splitlines()), err
