@@ -1,8 +1,9 @@
 """How long kfdefaults takes to reject hostile YAML, in process (the reader is pure Python).
 
-Each input is one that a naive YAML reader spends seconds or gigabytes on: a "billion laughs" file of nested
-aliases, 2,000 nested flow sequences, 200 nested flow mappings, a list of more values than the budget, and a
-file just under the 64 KiB size cap made of many small values. The limits are described in docs/validation.md;
+Each input is one that a naive YAML or TOML reader spends seconds or gigabytes on: a "billion laughs" file of
+nested aliases, one 30 KB string repeated 6,000 times by aliases, 2,000 nested flow sequences, 200 nested flow
+mappings, a list of more values than the budget, a file just under the 64 KiB size cap made of many small
+values, and a TOML integer of 60,000 digits. The limits are described in docs/limits.md;
 the target is under a second each, so that an editor or a pre-commit hook never hangs on a bad file.
 
 Usage: python benchmarks/hostile_input.py [--runs N]
@@ -40,8 +41,15 @@ def near_cap() -> str:
     return "x:\n" + item * ((MAX_FILE_BYTES - 16) // len(item))
 
 
+def large_string_aliases() -> tuple[str, str]:
+    """54 KB standing for 180 MB: under the node budget, over the byte budget."""
+    return ("image: &b " + "x" * 30_000 + "\nargs: [" + ", ".join(["*b"] * 6000) + "]\n", "hostile.yaml")
+
+
 CASES = {
     "billion laughs (10**9 values once expanded)": billion_laughs(),
+    "a 30 KB string aliased 6,000 times (180 MB)": large_string_aliases(),
+    "a TOML integer of 60,000 digits": ("a = " + "9" * 60_000 + "\n", "hostile.toml"),
     "2,000 nested [": "a: " + "[" * 2000 + "]" * 2000 + "\n",
     "200 nested {b: ": "a: " + "{b: " * 200 + "1" + "}" * 200 + "\n",
     f"a list of {MAX_NODES + 10} values": "a: [" + "1, " * (MAX_NODES + 10) + "]\n",
@@ -56,13 +64,14 @@ def main() -> int:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     parse_text("warm: up\n", "warm.yaml")  # imports the YAML reader before timing
     failures = 0
-    for label, text in CASES.items():
+    for label, case in CASES.items():
+        text, file = case if isinstance(case, tuple) else (case, "hostile.yaml")
         times = []
         message = ""
         for _ in range(args.runs):
             start = time.perf_counter()
             try:
-                parse_text(text, "hostile.yaml")
+                parse_text(text, file)
             except ProfileError as e:
                 message = str(e.findings[0])
             else:

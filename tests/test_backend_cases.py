@@ -13,13 +13,13 @@ from collections import OrderedDict
 
 import pytest
 import yaml
+from cli_runner import invoke
 from flytekit import task
 from flytekit.configuration import ImageConfig, SerializationSettings
 from flytekit.tools.translator import get_serializable
 from google.protobuf.json_format import MessageToDict
 
 import kfdefaults
-from cli_runner import invoke
 from kfdefaults import Elastic
 from kfdefaults.backend.gojson import BackendError
 from kfdefaults.backend.pytorchjob import build_pytorch_job

@@ -4,7 +4,6 @@ where the cluster's PodTemplate is found."""
 from __future__ import annotations
 
 import pytest
-
 from cli_runner import invoke
 
 PROFILE = """\

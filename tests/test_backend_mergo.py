@@ -17,7 +17,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from backend_strategies import OTHER_TYPES, container, maybe, object_meta, pod_spec, security_context
+from backend_strategies import (
+    OTHER_TYPES,
+    container,
+    maybe,
+    object_meta,
+    pod_spec,
+    security_context,
+)
 
 from kfdefaults.backend.gojson import canonical, decode
 from kfdefaults.backend.mergo import mergo_merge

@@ -160,3 +160,191 @@ def test_no_cache_turns_off_the_in_process_memo_too(tmp_path, cache, monkeypatch
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same time: the memo cannot tell
     monkeypatch.setenv("KFDEFAULTS_NO_CACHE", "1")
     assert kfdefaults.resolve("p", team=[team]).elastic_settings["nnodes"] == 3
+
+
+# --- nothing in the folder is trusted ------------------------------------------------------------------------
+
+
+def entry_key_of(path: str) -> str:
+    return os.path.basename(os.path.dirname(path)) + os.path.basename(path)[: -len(".json")]
+
+
+def render_json(team: str) -> dict:
+    from cli_runner import invoke
+
+    result = invoke(["render", "p", "--team", team, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("value", [
+    {"a": 1}, [1], "x", None, 7,
+    {"description": 1, "elastic": [], "pod": "x", "primary": 3},  # a merge of the wrong types
+    {"description": None, "elastic": {"nnodes": 1}, "pod": {"spec": []}, "primary": "primary"},
+    {"document": {"data": {}, "keys": [[1]], "values": [], "plain_text": []}},  # a definition of the wrong shape
+    {"points": [[1]], "files": [[1, 2, 3]]},  # entry points of the wrong shape
+])
+def test_an_entry_of_the_wrong_shape_is_a_miss(tmp_path, cache, value):
+    """Every entry overwritten, under its own key and with a good digest, with a value of another shape: each
+    user of the cache checks the shape and computes the answer again."""
+    from kfdefaults import cache as kcache
+
+    team = team_with(tmp_path)
+    fresh = render_json(team)
+    for entry in entries(cache):
+        kcache.store(entry_key_of(entry), value)
+    assert render_json(team) == fresh
+    assert render_json(team) == fresh  # and the entries written again in the meantime are good
+
+
+def test_an_entry_under_another_key_or_damaged_is_a_miss(tmp_path, cache):
+    from kfdefaults import cache as kcache
+
+    team = team_with(tmp_path)
+    load(team)
+    first, second = entries(cache)[:2]
+    with open(first, "rb") as f:
+        copied = f.read()
+    with open(second, "wb") as f:
+        f.write(copied)  # a whole, valid entry: but another key's
+    assert kcache.load(entry_key_of(second)) is None
+    with open(first, "r+b") as f:
+        f.seek(len(copied) - 2)
+        f.write(b"0")  # one byte changed: the digest no longer matches
+    assert kcache.load(entry_key_of(first)) is None
+
+
+@pytest.mark.parametrize("special", ["fifo", "dev-zero", "huge"])
+def test_a_special_file_in_place_of_an_entry_never_blocks(tmp_path, cache, special):
+    team = team_with(tmp_path)
+    fresh = render_json(team)
+    for entry in entries(cache):
+        os.unlink(entry)
+        if special == "fifo":
+            os.mkfifo(entry)
+        elif special == "dev-zero":
+            os.symlink("/dev/zero", entry)
+        else:
+            with open(entry, "wb") as f:
+                f.truncate(64 << 20)  # sparse: 64 MiB of zeros
+    proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "render", "p", "--team", team, "-o", "json"],
+                          capture_output=True, text=True, env={**os.environ}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == fresh
+
+
+def test_temporary_files_of_a_killed_write_are_swept(tmp_path, cache):
+    """A process killed while writing an entry leaves its temporary file: the next sweep removes it, unless it
+    is recent enough to be a write in progress."""
+    import time
+
+    from kfdefaults import cache as kcache
+
+    team = team_with(tmp_path)
+    load(team)
+    shard = os.path.dirname(entries(cache)[0])
+    stale, fresh = os.path.join(shard, "ab" * 31 + ".x1.tmp"), os.path.join(shard, "cd" * 31 + ".x2.tmp")
+    older = os.path.join(shard, "tmpk2_x9q0a.tmp")  # as versions before the entries named their key wrote them
+    foreign = os.path.join(cache, "notes.txt")
+    for path in (stale, fresh, older, foreign):
+        with open(path, "wb") as f:
+            f.write(b"x" * 1000)
+    old = time.time() - kcache.STALE_TEMPORARY_SECONDS - 60
+    for path in (stale, older, foreign):
+        os.utime(path, (old, old))
+    kcache.sweep(cache)
+    assert not os.path.exists(stale) and not os.path.exists(older)
+    assert os.path.exists(fresh) and os.path.exists(foreign)
+
+
+def test_the_cache_is_kept_under_its_cap_least_recently_used_first(tmp_path, cache):
+    import time
+
+    from kfdefaults import cache as kcache
+
+    now = time.time()
+    for i in range(20):
+        kcache.store(kcache.key(str(i).encode(), "test"), "x" * 10_000)
+    paths = entries(cache)
+    for age, path in enumerate(paths):  # entries[0] used most recently, the last one least
+        os.utime(path, (now - age * 100, now - age * 100))
+    sizes = sum(os.path.getsize(p) for p in paths)
+    assert kcache.sweep(cache, max_bytes=sizes // 2) > 0
+    left = entries(cache)
+    assert sum(os.path.getsize(p) for p in left) <= sizes // 2 * 3 // 4
+    assert left == paths[: len(left)]  # the most recently used ones are kept
+
+
+def test_a_write_sweeps_at_most_once_an_hour(tmp_path, cache, monkeypatch):
+    from kfdefaults import cache as kcache
+
+    swept = []
+    monkeypatch.setattr(kcache, "sweep", lambda folder: swept.append(folder))
+    for i in range(5):
+        kcache.store(kcache.key(str(i).encode(), "test"), i)
+    assert swept == [cache]
+
+
+def test_an_entry_over_the_size_cap_is_not_written(tmp_path, cache):
+    from kfdefaults import cache as kcache
+
+    entry_key = kcache.key(b"large", "test")
+    kcache.store(entry_key, "x" * kcache.MAX_ENTRY_BYTES)
+    assert kcache.load(entry_key) is None and entries(cache) == []
+    kcache.store(entry_key, "x" * 1000)
+    assert kcache.load(entry_key) == "x" * 1000
+
+
+def test_cache_clear_removes_the_entries_and_nothing_else(tmp_path, cache):
+    from cli_runner import invoke
+
+    load(team_with(tmp_path))
+    foreign = os.path.join(cache, "keep-me.txt")
+    with open(foreign, "w") as f:
+        f.write("not the cache's")
+    shown = invoke(["cache"])
+    assert shown.exit_code == 0 and shown.stdout.startswith(f"{cache}: {len(entries(cache))} entries, ")
+    cleared = invoke(["cache", "clear"])
+    assert cleared.exit_code == 0 and cleared.stdout.startswith("removed ")
+    assert entries(cache) == [] and os.path.exists(foreign)
+
+
+# --- the in-process memo --------------------------------------------------------------------------------------
+
+
+def same_size_same_time(path: str, text: str) -> None:
+    """Write ``text`` as ``rsync -t``, ``tar`` or ``cp -p`` would: the old size and the old modification time."""
+    before = os.stat(path)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_the_shared_pipeline_sees_an_edit_that_keeps_size_and_time(tmp_path, cache):
+    """What Elastic(profile=...) uses: reused while nothing changed, built again when a file it read holds other
+    bytes, even under the same size and time."""
+    from kfdefaults.pipeline import shared_pipeline
+
+    team = team_with(tmp_path, "elastic: {nnodes: 2}\n")
+    first = shared_pipeline(team=[team])
+    assert first.resolve("p").elastic_settings["nnodes"] == 2
+    assert shared_pipeline(team=[team]) is first
+    same_size_same_time(os.path.join(team, "p.yaml"), "elastic: {nnodes: 3}\n")
+    second = shared_pipeline(team=[team])
+    assert second is not first and second.resolve("p").elastic_settings["nnodes"] == 3
+
+
+def test_the_shared_pipeline_sees_a_pyproject_edit_that_keeps_size_and_time(tmp_path, cache, monkeypatch):
+    from kfdefaults.pipeline import shared_pipeline
+
+    for name in ("aa", "bb"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "p.yaml").write_text(f"description: {name}\n", encoding="utf-8")
+    project = tmp_path / "pyproject.toml"
+    project.write_text('[tool.kfdefaults]\nteam = ["aa"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert shared_pipeline().resolve("p").description == "aa"
+    same_size_same_time(str(project), '[tool.kfdefaults]\nteam = ["bb"]\n')
+    assert shared_pipeline().resolve("p").description == "bb"

@@ -9,9 +9,8 @@ import sys
 
 import pytest
 import yaml
-from conftest import PLATFORM, TEAM
-
 from cli_runner import invoke as run_cli
+from conftest import PLATFORM, TEAM
 
 KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
 

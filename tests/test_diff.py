@@ -7,9 +7,8 @@ import os
 import shutil
 
 import pytest
-from conftest import PLATFORM, TEAM
-
 from cli_runner import invoke as run_cli
+from conftest import PLATFORM, TEAM
 
 
 def invoke(*args: str, **kwargs):
@@ -192,8 +191,8 @@ def test_a_list_emptied_by_the_change_is_one_difference(tmp_path):
 
 
 def test_the_terminal_table_prints_paths_and_labels_as_written(pr, capsys, monkeypatch):
-    from kfdefaults.show.diff import Difference, Side, print_diff_table
     from kfdefaults.paths import Select
+    from kfdefaults.show.diff import Difference, Side, print_diff_table
 
     monkeypatch.setenv("COLUMNS", "300")
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from kfdefaults import cache as _cache
-from kfdefaults.settings import flag
 from kfdefaults.layers import EntryPointSource, layer_sources
+from kfdefaults.settings import flag
 
 
 @pytest.mark.parametrize("value", ["", " ", "0", "false", "False", "NO", "off", "n", "f"])

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 import yaml
+from cli_runner import invoke as run_cli
 from conftest import PLATFORM, TEAM
 
 from kfdefaults.paths import Select, format_path
 from kfdefaults.show.leaves import format_value, profile_leaves
-from cli_runner import invoke as run_cli
 
 
 def invoke(*args: str):

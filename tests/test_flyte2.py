@@ -521,7 +521,10 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
     import sys
     import textwrap
 
-    from flyte._internal.runtime.convert import convert_from_native_to_inputs, convert_outputs_to_native
+    from flyte._internal.runtime.convert import (
+        convert_from_native_to_inputs,
+        convert_outputs_to_native,
+    )
     from flyte._internal.runtime.io import load_outputs, upload_inputs
 
     app_dir = tmp_path / "image"

@@ -5,6 +5,7 @@ Every assertion is on a TaskTemplate serialized by the real flytekit, or on a re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -103,6 +104,58 @@ def test_user_volume_named_shm_already_mounted_gives_one_mount_and_no_error():
     assert shm_mounts(tt) == [("primary", "shm")]
     assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in tt.k8s_pod.pod_spec["volumes"]
     assert not [w for w in caught if "increase_shared_mem" in str(w.message)]
+
+
+# --- the task layer wins, and says what a file would -------------------------------------------------
+
+
+def test_a_task_environment_variable_wins_over_the_profiles_of_the_same_name(tmp_path):
+    """flytekit serializes @task(environment=...) before the pod template's variables, and Kubernetes keeps the
+    last of a name: the profile's would win. The serialized container holds the task's value only."""
+    (tmp_path / "envp.yaml").write_text(
+        "extends: cpu-small\npod_template:\n  spec:\n    containers:\n      - name: primary\n"
+        "        env: [{name: MODE, value: profile}, {name: KEPT, value: profile}]\n")
+    t, _ = define(body, task_config=Elastic(profile="envp", team=[str(tmp_path)]), environment={"MODE": "task"})
+    env = primary_of(template(t))["env"]
+    assert [e for e in env if e["name"] == "MODE"] == [{"name": "MODE", "value": "task"}]
+    assert {"name": "KEPT", "value": "profile"} in env
+    assert [e["name"] for e in env].count(RUNTIME_ENV) == 1
+    last = {e["name"]: e.get("value") for e in env}  # what the kubelet gives the process: the last of each name
+    assert last["MODE"] == "task"
+
+
+def test_elastic_arguments_get_the_warnings_a_file_gets(tmp_path):
+    from kfdefaults.api import validate_paths
+
+    (tmp_path / "slow.yaml").write_text("elastic:\n  rdzv_configs:\n    timeout: 1800\n")
+    [file_warning] = validate_paths([str(tmp_path / "slow.yaml")]).warnings
+    with pytest.warns(KfdefaultsWarning) as caught:
+        Elastic(profile="gpu-large", rdzv_configs={"timeout": 1800})
+    [warning] = [w for w in caught if "c10d does not read `timeout`" in str(w.message)]
+    assert str(warning.message).startswith("Elastic(rdzv_configs={'timeout': 1800}): [task] "
+                                           "elastic.rdzv_configs.timeout: warning: ")
+    assert file_warning.message in str(warning.message)
+    assert warning.filename == __file__  # at the caller's line
+
+
+def test_a_multi_node_task_run_locally_warns_before_it_waits(monkeypatch):
+    from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
+
+    monkeypatch.setattr(PytorchElasticFunctionTask, "execute", lambda self, **kwargs: "launched")
+    monkeypatch.delenv("PET_NNODES", raising=False)
+    t, _ = define(body, task_config=Elastic(profile="cpu-small", nnodes=2))
+    with pytest.warns(KfdefaultsWarning, match=r"asks for at least 2 nodes \(nnodes: 2\), but this run is not part of "
+                                               r"a PyTorchJob .* waits join_timeout \(300 s\) for nodes that never "
+                                               r"come .* Elastic\(profile='cpu-small', nnodes=1\)"):
+        assert t.execute() == "launched"
+    for config, env in ((Elastic(profile="cpu-small"), {}), (Elastic(profile="cpu-small", nnodes="1:2"), {}),
+                        (Elastic(profile="cpu-small", nnodes=2), {"PET_NNODES": "2"})):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        quiet, _ = define(body, task_config=config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", KfdefaultsWarning)
+            assert quiet.execute() == "launched"
 
 
 # --- the primary container ----------------------------------------------------------------------------
@@ -312,16 +365,63 @@ def test_pod_runs_on_the_settings_registered_without_profile_files(tmp_path):
     assert registered["max_restarts"] == 2 and registered["start_method"] == "fork"
 
 
-def test_a_task_whose_profile_is_missing_in_the_pod_fails_only_when_it_runs(monkeypatch):
+@contextlib.contextmanager
+def in_a_flyte_task_container(monkeypatch):
+    """What pyflyte-execute sets up in a pod while it imports the task's module: the execution name from the
+    backend, and flytekit's task-execution context."""
+    from flytekit.core.context_manager import ExecutionState, FlyteContextManager
+
     monkeypatch.setenv("FLYTE_INTERNAL_EXECUTION_ID", "kfd-test")
-    config = Elastic(profile="no-such-profile-in-this-image")
-    assert config.deferred_error is not None
-    t, _ = define(body, task_config=config)
-    with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
-        t.execute()
+    ctx = FlyteContextManager.current_context()
+    state = ctx.new_execution_state().with_params(mode=ExecutionState.Mode.TASK_EXECUTION)
+    with FlyteContextManager.with_context(ctx.with_execution_state(state)):
+        yield
     monkeypatch.delenv("FLYTE_INTERNAL_EXECUTION_ID")
+
+
+def test_a_task_whose_profile_is_missing_in_the_pod_fails_only_when_it_runs(monkeypatch):
+    with in_a_flyte_task_container(monkeypatch):
+        config = Elastic(profile="no-such-profile-in-this-image")
+        assert config.deferred_error is not None
+        t, _ = define(body, task_config=config)
+        with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
+            t.execute()
     with pytest.raises(kfdefaults.ProfileError):
         Elastic(profile="no-such-profile-in-this-image")
+
+
+def leftover_runtime_value(profile: str) -> str:
+    """A ``KFDEFAULTS_ELASTIC`` as a registered task's pod carries it, for ``Elastic(profile=profile)``."""
+    from kfdefaults.runtime import runtime_key
+
+    settings = {"nnodes": 1, "nproc_per_node": 1, "start_method": "spawn", "monitor_interval": 5, "max_restarts": 0,
+                "rdzv_configs": {}}
+    return json.dumps({"key": runtime_key("flytekit", profile, [], [], {}), "profile": profile, "elastic": settings})
+
+
+@pytest.mark.parametrize("pod_name", [None, "FLYTE_INTERNAL_EXECUTION_ID", "_F_NM"])
+def test_a_leftover_runtime_variable_changes_neither_render_nor_registration(monkeypatch, pod_name):
+    """Outside a task running in a Flyte container (even with the backend's execution name copied into the
+    shell), KFDEFAULTS_ELASTIC is ignored: the preview keeps its pod template."""
+    from cli_runner import invoke as run_cli
+
+    env = {RUNTIME_ENV: leftover_runtime_value("gpu-large"), **({pod_name: "copied"} if pod_name else {})}
+    result = run_cli(["render", "gpu-large", "--as", "flyte", "-o", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    tt = json.loads(result.stdout)
+    assert tt["type"] == "pytorch"
+    assert tt["k8sPod"]["podSpec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    config = Elastic(profile="gpu-large")
+    assert config.resolved is not None and config.nproc_per_node == 8
+
+
+def test_in_a_flyte_task_container_the_registered_settings_are_used(monkeypatch):
+    monkeypatch.setenv(RUNTIME_ENV, leftover_runtime_value("gpu-large"))
+    with in_a_flyte_task_container(monkeypatch):
+        config = Elastic(profile="gpu-large")
+    assert config.resolved is None and config.nproc_per_node == 1
 
 
 # --- a real local run ----------------------------------------------------------------------------

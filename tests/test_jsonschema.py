@@ -8,12 +8,12 @@ import os
 
 import jsonschema
 import pytest
+from cli_runner import invoke as run_cli
 from conftest import FIXTURES
 from jsonschema.exceptions import best_match
 
 from kfdefaults.layers import builtin_folder
 from kfdefaults.read import read_document
-from cli_runner import invoke as run_cli
 
 PROFILES = sorted(glob.glob(os.path.join(builtin_folder(), "*")) + glob.glob(os.path.join(FIXTURES, "*", "*")))
 
@@ -91,8 +91,9 @@ def test_bad_profiles_fail_at_the_right_place(validator, profile, where):
                                     "1:", ":4", "1:4:5", "a", "", "²", "1: 4", " 2 : 3 "])
 def test_schema_and_validation_agree_on_nnodes(validator, nnodes):
     """The schema accepts what ``validate`` accepts; "MIN:MAX" with MIN > MAX is the one thing a pattern cannot see."""
-    from kfdefaults.validate.model import ElasticSection
     from pydantic import ValidationError
+
+    from kfdefaults.validate.model import ElasticSection
 
     try:
         ElasticSection(nnodes=nnodes)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 
 import pytest
+from cli_runner import invoke as run_cli
 from conftest import PLATFORM, TEAM
 
 import kfdefaults
 from kfdefaults import ProfileError
 from kfdefaults.layers import builtin_folder
 from kfdefaults.pipeline import Pipeline
-from cli_runner import invoke as run_cli
 
 
 def profile(folder, name: str, text: str) -> str:
@@ -80,6 +81,45 @@ def test_pyproject_typo_is_located(monkeypatch, tmp_path):
     with pytest.raises(ProfileError) as excinfo:
         kfdefaults.resolve("gpu-large")
     assert str(excinfo.value).startswith(f"{tmp_path / 'pyproject.toml'}:5:1: tool.kfdefaults.teams: unknown key")
+
+
+BIG_PROJECT = '[project]\nname = "x"\ndependencies = ["kfdefaults>=0.1"]\n[tool.other]\nitems = [\n' + (
+    "  1,\n" * 30_000) + "]\n"  # 180 KB, 30,000 values: over every budget of a profile file
+
+
+@pytest.mark.parametrize("tail", ["", "# " + "x" * (2 << 20) + "\n"], ids=["180 KB", "over 2 MiB"])
+def test_a_large_pyproject_without_tool_kfdefaults_breaks_nothing(monkeypatch, tmp_path, tail):
+    (tmp_path / "pyproject.toml").write_text(BIG_PROJECT + tail, encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    monkeypatch.chdir(tmp_path / "src")  # the file is in a folder above the working directory
+    assert kfdefaults.resolve("gpu-large").elastic_settings["nproc_per_node"] == 8
+    result = run_cli(["list"])
+    assert result.exit_code == 0 and "gpu-large" in result.stdout, result.output
+    assert run_cli(["validate"]).exit_code == 0
+
+
+def test_tool_kfdefaults_is_read_from_a_large_pyproject(monkeypatch, tmp_path):
+    profile(tmp_path / "profiles", "gpu-large.yaml", "pod_template: {labels: {team: nlp}}\n")
+    (tmp_path / "pyproject.toml").write_text(BIG_PROJECT + '[tool.kfdefaults]\nteam = ["profiles"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert kfdefaults.resolve("gpu-large").labels == {"team": "nlp"}
+
+
+def test_tool_kfdefaults_in_a_pyproject_over_the_cap_is_an_error_not_a_skip(monkeypatch, tmp_path):
+    from kfdefaults.layers.pyproject import MAX_PROJECT_FILE_BYTES
+
+    text = "# " + "x" * MAX_PROJECT_FILE_BYTES + '\n[tool.kfdefaults]\nteam = ["profiles"]\n'
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(["render", "gpu-large"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{tmp_path / 'pyproject.toml'}:1:1: file is larger than 1 MiB and sets tool.kfdefaults")
+
+
+def test_a_pyproject_that_is_not_a_file_is_passed_over(monkeypatch, tmp_path):
+    os.mkfifo(tmp_path / "pyproject.toml")
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(["list"]).exit_code == 0
 
 
 def test_missing_folder_is_an_error():
@@ -160,6 +200,82 @@ def test_validate_reports_a_broken_package_and_still_checks_the_files_given(monk
     assert any(m.startswith("entry point broken_profiles (no_such_module:FOLDER): [platform] cannot load") for m in messages)
     assert any("platform folder (from --platform): no such folder" in m for m in messages)
     assert any(m.startswith(f"{team}:2:11: [team] elastic.nnodes: ") for m in messages)
+
+
+@pytest.mark.parametrize("code, words", [
+    ("raise SystemExit(0)\n", "importing it exited: SystemExit(0)"),
+    ("raise SystemExit(3)\n", "importing it exited: SystemExit(3)"),
+    ("raise RuntimeError('boom')\n", "importing it raised: RuntimeError: boom"),
+    ("print('hello from the package')\nFOLDER = '.'\n", "importing it printed on standard output ('hello from the package')"),
+    ("FOLDER = 42\n", "names int 42, not a folder path"),
+])
+@pytest.mark.parametrize("command", [["render", "gpu-large", "-o", "json"], ["validate"], ["list"]])
+def test_a_faulty_platform_package_is_an_error_naming_it(monkeypatch, tmp_path, code, words, command):
+    """A package that exits, raises or prints while imported: every command says so and exits 1, nothing
+    on standard output (CI must not pass having checked nothing)."""
+    name = f"faulty_{abs(hash((code, tuple(command)))) % 10**8}"
+    site = tmp_path / "site"
+    install_profile_package(site, name, f"{name}:FOLDER", {})
+    (site / name / "__init__.py").write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    result = run_cli(command)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    message = f"entry point {name} ({name}:FOLDER): [platform] cannot load this kfdefaults.platform entry point " \
+              f"of the installed package {name}: {words}"
+    assert message in result.stderr.splitlines()[0]
+
+
+def test_a_plain_module_entry_point_whose_package_raises_names_the_entry_point(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "raising_parent", "raising_parent.profiles", {})
+    (site / "raising_parent" / "profiles").mkdir()
+    (site / "raising_parent" / "__init__.py").write_text("raise RuntimeError('broken parent')\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    result = run_cli(["render", "gpu-large"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("entry point raising_parent (raising_parent.profiles): [platform] cannot load "
+                                    "this kfdefaults.platform entry point of the installed package raising_parent: "
+                                    "importing it raised: RuntimeError: broken parent")
+
+
+def test_what_a_package_writes_on_standard_error_is_passed_on_marked(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "chatty_profiles", "chatty_profiles:FOLDER", {})
+    folder = profile(tmp_path / "chatty", "chatty.yaml", "description: chatty\n")
+    (site / "chatty_profiles" / "__init__.py").write_text(
+        f"import sys\nprint('loading', file=sys.stderr)\nFOLDER = {os.path.dirname(folder)!r}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    result = run_cli(["render", "chatty", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["description"] == "chatty"
+    assert "entry point chatty_profiles (chatty_profiles:FOLDER): loading" in result.stderr.splitlines()
+
+
+def test_keyboard_interrupt_while_importing_a_package_is_not_swallowed(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    install_profile_package(site, "interrupted_profiles", "interrupted_profiles:FOLDER", {})
+    (site / "interrupted_profiles" / "__init__.py").write_text("raise KeyboardInterrupt\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(KeyboardInterrupt):
+        kfdefaults.resolve("gpu-large")
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("[kfdefaults.platform\nx = x:FOLDER\n", 1, "line 1 is neither a [group] header nor NAME = VALUE"),
+    ("[kfdefaults.platform]\nx x:FOLDER\n", 2, "line 2 is not NAME = VALUE: 'x x:FOLDER'"),
+    ("[kfdefaults.platform]\nx = a:FOLDER\nx = b:FOLDER\n", 3, "option 'x' in section 'kfdefaults.platform' already"),
+])
+def test_a_malformed_entry_points_file_is_a_located_error_not_a_skip(monkeypatch, tmp_path, text, line, words):
+    site = tmp_path / "site"
+    install_profile_package(site, "malformed_profiles", "malformed_profiles", {})
+    points = site / "malformed_profiles-1.0.dist-info" / "entry_points.txt"
+    points.write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    result = run_cli(["list"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{points}:{line}:1: [platform] cannot read the kfdefaults.platform entry points "
+                                    f"of this installed package: {words}")
 
 
 def test_an_entry_points_file_rewritten_in_place_is_read_again(monkeypatch, tmp_path):

@@ -8,8 +8,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kfdefaults.show.output import to_yaml
 from kfdefaults.read import parse_text
+from kfdefaults.show.output import to_yaml
 
 TRICKY = ["no", "on", "y", "Yes", "0755", "1_000", "12:30", "2024-01-01", "~", "null", "", " x", "x ", "a: b", "#x",
           "- x", "[x]", "{x}", "@x", "`x", "*x", "&x", "!x", "%x", "|x", ">x", "'x", '"x', "x #y", "x:", "1e3", ".5",

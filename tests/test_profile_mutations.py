@@ -128,9 +128,9 @@ def mutated_text(draw):
 
 
 def check(text: str, suffix: str) -> None:
-    from kfdefaults.show.output import order_profile, to_json, to_yaml
-    from kfdefaults.pipeline import Pipeline
     from kfdefaults.api import validate_paths
+    from kfdefaults.pipeline import Pipeline
+    from kfdefaults.show.output import order_profile, to_json, to_yaml
     from kfdefaults.validate.merged import check_merged
 
     with tempfile.TemporaryDirectory() as folder:

@@ -6,9 +6,14 @@ from fractions import Fraction
 
 import pytest
 
-from kfdefaults.validate.enums import enum_values
+from kfdefaults.k8s.quantity import (
+    is_quantity,
+    quantity_problem,
+    quantity_value,
+    suggest_quantity,
+)
 from kfdefaults.smp.schema import available_versions, definitions
-from kfdefaults.k8s.quantity import is_quantity, quantity_problem, quantity_value, suggest_quantity
+from kfdefaults.validate.enums import enum_values
 
 
 @pytest.mark.parametrize("text", ["8", "0", "+1", "-1", "1.5", ".5", "1.", "500m", "100u", "3n", "16Gi", "16G", "1k",

@@ -6,9 +6,8 @@ import json
 
 import pytest
 import yaml
-from conftest import PLATFORM, TEAM
-
 from cli_runner import invoke as run_cli
+from conftest import PLATFORM, TEAM
 
 NAMES = ["gpu-large", "vision-finetune", "gpu-small", "cpu-small", "elastic-gpu-default"]
 SETS = ("--set", "pod_template.annotations.note=no", "--set", 'pod_template.labels.version="1.10"',

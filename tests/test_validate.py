@@ -9,13 +9,13 @@ import sys
 import textwrap
 
 import pytest
+from cli_runner import invoke as run_cli
 from conftest import PLATFORM, TEAM
 
 import kfdefaults
 from kfdefaults import ProfileError
-from kfdefaults.layers import builtin_folder
 from kfdefaults.api import validate_paths
-from cli_runner import invoke as run_cli
+from kfdefaults.layers import builtin_folder
 
 KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
 
@@ -104,7 +104,10 @@ def test_rdzv_keys_are_the_ones_c10d_reads():
     """Every key listed is read by torch's c10d rendezvous code installed here (or is the launcher's timeout)."""
     import inspect
 
-    from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend, dynamic_rendezvous
+    from torch.distributed.elastic.rendezvous import (
+        c10d_rendezvous_backend,
+        dynamic_rendezvous,
+    )
 
     from kfdefaults.validate.rdzv import RDZV_SETTINGS
 
@@ -117,6 +120,40 @@ def test_rdzv_keys_are_the_ones_c10d_reads():
         else:
             assert f'"{key}"' in source, key
     assert '"timeout"' not in inspect.getsource(dynamic_rendezvous.create_handler)
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("big.yaml", "elastic:\n  rdzv_configs:\n    join_timeout: 1000000000000000000\n", ":3:19:"),
+    ("big.toml", "[elastic.rdzv_configs]\njoin_timeout = 9223372036854775807\n", ":2:16:"),
+    ("read.yaml", "elastic:\n  rdzv_configs: {read_timeout: 100000001}\n", ":2:32:"),
+    ("tries.yaml", "elastic:\n  rdzv_configs: {keep_alive_max_attempt: 601}\n", ":2:42:"),
+])
+def test_rdzv_values_beyond_what_torch_holds_are_errors(tmp_path, name, text, where):
+    path = write(tmp_path, name, text)
+    [error] = validate_paths([path]).errors
+    assert str(error).startswith(path + where) and "must be at most" in error.message
+
+
+def test_the_rdzv_bounds_hold_in_torch():
+    """At the bounds, torch builds the rendezvous timeouts and does the date arithmetic of a heartbeat check;
+    past the timedelta and datetime limits the bounds keep away from, the same code overflows."""
+    from datetime import datetime, timedelta, timezone
+
+    from torch.distributed.elastic.rendezvous.api import RendezvousParameters
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _get_timeout
+
+    from kfdefaults.validate.rdzv import RDZV_MAX_ATTEMPTS, RDZV_MAX_SECONDS
+
+    params = RendezvousParameters("c10d", "localhost:0", "run", 1, 1, join_timeout=RDZV_MAX_SECONDS,
+                                  last_call_timeout=RDZV_MAX_SECONDS)
+    assert _get_timeout(params, "join") == timedelta(seconds=RDZV_MAX_SECONDS)
+    now = datetime.now(timezone.utc)
+    now - timedelta(seconds=RDZV_MAX_SECONDS) * RDZV_MAX_ATTEMPTS  # keep_alive_interval x keep_alive_max_attempt
+    now + _get_timeout(params, "last_call")
+    with pytest.raises(OverflowError):
+        _get_timeout(RendezvousParameters("c10d", "localhost:0", "run", 1, 1, join_timeout=10**18), "join")
+    with pytest.raises(OverflowError):
+        now - timedelta(seconds=RDZV_MAX_SECONDS) * RDZV_MAX_ATTEMPTS * 2
 
 
 def test_timeout_without_join_timeout_is_a_warning(tmp_path):
@@ -167,6 +204,30 @@ def test_nproc_per_node_above_the_gpu_limit_warns_at_the_higher_layer(tmp_path):
     assert str(warning).startswith(f"{path}:6:36: [team] elastic.nproc_per_node: warning: nproc_per_node is 8 ([builtin] ")
     assert os.path.join(builtin_folder(), "gpu-large.yaml") + ":5:19" in warning.message
     assert "4 `nvidia.com/gpu`" in warning.message
+
+
+def test_nproc_per_node_below_the_gpu_limit_warns_that_gpus_stay_idle(tmp_path):
+    team = tmp_path / "team"
+    path = write(team, "gpu-large.yaml", "elastic:\n  nproc_per_node: 2\n")
+    [warning] = validate_paths([str(team)]).warnings
+    assert str(warning).startswith(f"{path}:2:19: [team] elastic.nproc_per_node: warning: nproc_per_node is 2 ([team] ")
+    assert "8 `nvidia.com/gpu`" in warning.message and "so 6 GPUs of each node stay idle" in warning.message
+    assert validate_paths([write(tmp_path / "other", "gpu-large.yaml", "elastic:\n  nproc_per_node: 8\n")]).warnings == []
+
+
+def test_a_gpu_limit_without_nproc_per_node_warns_of_the_plugins_one_process(tmp_path):
+    path = write(tmp_path / "team", "solo.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                resources:
+                  limits: {nvidia.com/gpu: 2}
+        """)
+    [warning] = validate_paths([path]).warnings
+    assert str(warning).startswith(f"{path}:6:36: [team] elastic.nproc_per_node: warning: nproc_per_node is 1 (the "
+                                   "defaults)")
+    assert "so 1 GPU of each node stays idle" in warning.message
 
 
 def test_shm_size_limit_above_the_memory_limit(tmp_path):
@@ -370,6 +431,15 @@ def test_set_values_are_checked_like_files():
     assert proc.returncode == 1
     assert proc.stderr.startswith("--set pod_template.spec.containers[name=primary].imagePullPolicy=always: [task] ")
     assert "did you mean `Always`?" in proc.stderr
+
+
+def test_set_values_get_the_warnings_a_file_gets(tmp_path):
+    path = write(tmp_path, "slow.yaml", "elastic:\n  rdzv_configs:\n    timeout: 1800\n")
+    [file_warning] = validate_paths([path]).warnings
+    result = invoke("render", "gpu-large", "--set", "elastic.rdzv_configs.timeout=1800")
+    assert result.exit_code == 0
+    assert (f"--set elastic.rdzv_configs.timeout=1800: [task] elastic.rdzv_configs.timeout: warning: "
+            f"{file_warning.message}") in result.stderr.splitlines()
 
 
 def test_resolve_raises_profile_error_for_bad_overrides():

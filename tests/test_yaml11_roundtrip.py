@@ -6,7 +6,6 @@ import json
 import subprocess
 
 import pytest
-
 from cli_runner import invoke as run_cli
 
 TRICKY = ["no", "on", "y", "off", "Yes", "0755", "1_000", "12:30", "2024-01-01", "1e3", "0x1F", "~", "null", ".5", "+1"]

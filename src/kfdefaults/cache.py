@@ -4,8 +4,18 @@ Entries are keyed by the file's bytes and by everything else that decides the ou
 entry, kfdefaults' own code (its version and a fingerprint of its source files), the kubernetes-validate
 schemas and the Kubernetes version checked against. A changed file, a new kfdefaults or a new schema is a new
 key; an entry is never reused for anything else, so the cache is never wrong. Only files that validate are
-cached (an invalid file is read again, to report its errors). Writes are atomic (a temporary file renamed),
-and any trouble reading or writing the cache is treated as a miss: deleting the folder at any time is safe.
+cached (an invalid file is read again, to report its errors).
+
+Nothing in the folder is trusted: an entry is read only if it is a regular file no larger than
+:data:`MAX_ENTRY_BYTES` (opened without following a symbolic link and without waiting on a pipe), whose first
+line names its own key and the digest of the rest; each user then checks the shape of the value (:func:`load`
+takes the check). Anything else is a miss. Writes are atomic (a temporary file renamed), and any trouble
+reading or writing is a miss too: deleting the folder at any time is safe (``kfdefaults cache clear``).
+
+The folder is kept under :data:`MAX_CACHE_BYTES`: at most once every :data:`SWEEP_SECONDS`, a write sweeps it
+(:func:`sweep`), removing temporary files left by a killed process and the entries used least recently until
+it holds three quarters of the cap. An entry's time is refreshed when it is read a day or more after it was
+last written or refreshed.
 
 Where: ``$KFDEFAULTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/kfdefaults``, else ``~/.cache/kfdefaults``.
 ``KFDEFAULTS_NO_CACHE=1`` (or ``true``, ``yes``) turns it off.
@@ -16,7 +26,10 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any
+import re
+import stat
+import time
+from typing import Any, Callable
 
 from . import __version__
 from .settings import CACHE_DIR_ENV, NO_CACHE_ENV, flag
@@ -36,8 +49,27 @@ def digest(*parts: bytes) -> str:
         h.update(part)
     return h.hexdigest()
 
-FORMAT = 2
+FORMAT = 3
 """Version of the entry layout; bump when the stored fields change."""
+
+MAX_ENTRY_BYTES = 4 << 20
+"""Largest entry written or read (4 MiB). The largest a valid profile file makes is well under a MiB (a file
+is at most 64 KiB of text, aliases expanded); the Kubernetes definitions kept for merging are about 40 KB."""
+
+MAX_CACHE_BYTES = 128 << 20
+"""Size the folder is kept under (128 MiB): about 25,000 profile files of a few KiB, with their merges."""
+
+SWEEP_SECONDS = 3600
+"""Least time between two sweeps of the folder (one hour)."""
+
+STALE_TEMPORARY_SECONDS = 600
+"""Age at which a temporary file is left over from a killed write rather than being written (ten minutes)."""
+
+_HEADER = b"kfdefaults-cache"
+_SWEPT = ".swept"  # the file whose modification time is that of the last sweep
+_SHARD = re.compile(r"[0-9a-f]{2}")
+_ENTRY = re.compile(r"[0-9a-f]{62}\.json")
+_TEMPORARY = re.compile(r"(?:[0-9a-f]{62}\..*|tmp[a-z0-9_]{8})\.tmp")  # and the names of earlier versions
 
 
 def cache_dir() -> str | None:
@@ -85,38 +117,181 @@ def _path(entry_key: str) -> str | None:
     return None if folder is None else os.path.join(folder, entry_key[:2], entry_key[2:] + ".json")
 
 
-def load(entry_key: str) -> Any | None:
-    """The value stored under ``entry_key``, or ``None`` (missing, unreadable, or the cache is off)."""
+def load(entry_key: str, valid: Callable[[Any], bool] | None = None) -> Any | None:
+    """The value stored under ``entry_key``, or ``None`` (missing, unreadable, not this key's, damaged, of
+    another shape, or the cache is off).
+
+    Args:
+        entry_key: A key from :func:`key`.
+        valid: Says whether a value read back has the shape its user stores; a value it refuses (or raises on)
+            is a miss.
+    """
     path = _path(entry_key)
     if path is None:
         return None
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(path, "rb") as f:
-            return json.loads(f.read())
-    except (OSError, ValueError):
+        fd = os.open(path, flags)  # a symbolic link fails, a pipe opens without waiting for a writer
+    except OSError:
+        return None
+    try:
+        with open(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+                return None
+            raw = f.read(MAX_ENTRY_BYTES + 1)
+            if time.time() - st.st_mtime > 86400:
+                _refresh(fd)
+        header, _, body = raw.partition(b"\n")
+        if header.split(b" ") != [_HEADER, str(FORMAT).encode(), entry_key.encode(), digest(body).encode()]:
+            return None
+        value = json.loads(body)
+        if valid is not None and not valid(value):
+            return None
+        return value
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError):
         return None
 
 
+def _refresh(fd: int) -> None:
+    """Mark an entry used now (its modification time), so that a sweep keeps it; failures are ignored."""
+    try:
+        os.utime(fd)
+    except (OSError, NotImplementedError):
+        pass
+
+
 def store(entry_key: str, value: Any) -> None:
-    """Store plain JSON data under ``entry_key``; failures are ignored (the next run is a miss)."""
+    """Store plain JSON data under ``entry_key``; failures are ignored (the next run is a miss). A value over
+    :data:`MAX_ENTRY_BYTES` is not stored."""
     path = _path(entry_key)
     if path is None:
         return
     import tempfile
 
     try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)  # one write, not one per token
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        body = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        if len(body) > MAX_ENTRY_BYTES - 256:
+            return
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=entry_key[2:] + ".", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
+            with os.fdopen(fd, "wb") as f:
+                f.write(b" ".join([_HEADER, str(FORMAT).encode(), entry_key.encode(), digest(body).encode()]) + b"\n")
+                f.write(body)  # one write, not one per token
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
             raise
-    except (OSError, TypeError, ValueError):
+    except (OSError, TypeError, ValueError, RecursionError):
+        return
+    _sweep_now_and_then(os.path.dirname(folder))
+
+
+def _sweep_now_and_then(folder: str) -> None:
+    """Sweep ``folder`` if the last sweep was :data:`SWEEP_SECONDS` ago or more (one ``stat`` otherwise)."""
+    stamp = os.path.join(folder, _SWEPT)
+    try:
+        if time.time() - os.stat(stamp).st_mtime < SWEEP_SECONDS:
+            return
+    except OSError:
         pass
+    try:
+        with open(stamp, "ab"):
+            pass
+        os.utime(stamp)
+    except OSError:
+        return
+    sweep(folder)
+
+
+def _own_files(folder: str) -> list[tuple[str, os.stat_result | None, str]]:
+    """``(path, its lstat or None, "entry" | "temporary")`` of every file of the cache in ``folder``: the ones
+    named as the cache names them, in the folders it names; nothing else in ``folder`` is touched."""
+    found: list[tuple[str, os.stat_result | None, str]] = []
+    try:
+        shards = [e.path for e in os.scandir(folder) if _SHARD.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return found
+    for shard in shards:
+        try:
+            with os.scandir(shard) as listing:
+                for item in listing:
+                    kind = "entry" if _ENTRY.fullmatch(item.name) else "temporary" if _TEMPORARY.fullmatch(item.name) else None
+                    if kind is None:
+                        continue
+                    try:
+                        found.append((item.path, item.stat(follow_symlinks=False), kind))
+                    except OSError:
+                        found.append((item.path, None, kind))
+        except OSError:
+            continue
+    return found
+
+
+def sweep(folder: str | None = None, *, max_bytes: int = MAX_CACHE_BYTES, now: float | None = None) -> int:
+    """Keep the cache folder under ``max_bytes``; return how many files were removed.
+
+    Removes temporary files older than :data:`STALE_TEMPORARY_SECONDS` (a write killed half-way), anything
+    named as an entry that is not a regular file (a pipe, a link), then, if the entries add up to more than
+    ``max_bytes``, the least recently used ones (oldest modification time) until they hold three quarters of it.
+    Files being removed by another process at the same time are skipped.
+    """
+    folder = cache_dir() if folder is None else folder
+    if folder is None:
+        return 0
+    now = time.time() if now is None else now
+    removed, kept, total = 0, [], 0
+    for path, st, kind in _own_files(folder):
+        if st is not None and kind == "entry" and stat.S_ISREG(st.st_mode):
+            kept.append((st.st_mtime, st.st_size, path))
+            total += st.st_size
+        elif kind == "entry" or st is None or now - st.st_mtime > STALE_TEMPORARY_SECONDS:
+            removed += _remove(path)
+    if total > max_bytes:
+        for _, size, path in sorted(kept):
+            removed += _remove(path)
+            total -= size
+            if total <= max_bytes * 3 // 4:
+                break
+    return removed
+
+
+def clear(folder: str | None = None) -> int:
+    """Remove every entry and temporary file of the cache folder (nothing else in it); return how many."""
+    folder = cache_dir() if folder is None else folder
+    if folder is None:
+        return 0
+    removed = sum(_remove(path) for path, _, _ in _own_files(folder))
+    for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        if _SHARD.fullmatch(name):
+            try:
+                os.rmdir(os.path.join(folder, name))  # only if empty
+            except OSError:
+                pass
+    return removed
+
+
+def usage(folder: str | None = None) -> tuple[int, int]:
+    """``(entries, bytes)`` the cache folder holds."""
+    folder = cache_dir() if folder is None else folder
+    entries = [st.st_size for _, st, kind in _own_files(folder) if kind == "entry" and st is not None] if folder else []
+    return len(entries), sum(entries)
+
+
+def _remove(path: str) -> int:
+    try:
+        os.unlink(path)
+        return 1
+    except OSError:
+        return 0
+
+
+def _are_definitions(value: Any) -> bool:
+    """Whether ``value`` has the shape of :func:`kfdefaults.smp.schema.reduced_definitions`' answer for a PodTemplate."""
+    return (isinstance(value, dict) and isinstance(value.get("io.k8s.api.core.v1.PodTemplate"), dict)
+            and all(isinstance(name, str) and isinstance(d, dict) for name, d in value.items()))
 
 
 def load_patch_schema(kubernetes_version: str | None) -> None:
@@ -131,8 +306,8 @@ def load_patch_schema(kubernetes_version: str | None) -> None:
     if cache_dir() is None:
         return
     entry_key = key(b"", "patch-definitions", minor, schema.schema_package_version())
-    stored = load(entry_key)
-    if not isinstance(stored, dict) or not stored:
+    stored = load(entry_key, _are_definitions)
+    if stored is None:
         stored = schema.reduced_definitions(minor)
         store(entry_key, stored)
     schema.preload(minor, stored)

@@ -32,9 +32,11 @@ from .layers import (
     layer_sources,
     nearest_pyproject,
 )
+from .layers.pyproject import project_file_bytes
 from .merge.expand import expand
 from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
+from .read.document import MAX_FILE_BYTES
 from .settings import (
     CLUSTER_TEMPLATE_ENV,
     NO_CACHE_ENV,
@@ -197,14 +199,13 @@ class Pipeline:
         return resolved
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
-        """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's,
-        and those of its target; for flytekit, what the cluster's PodTemplate would break in it
-        (:func:`kfdefaults.backend.checks.backend_warnings`)."""
+        """Every warning about a profile as it was resolved: its folders', its files' and task layer's own (``--set``,
+        ``Elastic(...)``), the merged profile's, and those of its target; for flytekit, what the cluster's
+        PodTemplate would break in it (:func:`kfdefaults.backend.checks.backend_warnings`)."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
-            definition = self.loader.loaded.get(fragment.source)
-            if definition is not None:
-                findings.extend(definition.warnings)
+            definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
+            findings.extend(definition.warnings if definition is not None else fragment.warnings)
         backend = backend_warnings(resolved, self.cluster) if self.target.name == "flytekit" else []
         return sorted_findings(findings + check_merged(resolved) + target_warnings(resolved) + backend)
 
@@ -223,8 +224,10 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
 
     ``Elastic(profile=...)`` runs at every import of a workflow module, often many times for one profile. The
     pipeline is kept, keyed by the arguments and everything that names folders (the environment variables,
-    the working directory, ``sys.path``), and reused as long as no folder's listing and no ``pyproject.toml``
-    changed (a few ``stat`` calls). ``KFDEFAULTS_NO_CACHE`` turns this off too.
+    the working directory, ``sys.path``), and reused as long as no folder's listing changed (names, sizes and
+    times: a few ``stat`` calls) and neither the ``pyproject.toml`` nor any profile file it read holds other
+    bytes (read again and compared by digest: a same-size edit that keeps the old time, as ``rsync -t``,
+    ``tar`` or ``cp -p`` make, is seen). ``KFDEFAULTS_NO_CACHE`` turns this off too.
 
     Raises:
         ProfileError: as :meth:`Pipeline.discover`.
@@ -237,7 +240,8 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
     hit = None if flag(NO_CACHE_ENV) else _SHARED.get(key)
     if hit is not None:
         (folders, signature, stamp), pipeline = hit
-        if stamp == _stamp(cwd, pipeline) and tuple((f, folder_listing(f)) for f in folders) == signature:
+        if (stamp == _stamp(cwd, pipeline) and tuple((f, folder_listing(f)) for f in folders) == signature
+                and pipeline.loader.unchanged()):
             return pipeline
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk, target=target,
                                  flags=("platform=", "team="))
@@ -247,13 +251,21 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
 
 
 def _stamp(cwd: str, pipeline: Pipeline) -> tuple:
-    """The ``pyproject.toml`` and the cluster's template, as modification times, and which platform folders hold a
-    template: a change to any of them is a new pipeline."""
+    """What names the pipeline's folders and template besides their listings: the digest of what kfdefaults reads
+    of the nearest ``pyproject.toml`` (``None`` when it cannot set ``tool.kfdefaults``, so that other edits of
+    the file keep the pipeline), the digest of the cluster's template, and which platform folders hold one."""
     out: list[Any] = []
-    for path in (nearest_pyproject(cwd), pipeline.cluster_template.path if pipeline.cluster_template else None):
-        try:
-            out.append((path, os.stat(path).st_mtime_ns) if path else (None,))
-        except OSError:
-            out.append((path, None))
+    path = nearest_pyproject(cwd)
+    try:
+        raw = project_file_bytes(path) if path is not None else None
+        out.append((path, None if raw is None else cache.digest(raw)))
+    except ProfileError as e:
+        out.append((path, str(e)))
+    template = pipeline.cluster_template.path if pipeline.cluster_template else None
+    try:
+        with open(template, "rb") as f:
+            out.append((template, cache.digest(f.read(MAX_FILE_BYTES + 1))))
+    except (OSError, TypeError):  # TypeError: no template
+        out.append((template, None))
     out += [os.path.lexists(os.path.join(f.path, CLUSTER_TEMPLATE_FILE)) for f in pipeline.catalog.folders.get("platform", [])]
     return tuple(out)

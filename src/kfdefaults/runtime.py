@@ -12,10 +12,11 @@ from __future__ import annotations
 import copy
 import json
 import os
+import warnings
 from typing import Any, Mapping
 
 from .cache import digest
-from .errors import KfdefaultsError, ProfileError
+from .errors import KfdefaultsError, KfdefaultsWarning, ProfileError, caller_stacklevel
 from .k8s.models import to_plain
 from .merge.primary import name_primary_as_the_profile_does
 from .merge.result import Resolved, SdkObjects
@@ -24,17 +25,8 @@ from .settings import RUNTIME_ENV
 from .targets import Target
 from .validate.fragment import Fragment
 
-POD_SIGNALS = ("FLYTE_INTERNAL_EXECUTION_ID", "_U_RUN_BASE")
-"""Set by Flyte's backend in every task pod, never at registration: flytekit's execution id, and the run's
-output folder that Flyte 2's ``a0`` requires."""
-
-FLYTE_POD_SIGNAL = POD_SIGNALS[0]
-
-
-def in_a_pod(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether this process runs in a Flyte task pod (:data:`POD_SIGNALS`)."""
-    environ = os.environ if environ is None else environ
-    return any(name in environ for name in POD_SIGNALS)
+SDK_PACKAGES = ("kfdefaults", "flytekit", "flytekitplugins", "flyte", "flyteplugins")
+"""The packages between the user's code and a warning of ``Elastic(...)``, skipped to point at the caller."""
 
 
 def runtime_key(target: str, profile: str, platform: list[str], team: list[str], overrides: dict[str, Any]) -> str:
@@ -44,10 +36,13 @@ def runtime_key(target: str, profile: str, platform: list[str], team: list[str],
     return digest(text.encode())[:16]
 
 
-def embedded_settings(key: str) -> dict[str, Any] | None:
-    """The settings registered for ``key``, when running in a pod whose environment carries them."""
+def embedded_settings(key: str, sdk: SdkObjects) -> dict[str, Any] | None:
+    """The settings registered for ``key``, when this process runs a task in a Flyte container
+    (:meth:`~kfdefaults.merge.result.SdkObjects.running_a_task`) whose environment carries them; ``None`` anywhere
+    else, whatever the environment says: a variable left over in a shell or copied from a pod changes neither
+    ``render`` nor a registration."""
     raw = os.environ.get(RUNTIME_ENV)
-    if not raw:
+    if not raw or not sdk.running_a_task():
         return None
     try:
         data = json.loads(raw)
@@ -96,12 +91,12 @@ class ProfileCall:
         self.deferred_error: ProfileError | None = None
         self.pipeline: Pipeline | None = None
         self.task_layer: Fragment | None = None
-        settings = embedded_settings(self.key)
+        settings = embedded_settings(self.key, sdk)
         if settings is None:
             try:
                 settings = self._resolve(platform, team, overrides, labels, sdk)
             except ProfileError as e:
-                if not in_a_pod():
+                if not sdk.running_a_task():
                     raise
                 self.deferred_error = e
                 settings = copy.deepcopy(dict(target.defaults))
@@ -121,6 +116,9 @@ class ProfileCall:
                                                   source="Elastic(...)", labels=labels)
             self.resolved = pipeline.resolve(self.profile, [self.task_layer])
             _RESOLVED[memo_key] = (pipeline, self.task_layer, self.resolved.copy())
+        for finding in self.task_layer.warnings if self.task_layer is not None else ():
+            # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
+            warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
         return copy.deepcopy(self.resolved.elastic_settings)
 
     def with_pod_template(self, section: Mapping[str, Any] | None, source: str) -> Resolved:

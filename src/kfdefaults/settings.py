@@ -14,7 +14,8 @@ KFDEFAULTS_DEBUG           a yes/no flag: print the traceback of an internal err
 KFDEFAULTS_TARGET          the SDK to render and validate for when ``--target`` is not given: ``flytekit`` or
                            ``flyte2`` (:mod:`kfdefaults.targets`; default: the installed one)
 KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary container: the settings resolved at
-                           registration (:mod:`kfdefaults.runtime`); never set by hand
+                           registration (:mod:`kfdefaults.runtime`), read only while a task runs in a
+                           Flyte container; never set by hand
 ========================== =====================================================================================
 """
 

@@ -25,7 +25,7 @@ def build(prog: str) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     def body() -> int:
         from ..show.fields import FieldError, describe_field
-        from ..show.output import to_json
+        from ..show.output import output_encoding, to_json
 
         try:
             field = describe_field(args.path, args.kubernetes_version)
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             err(f"kfdefaults fields: {e}")
             return 1
         if args.output == "json":
-            out(to_json(field))
+            out(to_json(field, encoding=output_encoding()))
             return 0
         lines = [field["path"] or "(a profile file)", f"  type: {field['type']}"]
         lines += textwrap.wrap(field["merge"], WIDTH - 2, initial_indent="  merge: ", subsequent_indent="         ")

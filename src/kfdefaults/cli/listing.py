@@ -33,17 +33,20 @@ def _list(args: argparse.Namespace) -> int:
     report(empty_folder_warnings(pipeline.catalog))
     rows, problems = profile_rows(pipeline)
     if args.output == "json":
-        from ..show.output import to_json
+        from ..show.output import output_encoding, to_json
 
-        out(to_json(rows))
+        out(to_json(rows, encoding=output_encoding()))
     elif args.output == "table" or (args.output is None and is_terminal()):
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
+        from ..show.output import output_encoding, writable
+
+        encoding = output_encoding()
         table = Table("name", "layers", "description")
         for row in rows:  # Text: a description is printed as written, never read as rich markup
-            table.add_row(Text(row["name"]), Text(", ".join(row["layers"])), Text(_shown(row)))
+            table.add_row(Text(row["name"]), Text(", ".join(row["layers"])), Text(writable(_shown(row), encoding)))
         Console().print(table)
     else:
         width = max((len(r["name"]) for r in rows), default=4)

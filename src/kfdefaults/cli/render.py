@@ -61,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace) -> None:
     from ..pipeline import Pipeline
-    from ..show.output import order_k8s, order_profile, to_json, to_yaml
+    from ..show.output import (
+        order_k8s,
+        order_profile,
+        output_encoding,
+        to_json,
+        to_yaml,
+    )
     from ..validate.sets import parse_sets
 
     output = args.output or "yaml"
@@ -105,7 +111,8 @@ def _render(args: argparse.Namespace) -> None:
         data = order_k8s(resolved.pod_template_manifest(), schema_type("PodTemplate", pipeline.kubernetes_version))
     else:
         data = order_profile(resolved.to_dict(), pipeline.kubernetes_version)
-    out(to_json(data) if output == "json" else to_yaml(data))
+    encoding = output_encoding()
+    out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
 
 
 def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str) -> None:
@@ -117,7 +124,7 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
     import sys
 
     from ..settings import CLUSTER_TEMPLATE_ENV
-    from ..show.output import to_json, to_yaml
+    from ..show.output import output_encoding, to_json, to_yaml
 
     target = pipeline.target.name
     saved = os.environ.get(CLUSTER_TEMPLATE_ENV)
@@ -144,7 +151,8 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
             os.environ.pop(CLUSTER_TEMPLATE_ENV, None)
     if args.as_ == "pytorchjob":
         data = _pytorch_job(args.name, data, pipeline)
-    out(to_json(data) if output == "json" else to_yaml(data))
+    encoding = output_encoding()
+    out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
 
 
 def _pytorch_job(name: str, task_template: dict[str, Any], pipeline: Any) -> dict[str, Any]:

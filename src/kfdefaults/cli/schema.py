@@ -19,8 +19,8 @@ def build(prog: str) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     def body() -> None:
         from ..show.jsonschema import profile_schema
-        from ..show.output import to_json
+        from ..show.output import output_encoding, to_json
 
-        out(to_json(profile_schema(args.kubernetes_version)))
+        out(to_json(profile_schema(args.kubernetes_version), encoding=output_encoding()))
 
     return run_body(body)

@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
         result = validate_paths(args.paths, layer=args.layer, kubernetes_version=args.kubernetes_version,
                                 target=chosen_target(args)[0], cluster_template=args.cluster_template, **layers)
         if args.format_ == "json":
-            from ..show.output import to_json
+            from ..show.output import output_encoding, to_json
 
-            out(to_json(result.to_dict()))
+            out(to_json(result.to_dict(), encoding=output_encoding()))
         else:
             report(result.findings)
             counts = ((len(result.files), "file"), (len(result.profiles), "profile"),

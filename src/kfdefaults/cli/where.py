@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 def _where(args: argparse.Namespace) -> int:
     from ..layers import layer_sources
     from ..pipeline import Pipeline
-    from ..show.output import to_json
+    from ..show.output import output_encoding, to_json
 
     layers = layer_arguments(build("kfdefaults where"), args)
     report_ = {"layers": [{"layer": layer, "sources": [_source(source) for source in sources]}
@@ -43,7 +43,7 @@ def _where(args: argparse.Namespace) -> int:
         except ProfileError as e:
             report(e.findings)
             status = 1
-    out(to_json(report_) if args.output == "json" else _text(report_))
+    out(to_json(report_, encoding=output_encoding()) if args.output == "json" else _text(report_))
     return status
 
 

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 from ..k8s.models import to_k8s_model
 from ..merge.result import Resolved
 from ..targets import FLYTE2
+
+RUN_BASE_ENV = "_U_RUN_BASE"
+"""The run's output folder, set by Flyte's backend in every Flyte 2 task pod."""
 
 CLEAN_POD_POLICIES = {"none": "None", "all": "all", "running": "Running"}
 """The profile's ``clean_pod_policy`` -> the spelling of ``flyteplugins.pytorch.RunPolicy`` (its ``Literal``)."""
@@ -89,6 +93,13 @@ class Flyte2Objects:
     def pod_template(self, resolved: Resolved) -> Any:
         return flyte_pod_template(resolved.pod_spec, resolved.primary_container_name, resolved.labels,
                                   resolved.annotations)
+
+    def running_a_task(self) -> bool:
+        """Whether the run's output folder is in the environment (``_U_RUN_BASE``): Flyte's backend sets it in
+        every task pod, ``a0`` requires it, and the torch workers the plugin starts inherit it; registration,
+        ``flyte run --local`` and ``kfdefaults render`` never have it. Flyte 2 has no execution context yet
+        while ``a0`` imports the task's module, so the variable is the sign."""
+        return RUN_BASE_ENV in os.environ
 
 
 OBJECTS = Flyte2Objects()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 from ..k8s.models import to_k8s_model
 from ..merge.result import Resolved
 from ..targets import FLYTEKIT
+
+FLYTE_POD_SIGNALS = ("FLYTE_INTERNAL_EXECUTION_ID", "_F_NM")
+"""The execution name Flyte's backend sets in every task pod, never at registration, under its two names
+(``flytekit.bin.entrypoint.setup_execution`` reads the first one set)."""
 
 
 def plugin_elastic(settings: Mapping[str, Any]) -> Any:
@@ -53,6 +58,19 @@ class FlytekitObjects:
     def pod_template(self, resolved: Resolved) -> Any:
         return flytekit_pod_template(resolved.pod_spec, resolved.primary_container_name, resolved.labels,
                                      resolved.annotations)
+
+    def running_a_task(self) -> bool:
+        """Known the way flytekit knows it: ``pyflyte-execute`` (the command of every Flyte task container) reads
+        the execution name that Flyte's backend puts in every task pod (:data:`FLYTE_POD_SIGNALS`) and imports the
+        task's module in a context of the ``TASK_EXECUTION`` mode (``setup_execution``; the plugin's worker
+        processes load the task in one too). A local run uses the ``LOCAL_*`` modes; ``pyflyte register`` and
+        ``kfdefaults render`` none. Both must hold."""
+        if not any(name in os.environ for name in FLYTE_POD_SIGNALS):
+            return False
+        from flytekit.core.context_manager import ExecutionState, FlyteContextManager
+
+        state = FlyteContextManager.current_context().execution_state
+        return state is not None and state.mode == ExecutionState.Mode.TASK_EXECUTION
 
 
 OBJECTS = FlytekitObjects()

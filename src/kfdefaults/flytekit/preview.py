@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
+import warnings
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
 
+from ..errors import KfdefaultsWarning
 from ..show.output import stable_task_template
 from .elastic import Elastic
 from .objects import flytekit_pod_template
@@ -47,7 +49,8 @@ def flyte_task_template(
 
     Returns:
         ``{"id": ..., "type": "pytorch" | "python-task", "custom": ..., "k8sPod": {"podSpec": ...}, ...}``, the
-        TaskTemplate message as Flyte stores it (numbers in ``custom`` are JSON doubles).
+        TaskTemplate message as Flyte stores it (numbers in ``custom`` are JSON doubles). The warnings of the
+        overrides are not raised as Python warnings: the caller reports them (``Pipeline.warnings``).
     """
     from flytekit import task
     from flytekit.configuration import Image, ImageConfig, SerializationSettings
@@ -55,7 +58,9 @@ def flyte_task_template(
     from google.protobuf.json_format import MessageToDict
 
     overrides = dict(overrides or {})
-    config = Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
+    with warnings.catch_warnings():  # the caller reports the warnings of the profile and of the overrides
+        warnings.simplefilter("ignore", KfdefaultsWarning)
+        config = Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
     kwargs: dict[str, Any] = {}
     section = overrides.get("pod_template")
     if section:

@@ -12,7 +12,12 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
   PyTorch plugin gives the worker's name to whichever container is first.
 * flytekit replaces the primary container's resources wholesale when the task sets requests or limits;
   :meth:`ProfileElasticTask.get_k8s_pod` merges them per resource name instead, the task winning per key.
+* flytekit writes ``@task(environment=...)`` before the pod template's own variables in the primary
+  container, and Kubernetes gives the last of two variables of one name: the profile's would win. The task
+  layer wins instead: a profile variable the task sets again is left out of the pod template.
 * Objects passed in (``PodTemplate``, ``V1PodSpec``) are read, never changed.
+* Run locally, a profile of several nodes would wait ``join_timeout`` for nodes that never come:
+  :meth:`ProfileElasticTask.execute` says so first (:func:`warn_of_nodes_that_never_come`).
 * In the pod, flytekit imports the task's module again, and the image may not hold the profile files. The
   settings resolved at registration travel in the primary container's environment
   (:mod:`kfdefaults.runtime`), and ``Elastic(...)`` uses them there instead of reading files; a task of the same
@@ -22,6 +27,7 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from typing import Any, Callable
 
@@ -31,12 +37,15 @@ from ..backend.avoid import template_shm_mount
 from ..backend.registered import registered_pod_spec
 from ..errors import Finding, KfdefaultsWarning, ProfileError, caller_stacklevel
 from ..k8s.mounts import SHM_PATH
-from ..k8s.pod import drop_shm_mounts, primary_container, set_env
+from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
 from ..settings import RUNTIME_ENV
 from .elastic import Elastic
 from .objects import flytekit_pod_template
+
+_CALLERS = ("kfdefaults", "flytekit", "flytekitplugins")
+"""Packages whose frames a warning skips to point at the user's ``@task`` line."""
 
 
 def _refuse_second_shm(config: Elastic, primary: str) -> None:
@@ -80,8 +89,10 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
                         f"@task(shared_memory=...) wins over the {SHM_PATH} volume {', '.join(map(repr, dropped))} of "
                         f"profile {task_config.profile!r}: the task gets Flyte's shared-memory volume instead",
                         KfdefaultsWarning,
-                        stacklevel=caller_stacklevel(("kfdefaults", "flytekit", "flytekitplugins")),
+                        stacklevel=caller_stacklevel(_CALLERS),
                     )
+            # the task layer wins: flytekit puts the task's variables first, and Kubernetes takes the last of a name
+            drop_env(primary_container(spec, primary_name), set(kwargs.get("environment") or {}) - {RUNTIME_ENV})
             set_env(primary_container(spec, primary_name), RUNTIME_ENV, task_config.runtime_env_value())
             kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, resolved.annotations)
         elif user_template is not None:
@@ -108,8 +119,33 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         return pod
 
     def execute(self, **kwargs: Any) -> Any:
-        """Run the task; raises the profile error kept at import if this task's profile could not be read."""
+        """Run the task; raises the profile error kept at import if this task's profile could not be read, and
+        warns first when it is about to wait for nodes that never come (:func:`warn_of_nodes_that_never_come`)."""
         config = self.task_config
         if isinstance(config, Elastic) and config.deferred_error is not None:
             raise config.deferred_error
+        if isinstance(config, Elastic):
+            warn_of_nodes_that_never_come(config, self.min_nodes)
         return super().execute(**kwargs)
+
+
+def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int) -> None:
+    """Warn when a task of at least two nodes runs outside a PyTorchJob, which is to say locally.
+
+    The plugin then starts one node whose rendezvous listens on ``localhost:0`` (``PET_RDZV_ENDPOINT`` unset),
+    where no other node can join: c10d waits ``join_timeout`` (torch's default 600 s) and fails with
+    ``RendezvousTimeoutError``. The plugin itself only logs that the rendezvous "might" time out. A
+    PyTorchJob's pods have ``PET_NNODES``, which the plugin reads to tell (``PytorchElasticFunctionTask.execute``).
+    ``render`` says nothing of it: it shows what runs on the cluster, where the nodes do come.
+    """
+    if min_nodes <= 1 or os.environ.get("PET_NNODES") is not None:
+        return
+    join = (config.rdzv_configs or {}).get("join_timeout", 600)
+    warnings.warn(
+        f"profile {config.profile!r} asks for at least {min_nodes} nodes (nnodes: {config.nnodes}), but this run is "
+        f"not part of a PyTorchJob (PET_NNODES is unset): it starts one node, whose rendezvous waits join_timeout "
+        f"({join} s) for nodes that never come and then fails. To run it locally, give it one node: "
+        f"Elastic(profile={config.profile!r}, nnodes=1)",
+        KfdefaultsWarning,
+        stacklevel=caller_stacklevel(_CALLERS),
+    )

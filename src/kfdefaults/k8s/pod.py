@@ -3,7 +3,7 @@ shared memory when the task asks the SDK for it, the primary container's environ
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from .mounts import is_shm_mount
 
@@ -36,18 +36,20 @@ def drop_shm_mounts(spec: dict[str, Any], primary_name: str) -> list[str]:
     return dropped
 
 
+def drop_env(container: dict[str, Any], names: Iterable[str]) -> list[str]:
+    """Remove ``container``'s environment variables named in ``names``, in place; return the names removed."""
+    names = set(names)
+    env = container.get("env") or []
+    dropped = [e.get("name") for e in env if e.get("name") in names]
+    if dropped:
+        container["env"] = [e for e in env if e.get("name") not in names]
+        if not container["env"]:
+            del container["env"]
+    return dropped
+
+
 def set_env(container: dict[str, Any], name: str, value: str) -> None:
     """Set environment variable ``name`` of ``container`` to ``value``, replacing one of that name."""
     env = [e for e in container.get("env") or [] if e.get("name") != name]
     env.append({"name": name, "value": value})
     container["env"] = env
-
-
-def drop_env(container: dict[str, Any], names: Any) -> None:
-    """Remove the environment variables named in ``names`` from ``container``."""
-    names = set(names)
-    env = [e for e in container.get("env") or [] if e.get("name") not in names]
-    if env:
-        container["env"] = env
-    else:
-        container.pop("env", None)

@@ -1,9 +1,17 @@
-"""Installed packages that register a profiles folder under the entry-point group ``kfdefaults.platform``."""
+"""Installed packages that register a profiles folder under the entry-point group ``kfdefaults.platform``.
+
+An installed package is someone else's code, run in every command and every ``Elastic()``: its faults are
+kept its own (:func:`_contained`). Importing it may not raise (``SystemExit`` included), nor print on standard
+output, where it would mix into ``render -o json``: either is an error naming the package and the entry
+point. What it writes on standard error is passed on, each line marked with the entry point. A
+``entry_points.txt`` that registers the group but cannot be read is an error too, never a silent skip of
+the platform layer.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from .. import cache
 from ..errors import Finding, Location, ProfileError
@@ -23,14 +31,28 @@ class EntryPointSource:
     layer = "platform"
 
     def folders(self) -> list[Folder]:
-        found = []
-        for name, value in _registered_entry_points():
-            found.append(Folder(_entry_point_folder(name, value), self.layer, f"entry point {name} ({value})"))
+        """The folder of each registered entry point.
+
+        Raises:
+            ProfileError: an ``entry_points.txt`` registering the group cannot be read; an entry point's module
+                cannot be found or imported, raises (``SystemExit`` too) or prints on standard output when
+                imported, or names no folder. ``KeyboardInterrupt`` is not caught: it is the user's.
+        """
+        found, findings = [], []
+        for name, value, distribution in _registered_entry_points():
+            try:
+                folder = _entry_point_folder(name, value, distribution)
+            except ProfileError as e:
+                findings.extend(e.findings)
+                continue
+            found.append(Folder(folder, self.layer, f"entry point {name} ({value})"))
+        if findings:
+            raise ProfileError(findings)
         return found
 
 
-def _registered_entry_points() -> list[tuple[str, str]]:
-    """``(name, value)`` of every ``kfdefaults.platform`` entry point of the installed distributions.
+def _registered_entry_points() -> list[tuple[str, str, str]]:
+    """``(name, value, distribution)`` of every ``kfdefaults.platform`` entry point of the installed distributions.
 
     Looks where :mod:`importlib.metadata` looks (each ``*.dist-info`` / ``*.egg-info`` folder on ``sys.path``,
     the first distribution of a name winning) but reads only the ``entry_points.txt`` files that name the
@@ -58,12 +80,12 @@ def _registered_entry_points() -> list[tuple[str, str]]:
         stored = cache.load(path_key)
         try:
             if _unchanged(stored["files"]):
-                _ENTRY_POINTS[key] = [(str(name), str(value)) for name, value in stored["points"]]
+                _ENTRY_POINTS[key] = [(_text(name), _text(value), _text(dist)) for name, value, dist in stored["points"]]
                 return _ENTRY_POINTS[key]
         except (TypeError, KeyError, ValueError):
             pass  # missing or not of this shape: computed again below
         seen: set[str] = set()
-        found: set[tuple[str, str]] = set()
+        found: set[tuple[str, str, str]] = set()
         files: list[list[Any]] = []
         for entry in key:
             for distribution, points, stamp in _distributions_in(entry or "."):
@@ -71,18 +93,35 @@ def _registered_entry_points() -> list[tuple[str, str]]:
                     files.append(stamp)
                 if distribution not in seen:
                     seen.add(distribution)
-                    found.update((name, value) for name, value in points)
+                    found.update((name, value, distribution) for name, value in points)
         _ENTRY_POINTS[key] = sorted(found)
         cache.store(path_key, {"points": [list(p) for p in _ENTRY_POINTS[key]], "files": files})
     return _ENTRY_POINTS[key]
 
 
-_ENTRY_POINTS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+_ENTRY_POINTS: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
+
+
+def _text(value: Any) -> str:
+    """``value``, which must be a string (read from the cache).
+
+    Raises:
+        TypeError: it is not.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"a string was expected, not {type(value).__name__}")
+    return value
 
 
 def _unchanged(files: Any) -> bool:
-    """Whether every ``[path, mtime_ns]`` still has that modification time."""
+    """Whether every ``[path, mtime_ns]`` still has that modification time.
+
+    Raises:
+        TypeError, ValueError: ``files`` is not of that shape (a cache entry that is not this code's).
+    """
     for path, stamp in files:
+        if not isinstance(path, str) or not isinstance(stamp, int):
+            raise TypeError("[path, mtime_ns] expected")
         try:
             if os.stat(path).st_mtime_ns != stamp:
                 return False
@@ -102,7 +141,7 @@ def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]], lis
     stored = cache.load(entry_key)
     if isinstance(stored, list):
         try:
-            out = [(str(dist), [(str(n), str(v)) for n, v in points], file) for dist, points, file in stored]
+            out = [(_text(dist), [(_text(n), _text(v)) for n, v in points], file) for dist, points, file in stored]
             if _unchanged(file for _, _, file in out if file):
                 return out
         except (TypeError, ValueError):
@@ -130,44 +169,124 @@ def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]], lis
 
 
 def _entry_points_of(path: str) -> list[tuple[str, str]]:
+    """The ``kfdefaults.platform`` entry points an ``entry_points.txt`` registers (none when it does not name
+    the group, or cannot be opened: a distribution without one).
+
+    Raises:
+        ProfileError: a file that names the group is not UTF-8 or not in the INI format of entry points,
+            located at the line where reading stopped.
+    """
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
     except OSError:
         return []
-    if ENTRY_POINT_GROUP not in text:
+    if ENTRY_POINT_GROUP.encode() not in raw:
         return []
     import configparser
 
-    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # names are case-sensitive
     try:
+        text = raw.decode("utf-8")
+        parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+        parser.optionxform = str  # type: ignore[assignment,method-assign]  # names are case-sensitive
         parser.read_string(text, source=path)
-    except configparser.Error:
-        return []
+    except (UnicodeDecodeError, configparser.Error) as e:
+        line, problem = _ini_problem(e, raw)
+        raise ProfileError([Finding(Location(path, line, 1), "", f"cannot read the {ENTRY_POINT_GROUP} entry points "
+                                    f"of this installed package: {problem}", layer="platform")]) from None
     if not parser.has_section(ENTRY_POINT_GROUP):
         return []
     return [(name.strip(), value.strip()) for name, value in parser.items(ENTRY_POINT_GROUP)]
 
 
-def _entry_point_folder(name: str, value: str) -> str:
+def _ini_problem(e: Exception, raw: bytes) -> tuple[int, str]:
+    """The line and a plain description of why :mod:`configparser` (or UTF-8) refused an ``entry_points.txt``."""
+    import configparser
+
+    if isinstance(e, UnicodeDecodeError):
+        return raw[: e.start].count(b"\n") + 1, "not UTF-8 text"
+    if isinstance(e, configparser.MissingSectionHeaderError):
+        return e.lineno, f"line {e.lineno} is neither a [group] header nor NAME = VALUE under one: {e.line.strip()!r}"
+    if isinstance(e, configparser.ParsingError) and e.errors:
+        line, text = e.errors[0][0], str(e.errors[0][1]).replace("\\n'", "'")
+        return line, f"line {line} is not NAME = VALUE: {text}"
+    line = getattr(e, "lineno", None) or 1
+    return line, str(e).split("]: ", 1)[-1]
+
+
+def _entry_point_folder(name: str, value: str, distribution: str) -> str:
+    """The profiles folder entry point ``name = value`` of ``distribution`` registers.
+
+    A plain module (``acme_profiles``, ``acme.profiles``) names its own folder; it is located without being
+    imported, though its parent packages are (a package's ``__init__``). ``module:attribute`` is imported;
+    the attribute is a path, or a function returning one.
+
+    Raises:
+        ProfileError: as :meth:`EntryPointSource.folders`, located at ``entry point NAME (VALUE)``.
+    """
     import importlib.util
 
     if ":" not in value:
-        spec = importlib.util.find_spec(value.strip())
+        spec = _contained(name, value, distribution, lambda: importlib.util.find_spec(value.strip()))
         if spec is not None and spec.submodule_search_locations:
             return list(spec.submodule_search_locations)[0]
         if spec is not None and spec.origin:
             return os.path.dirname(spec.origin)
-        raise ProfileError([Finding(Location(f"entry point {name}"), "", f"cannot find module {value!r}")])
+        raise _entry_point_error(name, value, distribution, f"cannot find module {value!r}")
     from importlib.metadata import EntryPoint
 
-    try:
+    def load() -> Any:
         target = EntryPoint(name, value, ENTRY_POINT_GROUP).load()
-        if callable(target):
-            target = target()
+        return target() if callable(target) else target
+
+    target = _contained(name, value, distribution, load)
+    try:
         return os.fspath(target)
-    except Exception as e:  # the installed package is broken: say which, do not crash every command
-        raise ProfileError([Finding(Location(f"entry point {name} ({value})"), "",
-                                    f"cannot load this {ENTRY_POINT_GROUP} entry point: {type(e).__name__}: {e}",
-                                    layer="platform")]) from None
+    except TypeError:
+        raise _entry_point_error(name, value, distribution, f"names {type(target).__name__} {target!r:.80}, not "
+                                                            "a folder path (a str or os.PathLike)") from None
+
+
+def _entry_point_error(name: str, value: str, distribution: str, problem: str) -> ProfileError:
+    return ProfileError([Finding(Location(f"entry point {name} ({value})"), "",
+                                 f"cannot load this {ENTRY_POINT_GROUP} entry point of the installed package "
+                                 f"{distribution}: {problem}", layer="platform")])
+
+
+def _contained(name: str, value: str, distribution: str, load: Callable[[], Any]) -> Any:
+    """``load()``, which runs an installed package's code, with that code's faults kept its own.
+
+    Standard output and standard error are captured while it runs (Python's ``sys.stdout`` and
+    ``sys.stderr``: what ``print`` and ``warnings`` write; a C extension writing to file descriptor 1 directly
+    is not seen). Output on standard output is an error: it would be mixed into kfdefaults' own (``render -o
+    json``) or into the user's. What was written on standard error is written again, each line marked with
+    the entry point. Any exception is an error, ``SystemExit`` included (the package would otherwise end the
+    command, which then exits 0 having checked nothing); ``KeyboardInterrupt`` is the user's and goes on.
+
+    Raises:
+        ProfileError: naming the package, the entry point and what went wrong.
+        KeyboardInterrupt: raised while loading.
+    """
+    import contextlib
+    import io
+    import sys
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result = load()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: B036 - SystemExit and the like too: see the docstring
+        kind = "exited" if isinstance(e, SystemExit) else "raised"
+        detail = f"SystemExit({e.code!r})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+        raise _entry_point_error(name, value, distribution, f"importing it {kind}: {detail}") from None
+    finally:
+        for line in err.getvalue().splitlines():
+            sys.stderr.write(f"entry point {name} ({value}): {line}\n")
+    printed = out.getvalue()
+    if printed:
+        first = printed.strip().splitlines()[0] if printed.strip() else repr(printed)
+        raise _entry_point_error(name, value, distribution, f"importing it printed on standard output ({first!r:.120}),"
+                                 " which would be mixed into kfdefaults' output; a profile package must not print")
+    return result

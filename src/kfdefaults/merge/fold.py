@@ -43,8 +43,8 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
     fragments = assign_primary_container(fragments)
     entry_key = merge_key(fragments, kubernetes_version, target) if remember else None
     if entry_key is not None:
-        hit = cache.load(entry_key)
-        if isinstance(hit, dict) and {"description", "elastic", "pod", "primary"} <= set(hit):
+        hit = cache.load(entry_key, lambda value: _is_merge(value, target))
+        if hit is not None:
             return Resolved(name, hit["description"], hit["elastic"], hit["pod"], hit["primary"], fragments, sdk,
                             target)
     state = Resolved.initial(name, sdk, target)
@@ -56,6 +56,20 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
         cache.store(entry_key, {"description": merged.description, "elastic": merged.elastic_settings,
                                 "pod": merged.pod_template_spec, "primary": merged.primary_container_name})
     return merged
+
+
+def _is_merge(value: Any, target: Target) -> bool:
+    """Whether a cache entry has the shape :func:`merge_fragments` stores (else it is a miss): the merged
+    ``elastic`` settings (every default of ``target`` filled in), a PodTemplateSpec of ``metadata`` and ``spec`` mappings, the primary container's
+    name, the description."""
+    if not (isinstance(value, dict) and set(value) == {"description", "elastic", "pod", "primary"}):
+        return False
+    elastic, pod = value["elastic"], value["pod"]
+    return (isinstance(value["description"], (str, type(None))) and isinstance(value["primary"], str)
+            and isinstance(elastic, dict) and set(elastic) >= set(target.defaults)
+            and isinstance(elastic["rdzv_configs"], dict) and isinstance(elastic.get("run_policy") or {}, dict)
+            and isinstance(pod, dict) and set(pod) <= {"metadata", "spec"}
+            and all(isinstance(part, dict) for part in pod.values()))
 
 
 def merge_step(state: Resolved, fragment: Fragment, *, kubernetes_version: str | None = None) -> Resolved:

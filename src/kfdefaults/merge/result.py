@@ -29,6 +29,11 @@ class SdkObjects(Protocol):
         """The SDK's ``PodTemplate`` with the merged pod spec, labels and annotations."""
         ...
 
+    def running_a_task(self) -> bool:
+        """Whether this process runs a task in a Flyte container, known the way the SDK knows it (the settings
+        registered with the task are read there, and only there: :mod:`kfdefaults.runtime`)."""
+        ...
+
 
 class Resolved:
     """A profile merged across its layers.

@@ -20,8 +20,18 @@ takes about a second for 64 KiB of the slowest input (one long comment)."""
 MAX_NODES = 10_000
 """Largest number of values one file may hold or expand to, aliases included; a profile holds a few hundred."""
 
+MAX_EXPANDED_BYTES = MAX_FILE_BYTES
+"""Most text (keys and scalars, in UTF-8 bytes) one file may stand for once its YAML aliases are expanded: what
+a file without aliases could hold. Without it, a 54 KB file of one 30 KB anchor used 6,000 times stood for
+180 MB, and every step after reading (validation, the merge, the cache, the output) paid for all of it."""
+
 MAX_DEPTH = 64
 """Deepest nesting of mappings and lists in one file; a PodSpec fragment nests about a dozen levels."""
+
+MAX_INT_DIGITS = 30
+"""Most digits of an integer in a file (YAML or TOML). The largest value any consumer takes is an int64
+(9,223,372,036,854,775,807: 19 digits); beyond 4,300 digits Python refuses to convert a number to text at all
+(``sys.get_int_max_str_digits``), which would fail far from the file."""
 
 
 def error(file: str, line: int, column: int, message: str) -> ProfileError:
@@ -71,13 +81,32 @@ class Document:
 
     @classmethod
     def from_json(cls, file: str, value: dict[str, Any]) -> Document:
-        """The inverse of :meth:`to_json`."""
+        """The inverse of :meth:`to_json`.
+
+        Raises:
+            ValueError: ``value`` is not of that shape (a cache entry that is not this code's, or damaged).
+        """
+        def path(p: Any) -> Path:
+            if not isinstance(p, list) or not all(isinstance(part, str) or type(part) is int for part in p):
+                raise ValueError("a document path is a list of keys and indices")
+            return tuple(p)
+
+        def position(line: Any, column: Any) -> tuple[int, int]:
+            if type(line) is not int or type(column) is not int:
+                raise ValueError("a position is two ints")
+            return line, column
+
+        if not isinstance(value, dict) or not isinstance(value.get("data"), dict):
+            raise ValueError("a document of a profile holds a mapping")
+        plain = {path(p): text for p, text in value["plain_text"]}
+        if not all(isinstance(text, str) for text in plain.values()):
+            raise ValueError("plain text is text")
         return cls(
             file,
             value["data"],
-            {tuple(p): (line, col) for p, line, col in value["keys"]},
-            {tuple(p): (line, col) for p, line, col in value["values"]},
-            {tuple(p): text for p, text in value["plain_text"]},
+            {path(p): position(line, col) for p, line, col in value["keys"]},
+            {path(p): position(line, col) for p, line, col in value["values"]},
+            plain,
         )
 
     def location(self, path: Path, *, key: bool = False) -> Location:

@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+from .document import MAX_INT_DIGITS
+
 _CORE_NULL = re.compile(r"~|null|Null|NULL|")
 _CORE_BOOL = re.compile(r"true|True|TRUE|false|False|FALSE")
 _CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
@@ -26,6 +28,12 @@ class AmbiguousScalar(ValueError):
     """A plain scalar that YAML readers disagree on (``0755``) or that no profile holds (a 5,000-digit number)."""
 
 
+def too_many_digits(text: str) -> str:
+    """The message for an integer written with more than :data:`MAX_INT_DIGITS` digits."""
+    return (f"`{text[:20]}...` is an integer of {len(text)} digits; no profile value is that large (at most "
+            f"{MAX_INT_DIGITS} digits are read)")
+
+
 def resolve_plain_scalar(value: str) -> Any:
     """The value of a plain (unquoted) YAML scalar under the YAML 1.2 core schema.
 
@@ -34,15 +42,15 @@ def resolve_plain_scalar(value: str) -> Any:
 
     Raises:
         AmbiguousScalar: an integer with a leading zero (``0755``: decimal 755 in YAML 1.2, octal 493 in YAML 1.1,
-            which kubectl reads), or one of more than 30 digits.
+            which kubectl reads), or one of more than :data:`~kfdefaults.read.document.MAX_INT_DIGITS` digits.
     """
     if _CORE_NULL.fullmatch(value):
         return None
     if _CORE_BOOL.fullmatch(value):
         return value[0] in "tT"
     if _CORE_INT.fullmatch(value):
-        if len(value) > 30:
-            raise AmbiguousScalar(f"`{value[:20]}...` is an integer of {len(value)} digits; no profile value is that large")
+        if len(value) > MAX_INT_DIGITS:
+            raise AmbiguousScalar(too_many_digits(value))
         if value.startswith("0o"):
             return int(value[2:], 8)
         if value.startswith("0x"):

@@ -9,7 +9,8 @@ import re
 import sys
 from typing import Any
 
-from .document import MAX_DEPTH, MAX_NODES, Document, Path, error
+from .document import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES, Document, Path, error
+from .scalars import too_many_digits
 
 
 def _tomllib() -> Any:
@@ -43,15 +44,16 @@ def _plain_toml_problem(text: str, line: int, column: int, problem: str) -> tupl
     return column, problem
 
 
-def parse_toml(text: str, file: str) -> Document:
-    """Parse TOML profile text.
+def load_toml(text: str, file: str) -> Any:
+    """TOML text as plain data, by tomllib, with its errors located; no budgets and no positions (for files that
+    are not profiles, such as ``pyproject.toml``).
 
     Raises:
-        ProfileError: not valid TOML 1.0, a date, or over a budget, with the line and column of the problem.
+        ProfileError: not valid TOML 1.0, or an integer past what Python converts (4,300 digits).
     """
     tomllib = _tomllib()
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = _TOML_ERROR_POS.search(msg)
@@ -60,12 +62,32 @@ def parse_toml(text: str, file: str) -> Document:
         raise error(file, line, col, f"invalid TOML: {problem}") from None
     except RecursionError:
         raise error(file, 1, 1, f"values nest deeper than {MAX_DEPTH} levels") from None
-    over = _over_budget(data)
-    doc = Document(file, None)
+    except ValueError:  # int() refused a decimal integer of over 4,300 digits (sys.get_int_max_str_digits)
+        m = _LONG_INTEGER.search(text)
+        line, col = _position(text, m.start(1)) if m else (1, 1)
+        raise error(file, line, col, too_many_digits(m.group(1) if m else "?")) from None
+
+
+def toml_positions(text: str, doc: Document) -> Document:
+    """Fill ``doc.keys`` and ``doc.values`` with where each key and value of TOML ``text`` is written (text that
+    tomllib accepted); returns ``doc``. Positions are a convenience: text the scanner cannot follow leaves them
+    partial."""
     try:
         _TomlScanner(text, doc).scan()
     except (IndexError, ValueError, RecursionError):
-        pass  # positions are a convenience; tomllib already accepted the file
+        pass
+    return doc
+
+
+def parse_toml(text: str, file: str) -> Document:
+    """Parse TOML profile text.
+
+    Raises:
+        ProfileError: not valid TOML 1.0, a date, or over a budget, with the line and column of the problem.
+    """
+    data = load_toml(text, file)
+    over = _over_budget(data)
+    doc = toml_positions(text, Document(file, None))
     if over is not None:
         where = doc.location(over[0])
         raise error(file, where.line, where.column, over[1])
@@ -77,8 +99,21 @@ def parse_toml(text: str, file: str) -> Document:
     return doc
 
 
+_LONG_INTEGER = re.compile(r"(?:^|[=\[,{])[ \t]*([+-]?[0-9][0-9_]{%d,})" % MAX_INT_DIGITS, re.MULTILINE)
+"""A TOML integer value of more than MAX_INT_DIGITS digits (the first one is where tomllib gave up)."""
+
+_TOO_LARGE = 10**MAX_INT_DIGITS
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
 def _over_budget(data: Any) -> tuple[Path, str] | None:
-    """The first path where ``data`` nests deeper than MAX_DEPTH, or the path past MAX_NODES values, if any."""
+    """The first path where ``data`` nests deeper than MAX_DEPTH, holds an integer of more than MAX_INT_DIGITS
+    digits (``0x`` and ``0o`` integers of any length reach here; YAML's reader refuses them as text), or the
+    path past MAX_NODES values, if any."""
     count = 0
     stack: list[tuple[Path, Any]] = [((), data)]
     while stack:
@@ -88,6 +123,9 @@ def _over_budget(data: Any) -> tuple[Path, str] | None:
             return path, f"file holds more than {MAX_NODES} values"
         if len(path) > MAX_DEPTH:
             return path, f"values nest deeper than {MAX_DEPTH} levels"
+        if isinstance(value, int) and not isinstance(value, bool) and not -_TOO_LARGE < value < _TOO_LARGE:
+            return path, (f"an integer of more than {MAX_INT_DIGITS} digits; no profile value is that large (at most "
+                          f"{MAX_INT_DIGITS} digits are read)")
         if isinstance(value, dict):
             stack.extend((path + (k,), v) for k, v in reversed(list(value.items())))
         elif isinstance(value, list):

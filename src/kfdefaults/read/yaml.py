@@ -1,7 +1,8 @@
 """YAML profile files: the YAML 1.2 core schema, positions kept, hostile input refused early.
 
-Explicit tags, duplicate keys, merge keys and several documents are errors; aliases may not expand past a node
-budget (a "billion laughs" file fails fast); values may not nest deeper than :data:`~kfdefaults.read.files.MAX_DEPTH`.
+Explicit tags, duplicate keys, merge keys and several documents are errors; aliases may not expand past the
+budgets of values and of bytes (a "billion laughs" file, or one large string repeated by aliases, fails fast);
+values may not nest deeper than :data:`~kfdefaults.read.document.MAX_DEPTH`.
 Plain scalars are resolved by :mod:`kfdefaults.read.scalars`, not by the YAML library.
 """
 
@@ -12,7 +13,7 @@ import re
 from typing import Any
 
 from ..errors import ProfileError
-from .document import MAX_DEPTH, MAX_NODES, Document, Path, error
+from .document import MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_NODES, Document, Path, error
 from .scalars import AmbiguousScalar, resolve_plain_scalar
 
 
@@ -142,8 +143,15 @@ def parse_yaml(text: str, file: str) -> Document:
     doc = Document(file, None)
     if nodes:
         converter = _YamlConverter(doc)
-        if _expanded_size(nodes[0], {}) > MAX_NODES:
-            raise converter.fail(nodes[0], f"document expands to more than {MAX_NODES} values (aliases?)")
+        memo: dict[int, tuple[int, int]] = {}
+        values, size = _expanded_size(nodes[0], memo)
+        if values > MAX_NODES:
+            raise converter.fail(_overflowing(nodes[0], memo), f"document expands to more than {MAX_NODES} values "
+                                                               "(aliases?)")
+        if size > MAX_EXPANDED_BYTES:
+            raise converter.fail(_overflowing(nodes[0], memo), f"document expands to more than {MAX_EXPANDED_BYTES // 1024} KiB of text "
+                                           "(aliases repeating a large value?); a file may stand for what it could "
+                                           "hold written out")
         doc.data = converter.convert(nodes[0], ())
     return doc
 
@@ -257,21 +265,48 @@ def _flow_depth_overrun(text: str) -> tuple[int, int] | None:
         i += 1
 
 
-def _expanded_size(node: Any, memo: dict[int, int]) -> int:
-    """How many values ``node`` stands for once its aliases are expanded (shared nodes counted once each)."""
+def _expanded_size(node: Any, memo: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """How many values, and how many bytes of text (keys and scalars, UTF-8), ``node`` stands for once its
+    aliases are expanded: an alias counts again each time it is used. Counting stops soon after a budget is
+    passed, so a "billion laughs" file is measured in a few steps per node."""
     known = memo.get(id(node))
     if known is not None:
         return known
-    memo[id(node)] = MAX_NODES + 1  # a cycle expands without end
-    size = 1
+    memo[id(node)] = (MAX_NODES + 1, MAX_EXPANDED_BYTES + 1)  # a cycle expands without end
     if isinstance(node.value, list):
+        values, size = 1, 0
         for child in node.value:
             for part in child if isinstance(child, tuple) else (child,):
-                size += _expanded_size(part, memo)
-                if size > MAX_NODES:
+                v, b = _expanded_size(part, memo)
+                values, size = values + v, size + b
+            if values > MAX_NODES or size > MAX_EXPANDED_BYTES:
+                break
+    else:
+        text = str(node.value)
+        values, size = 1, len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    memo[id(node)] = (values, size)
+    return values, size
+
+
+def _overflowing(node: Any, memo: dict[int, tuple[int, int]]) -> Any:
+    """The node to blame for a document over budget: going down from ``node``, the first node none of whose
+    children is over budget alone (the list or mapping whose aliases add up; an alias has no position of its own)."""
+    seen: set[int] = set()
+    while isinstance(node.value, list) and id(node) not in seen:
+        seen.add(id(node))
+        over = None
+        for child in node.value:
+            for part in child if isinstance(child, tuple) else (child,):
+                values, size = _expanded_size(part, memo)
+                if values > MAX_NODES or size > MAX_EXPANDED_BYTES:
+                    over = part
                     break
-    memo[id(node)] = size
-    return size
+            if over is not None:
+                break
+        if over is None:
+            return node
+        node = over
+    return node
 
 
 class _YamlConverter:

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from ..paths import PathT, Select, format_path
 from .explain import Entry, Origin, atomic_list, explain, skeleton
 from .leaves import format_value, same, tree_order
-from .output import to_json, to_yaml
+from .output import output_encoding, to_json, to_yaml, writable
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 """Stands for "no value at this path on this side"."""
@@ -258,20 +258,24 @@ def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
     from rich.text import Text
 
     console = Console()
+    encoding = output_encoding()
     if not diffs:
-        console.print(Text(f"{a.label} and {b.label}: no differences"))
+        console.print(Text(writable(f"{a.label} and {b.label}: no differences", encoding)))
         return
     noun = "difference" if len(diffs) == 1 else "differences"
-    table = Table(title=Text(f"{a.label} → {b.label}: {len(diffs)} {noun}"), title_justify="left")
+    arrow = "→" if writable("→", encoding) == "→" else "->"
+    table = Table(title=Text(writable(f"{a.label} {arrow} {b.label}: {len(diffs)} {noun}", encoding)), title_justify="left")
     for column in ("", "path", a.label, b.label, "set by"):
-        table.add_column(Text(column), overflow="fold", no_wrap=column == "path")  # a path stays whole
+        table.add_column(Text(writable(column, encoding)), overflow="fold", no_wrap=column == "path")  # a path stays whole
     styles = {"added": "green", "removed": "red", "changed": "yellow"}
     for d in diffs:
         where = d.cause()
-        table.add_row(Text(_MARK[d.change], style=styles[d.change]), Text(format_path(d.path)),  # Text: no markup
-                      Text(format_value(d.before) if d.before is not ABSENT else "", style="red" if d.before is not ABSENT else ""),
-                      Text(format_value(d.after) if d.after is not ABSENT else "", style="green" if d.after is not ABSENT else ""),
-                      Text(where, style="dim"))
+        table.add_row(Text(_MARK[d.change], style=styles[d.change]), Text(writable(format_path(d.path), encoding)),
+                      Text(writable(format_value(d.before), encoding) if d.before is not ABSENT else "",  # Text: no markup
+                           style="red" if d.before is not ABSENT else ""),
+                      Text(writable(format_value(d.after), encoding) if d.after is not ABSENT else "",
+                           style="green" if d.after is not ABSENT else ""),
+                      Text(writable(where, encoding), style="dim"))
     console.print(table)
 
 
@@ -291,7 +295,8 @@ def show_diff(a: Side, b: Side, output: str) -> int:
         print_diff_table(a, b, diffs)
     elif output in ("json", "yaml"):
         document = diff_document(a, b, diffs)
-        sys.stdout.write(to_json(document) if output == "json" else to_yaml(document))
+        encoding = output_encoding()
+        sys.stdout.write(to_json(document, encoding=encoding) if output == "json" else to_yaml(document, encoding=encoding))
     elif output == "markdown":
         sys.stdout.write(diff_markdown(a, b, diffs))
     else:

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from ..paths import Select, format_path
 from .explain import Entry, explain
 from .leaves import format_value
-from .output import to_json, to_yaml
+from .output import output_encoding, to_json, to_yaml, writable
 
 
 def explain_document(name: str, entries: Sequence[Entry]) -> dict[str, Any]:
@@ -59,14 +59,16 @@ def print_explain_table(name: str, entries: Sequence[Entry], width: int | None =
     from rich.table import Table
     from rich.text import Text
 
+    encoding = output_encoding()  # cells escaped before rich measures them: the columns stay aligned
     console = Console(highlight=False, width=width)
-    rows = [(format_path(e.path), shown_value(e), e.set_by.layer, e.set_by.where, removal(e)) for e in entries]
+    rows = [tuple(writable(cell, encoding) for cell in (format_path(e.path), shown_value(e), e.set_by.layer,
+                                                         e.set_by.where, removal(e))) for e in entries]
     any_removed = any(e.removed for e in entries)
     columns = ("path", "value", "layer", "set at") + (("removed by",) if any_removed else ())
     natural = sum(max([len(c)] + [len(r[i]) for r in rows]) + 3 for i, c in enumerate(columns)) + 1
     if natural > console.width:
         for text, style in narrow_lines(name, entries, console.width):
-            console.print(Text(text, style=style), soft_wrap=True)
+            console.print(Text(writable(text, encoding), style=style), soft_wrap=True)
         return
     table = Table(title=f"{name}: where each value comes from", title_justify="left")
     for column in columns:
@@ -187,7 +189,8 @@ def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None =
         print_explain_table(resolved.name, entries)
     elif output in ("json", "yaml"):
         document = explain_document(resolved.name, entries)
-        sys.stdout.write(to_json(document) if output == "json" else to_yaml(document))
+        encoding = output_encoding()
+        sys.stdout.write(to_json(document, encoding=encoding) if output == "json" else to_yaml(document, encoding=encoding))
     else:
         for line in explain_lines(entries):
             sys.stdout.write(line + "\n")

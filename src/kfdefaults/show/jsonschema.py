@@ -20,7 +20,12 @@ from typing import Any
 from ..smp.schema import definitions, normalize_version
 from ..validate.enums import ENUM_EXTRA, enum_values
 from ..validate.model import ProfileFile
-from ..validate.rdzv import RDZV_SETTINGS, RDZV_STORE_TYPES
+from ..validate.rdzv import (
+    RDZV_MAX_ATTEMPTS,
+    RDZV_MAX_SECONDS,
+    RDZV_SETTINGS,
+    RDZV_STORE_TYPES,
+)
 from ..validate.schema_rules import INT_RANGES
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -118,8 +123,8 @@ def _fix_pydantic(node: Any) -> Any:
 
 def _rdzv_schema() -> dict[str, Any]:
     kinds = {
-        "seconds": {"type": "integer", "minimum": 1},
-        "count": {"type": "integer", "minimum": 1},
+        "seconds": {"type": "integer", "minimum": 1, "maximum": RDZV_MAX_SECONDS},
+        "count": {"type": "integer", "minimum": 1, "maximum": RDZV_MAX_ATTEMPTS},
         "bool": {"type": "boolean"},
         "store": {"enum": list(RDZV_STORE_TYPES)},
     }

@@ -9,12 +9,18 @@ every run.
 YAML output quotes every string that a YAML 1.1 reader (kubectl, PyYAML) would take for something else:
 ``"no"``, ``"on"``, ``"y"``, ``"0755"``, ``"1_000"``, ``"12:30"``, ``"2024-01-01"``. Round-tripping the output
 through kubectl therefore keeps strings strings.
+
+Output for a terminal or file whose encoding is not a Unicode one (the ``C`` locale without Python's UTF-8
+mode, ``de_DE.ISO-8859-1``) writes the characters that encoding cannot hold as escapes of the format
+(:func:`output_encoding`): ``"\\u65e5"`` in JSON and YAML, which read back as the same data.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
+import sys
 from typing import Any
 
 from ..smp.schema import SchemaLookupError, schema_type
@@ -108,9 +114,68 @@ def order_profile(profile: dict[str, Any], kubernetes_version: str | None = None
     return out
 
 
-def to_json(data: Any) -> str:
-    """Indented JSON, keys in the given order, non-ASCII kept, ending with a newline."""
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def output_encoding(stream: Any = None) -> str | None:
+    """The encoding of ``stream`` (standard output) when it cannot hold every character, else ``None``.
+
+    ``None`` for UTF-8 and the other Unicode encodings, and for a stream that says nothing (a ``StringIO``);
+    the codec's name (``"iso8859-1"``, ``"ascii"``) otherwise.
+    """
+    encoding = getattr(sys.stdout if stream is None else stream, "encoding", None)
+    if not encoding:
+        return None
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return "ascii"
+    return None if name.startswith("utf") else name
+
+
+def _escaped(text: str, encoding: str | None, *, astral: str) -> str:
+    """``text`` with every character ``encoding`` cannot hold written as ``\\uXXXX``; a character beyond U+FFFF as
+    JSON writes it (``astral="json"``: a surrogate pair) or as YAML does (``"yaml"``: ``\\UXXXXXXXX``).
+
+    Only valid where non-ASCII characters stand inside double-quoted strings, as in the JSON and YAML written
+    here (plain YAML scalars are ASCII).
+    """
+    if encoding is None or text.isascii():
+        return text
+    out = []
+    for c in text:
+        if c.isascii():
+            out.append(c)
+            continue
+        try:
+            c.encode(encoding)
+            out.append(c)
+        except UnicodeEncodeError:
+            code = ord(c)
+            if code <= 0xFFFF:
+                out.append(f"\\u{code:04x}")
+            elif astral == "yaml":
+                out.append(f"\\U{code:08x}")
+            else:
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+    return "".join(out)
+
+
+def writable(text: str, encoding: str | None) -> str:
+    """``text`` with every character ``encoding`` cannot hold written as a backslash escape (``\\u65e5``), for
+    text that is not data (a table cell: escaped before rich measures it, the columns stay aligned)."""
+    if encoding is None or text.isascii():
+        return text
+    return text.encode(encoding, "backslashreplace").decode(encoding)
+
+
+def to_json(data: Any, *, encoding: str | None = None) -> str:
+    """Indented JSON, keys in the given order, non-ASCII kept, ending with a newline.
+
+    Args:
+        data: Plain data.
+        encoding: What the text will be written in (:func:`output_encoding`); characters it cannot hold are
+            written as JSON escapes (``\\u65e5``). ``None``: every character kept.
+    """
+    return _escaped(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding, astral="json")
 
 
 _PLAIN = re.compile(r"(?:[A-Za-z0-9_./(]|-+[A-Za-z0-9_./(])[A-Za-z0-9_./()@=+:;,~^$%<>!&*?|'\"\- ]*")
@@ -197,7 +262,7 @@ def _yaml_inline(value: Any) -> str:
     return _yaml_scalar(value)
 
 
-def to_yaml(data: Any) -> str:
+def to_yaml(data: Any, *, encoding: str | None = None) -> str:
     """Block-style YAML that YAML 1.2 and YAML 1.1 readers (kubectl, PyYAML) read back the same.
 
     Strings stay plain where no reader could take them for anything else and are written as JSON strings
@@ -208,15 +273,17 @@ def to_yaml(data: Any) -> str:
 
     Args:
         data: Plain data: dicts with string keys, lists, str, int, float, bool, None.
+        encoding: What the text will be written in (:func:`output_encoding`); characters it cannot hold are
+            written as YAML escapes (``\\u65e5``, in double-quoted strings). ``None``: every character kept.
 
     Returns:
         The document, ending with a newline.
     """
     if not isinstance(data, (dict, list)) or not data:
-        return _yaml_inline(data) + "\n"
+        return _escaped(_yaml_inline(data) + "\n", encoding, astral="yaml")
     lines: list[str] = []
     _emit(data, 0, lines)
-    return "\n".join(lines) + "\n"
+    return _escaped("\n".join(lines) + "\n", encoding, astral="yaml")
 
 
 def stable_task_template(template: dict[str, Any]) -> dict[str, Any]:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Any
 
 from .. import cache
 from ..errors import Finding, Location, ProfileError
 from ..layers import NAME_PATTERN, profile_name_of
-from ..read import TOML_SUFFIXES, Document, parse_bytes, read_bytes
+from ..read import MAX_FILE_BYTES, TOML_SUFFIXES, Document, parse_bytes, read_bytes
 from ..smp.schema import normalize_version
 from .fragment import Definition, Fragment, fragment_from_body
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+"""How a loaded file is read again: a pipe put in its place is not waited on (and then is not a regular file)."""
 
 
 class DefinitionLoader:
@@ -27,11 +31,31 @@ class DefinitionLoader:
 
     Attributes:
         loaded: File -> its definition, for every file loaded so far.
+        digests: File -> the digest of the bytes it was loaded from (:meth:`unchanged` reads them again).
     """
 
     def __init__(self, kubernetes_version: str | None = None) -> None:
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.loaded: dict[str, Definition] = {}
+        self.digests: dict[str, str] = {}
+
+    def unchanged(self) -> bool:
+        """Whether every file loaded so far still holds the bytes it was loaded from.
+
+        By content, not by size and modification time: ``rsync -t``, ``tar`` and ``cp -p`` write new bytes of
+        the same size under the old time. Reading a few small files costs tens of microseconds.
+        """
+        for file, known in self.digests.items():
+            try:
+                fd = os.open(file, _READ_FLAGS)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode) or cache.digest(os.read(fd, MAX_FILE_BYTES + 1)) != known:
+                        return False
+                finally:
+                    os.close(fd)
+            except OSError:
+                return False
+        return True
 
     def load(self, file: str, layer: str) -> Definition:
         """Parse and validate one profile file of ``layer``.
@@ -43,6 +67,7 @@ class DefinitionLoader:
         if cached is not None:
             return cached
         raw = read_bytes(file)
+        self.digests[file] = cache.digest(raw)
         # the same bytes are another document in the other format: the suffix chooses the parser
         file_format = "toml" if file.endswith(TOML_SUFFIXES) else "yaml"
         entry_key = cache.key(raw, "profile", file_format, self.kubernetes_version)
@@ -106,19 +131,35 @@ def _definition_to_entry(definition: Definition) -> dict[str, Any]:
 
 
 def _definition_from_entry(entry: Any, file: str, layer: str) -> Definition | None:
-    """The inverse of :func:`_definition_to_entry`, for ``file`` in ``layer``; ``None`` if the entry is unusable."""
+    """The inverse of :func:`_definition_to_entry`, for ``file`` in ``layer``; ``None`` if the entry is not of
+    that shape (damaged, or written by other code): a miss."""
     try:
         doc = Document.from_json(file, entry["document"])
-        warnings = [Finding(Location(file, line, column), dotted, message, severity, layer=layer)
-                    for line, column, dotted, message, severity in entry["warnings"]]
+        warnings = []
+        for line, column, dotted, message, severity in entry["warnings"]:
+            if not (type(line) is int and type(column) is int and isinstance(dotted, str) and isinstance(message, str)
+                    and severity in ("error", "warning")):
+                return None
+            warnings.append(Finding(Location(file, line, column), dotted, message, severity, layer=layer))
         stem = profile_name_of(file)
-        declared = entry["declared_name"]
+        declared, description, primary = entry["declared_name"], entry["description"], entry["primary_container_name"]
         elastic, pod_template, parents = entry["elastic"], entry["pod_template"], list(entry["parents"])
-        if not (isinstance(elastic, dict) and isinstance(pod_template, dict) and all(isinstance(p, str) for p in parents)
-                and (declared is None or isinstance(declared, str))):
+        if not (_is_section(elastic) and _is_pod_patch(pod_template) and all(isinstance(p, str) for p in parents)
+                and all(v is None or isinstance(v, str) for v in (declared, description, primary))):
             return None
-        fragment = Fragment(stem, layer, file, doc, entry["description"], elastic, pod_template,
-                            entry["primary_container_name"])
+        fragment = Fragment(stem, layer, file, doc, description, elastic, pod_template, primary)
         return Definition(declared or stem, layer, file, doc, parents, fragment, warnings)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+def _is_section(value: Any) -> bool:
+    """A mapping with string keys whose mappings below are mappings too (``elastic``, as written)."""
+    return isinstance(value, dict) and all(isinstance(k, str) for k in value) and all(
+        v is None or not isinstance(v, dict) or _is_section(v) for v in value.values())
+
+
+def _is_pod_patch(value: Any) -> bool:
+    """A PodTemplateSpec patch as :func:`~.fragment.pod_template_patch` makes it: ``metadata`` and ``spec``."""
+    return (isinstance(value, dict) and set(value) <= {"metadata", "spec"}
+            and all(isinstance(v, dict) and all(isinstance(k, str) for k in v) for v in value.values()))

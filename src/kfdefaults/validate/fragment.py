@@ -27,10 +27,12 @@ class Fragment:
         primary_container_name: The name it sets, ``None`` when it sets none.
         locations: For task-layer fragments: written path, list selectors left out -> label of where the value
             came from (``--set KEY=VALUE``, ``Elastic(nnodes=2)``).
+        warnings: For task-layer fragments: what their checks warn about, as a file's warnings (a file's are
+            its :class:`Definition`'s).
     """
 
     __slots__ = ("profile", "layer", "source", "document", "description", "elastic", "pod_template",
-                 "primary_container_name", "locations")
+                 "primary_container_name", "locations", "warnings")
 
     def __init__(
         self,
@@ -43,6 +45,7 @@ class Fragment:
         pod_template: dict[str, Any] | None = None,
         primary_container_name: str | None = None,
         locations: dict[str, str] | None = None,
+        warnings: list[Finding] | None = None,
     ) -> None:
         self.profile = profile
         self.layer = layer
@@ -53,6 +56,7 @@ class Fragment:
         self.pod_template: dict[str, Any] = {} if pod_template is None else pod_template
         self.primary_container_name = primary_container_name
         self.locations: dict[str, str] = {} if locations is None else locations
+        self.warnings: list[Finding] = [] if warnings is None else warnings
 
     def __repr__(self) -> str:
         return f"Fragment({self.profile!r}, layer={self.layer!r}, source={self.source!r})"

@@ -174,18 +174,26 @@ class _MergedChecker:
             if "/" not in resource or resource.rsplit("/", 1)[-1] != "gpu":
                 continue
             gpus = quantity_value(amount)
-            if gpus is None or gpus < 1 or nproc <= gpus:
+            if gpus is None or gpus < 1 or nproc == gpus:
                 continue
             name = primary.get("name")
             gpu_steps = ["spec", "containers", ("name", name), "resources", "limits", resource]
             gpu_setter = self.pod_setter(gpu_steps)
             nproc_setter = _setter(self.fragments, "elastic", ["nproc_per_node"])
             shown = int(gpus) if gpus.denominator == 1 else float(gpus)
+            if nproc > gpus:
+                effect = (f"so workers beyond {shown} share a GPU or fail to get one; set nproc_per_node to {shown} "
+                          "or raise the limit")
+            else:
+                idle = shown - nproc
+                effect = (f"so {idle} GPU{'s' * (idle != 1)} of each node {'stay' if idle != 1 else 'stays'} idle; "
+                          f"set nproc_per_node to {shown} "
+                          "or lower the limit (unless each worker drives several GPUs itself)")
             self.warn(
                 "elastic.nproc_per_node",
                 f"nproc_per_node is {nproc} ({_where(nproc_setter)}) but the primary container `{name}` has {shown} "
-                f"`{resource}` ({_where(gpu_setter)}): torch elastic starts {nproc} workers per node, one per GPU, "
-                f"so workers beyond {shown} share a GPU or fail to get one; set nproc_per_node to {shown} or raise the limit",
+                f"`{resource}` ({_where(gpu_setter)}): torch elastic starts {nproc} worker{'s' * (nproc != 1)} per "
+                f"node, one per GPU, {effect}",
                 nproc_setter, gpu_setter,
             )
 
@@ -291,8 +299,9 @@ class _MergedChecker:
 def check_merged(merged: Any) -> list[Finding]:
     """Warnings for a merged profile whose settings break together at run time.
 
-    * ``nproc_per_node`` larger than the primary container's GPU limit (``nvidia.com/gpu`` or another
-      ``*/gpu`` resource): torch elastic starts one worker per process slot, one per GPU.
+    * ``nproc_per_node`` other than the primary container's GPU limit (``nvidia.com/gpu`` or another
+      ``*/gpu`` resource): torch elastic starts ``nproc_per_node`` workers, one per GPU, so more workers share
+      GPUs and fewer leave GPUs idle.
     * a ``/dev/shm`` volume whose ``emptyDir.sizeLimit`` is above the mounting container's memory limit
       (memory-backed emptyDir pages are charged to the container writing them; Kubernetes docs, emptyDir).
     * two ``/dev/shm`` mounts in one container (``/dev/shm`` and ``/dev/shm/`` are different merge keys).

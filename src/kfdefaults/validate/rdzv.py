@@ -43,6 +43,21 @@ RDZV_INT_SECONDS = tuple(k for k, (kind, _) in RDZV_SETTINGS.items() if kind == 
 RDZV_KEYS = tuple(RDZV_SETTINGS)
 """Every ``rdzv_configs`` key that torch's rendezvous backends read (torch.distributed.elastic.rendezvous)."""
 
+RDZV_MAX_SECONDS = 100_000_000
+"""Largest rendezvous setting in seconds (about 3 years): far below where torch's handling of them breaks.
+
+c10d makes each ``*_timeout`` a ``timedelta`` (at most 86,399,999,999,999 s, else ``OverflowError``,
+dynamic_rendezvous._get_timeout); ``TCPStore`` holds ``read_timeout`` as int64 milliseconds and fails to
+connect at once from 9,223,372,036,854 s; the handler adds ``last_call_timeout`` to ``datetime.now()`` and
+subtracts ``keep_alive_interval`` x ``keep_alive_max_attempt`` from it (``_BackendRendezvousStateHolder``),
+and ``datetime`` raises ``OverflowError`` past the year 9999 or before the year 1, about 6.3e10 s back from
+today. With :data:`RDZV_MAX_ATTEMPTS`, that product stays below 6e10 s.
+"""
+
+RDZV_MAX_ATTEMPTS = 600
+"""Largest ``keep_alive_max_attempt``: times :data:`RDZV_MAX_SECONDS`, within what ``datetime`` can subtract
+from today (see there)."""
+
 RDZV_STORE_TYPES = ("tcp", "file")
 """``store_type`` values c10d accepts (``c10d_rendezvous_backend.create_backend``)."""
 
@@ -54,7 +69,9 @@ def check_rdzv_configs(document: Document, rdzv: dict[str, Any], layer: str | No
     Rules (torch.distributed.elastic.rendezvous, as the kfpytorch plugin runs it with ``rdzv_backend="c10d"``):
     a key must be one of :data:`RDZV_SETTINGS`; timeouts and ``keep_alive_interval`` are
     whole seconds > 0 (``RendezvousTimeout`` rejects zero and negative timeouts, ``get_as_int`` truncates
-    fractions); ``keep_alive_max_attempt`` an int >= 1; ``is_host`` true or false; ``store_type`` tcp or file.
+    fractions) and at most :data:`RDZV_MAX_SECONDS`; ``keep_alive_max_attempt`` an int from 1 to
+    :data:`RDZV_MAX_ATTEMPTS` (beyond those, torch's date arithmetic overflows when the rendezvous starts);
+    ``is_host`` true or false; ``store_type`` tcp or file.
     ``timeout`` without ``join_timeout`` is a warning: c10d never reads ``timeout``.
 
     Args:
@@ -82,24 +99,34 @@ def check_rdzv_configs(document: Document, rdzv: dict[str, Any], layer: str | No
             continue
         if value is None:
             continue
-        kind, _ = RDZV_SETTINGS[key]
-        if kind in ("seconds", "count"):
-            lowest = 1
-            unit = "a whole number of seconds" if kind == "seconds" else "a whole number"
-            if isinstance(value, bool) or not isinstance(value, int):
-                hint = "; write it without quotes" if isinstance(value, str) and value.strip().isdigit() else ""
-                add(key, f"`{key}` must be {unit} >= {lowest}, got {describe(value)}{hint}")
-            elif value < lowest:
-                add(key, f"`{key}` must be {unit} >= {lowest}, got {value}"
-                    + (" (torch rejects timeouts that are not positive)" if kind == "seconds" else ""))
-        elif kind == "bool":
-            if not isinstance(value, bool):
-                add(key, f"`{key}` must be true or false, got {describe(value)}")
-        elif kind == "store" and value not in RDZV_STORE_TYPES:
-            hint = closest(str(value), RDZV_STORE_TYPES)
-            add(key, f"`{key}` must be tcp or file, got {describe(value)}" + (f"; did you mean `{hint}`?" if hint else ""))
+        problem = _value_problem(key, value)
+        if problem is not None:
+            add(key, problem)
     if rdzv.get("timeout") is not None and rdzv.get("join_timeout") is None:
         add("timeout", "c10d does not read `timeout` (only the static and etcd rendezvous do): set `join_timeout` "
             "to change how long nodes wait to join, or the join timeout stays what the layers below set",
             at_key=True, severity="warning")
     return findings
+
+
+def _value_problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for the rendezvous setting ``key`` (one of :data:`RDZV_SETTINGS`), if anything."""
+    kind, _ = RDZV_SETTINGS[key]
+    if kind in ("seconds", "count"):
+        lowest, highest = 1, RDZV_MAX_SECONDS if kind == "seconds" else RDZV_MAX_ATTEMPTS
+        unit = "a whole number of seconds" if kind == "seconds" else "a whole number"
+        if isinstance(value, bool) or not isinstance(value, int):
+            hint = "; write it without quotes" if isinstance(value, str) and value.strip().isdigit() else ""
+            return f"`{key}` must be {unit} >= {lowest}, got {describe(value)}{hint}"
+        if value < lowest:
+            return (f"`{key}` must be {unit} >= {lowest}, got {value}"
+                    + (" (torch rejects timeouts that are not positive)" if kind == "seconds" else ""))
+        if value > highest:
+            return (f"`{key}` must be at most {highest:,}" + (" seconds (about 3 years)" if kind == "seconds" else "")
+                    + f", got {value:,}: torch's date arithmetic overflows on larger values when the rendezvous starts")
+    elif kind == "bool" and not isinstance(value, bool):
+        return f"`{key}` must be true or false, got {describe(value)}"
+    elif kind == "store" and value not in RDZV_STORE_TYPES:
+        hint = closest(str(value), RDZV_STORE_TYPES)
+        return f"`{key}` must be tcp or file, got {describe(value)}" + (f"; did you mean `{hint}`?" if hint else "")
+    return None

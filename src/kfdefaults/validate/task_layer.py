@@ -55,6 +55,10 @@ def task_fragment(
         labels: Dotted key -> origin label, for values with their own origin (each ``--set``).
         kubernetes_version: Kubernetes minor version of the schema the PodSpec fragment is checked against.
 
+    Returns:
+        The fragment, its :attr:`~.fragment.Fragment.warnings` those of a file holding the same values, located
+        at ``source`` (or the label of the value); ``None`` for no overrides.
+
     Raises:
         ProfileError: the overrides do not validate, or set ``name`` or ``extends`` (which belong to files);
             locations name ``source``.
@@ -79,14 +83,15 @@ def task_fragment(
 
     allowed = {k: v for k, v in overrides.items()}
     doc = Document(source, allowed)
-    body, findings = validate_body(doc, allowed, "task", kubernetes_version)
+    warnings: list[Finding] = []  # kept, as a file's are: `timeout` without `join_timeout` warns from here too
+    body, findings = validate_body(doc, allowed, "task", kubernetes_version, warnings=warnings)
+    for f in findings + warnings:
+        f.location = Location(task_label(f.path, labels or {}) or source)
     if findings:
-        for f in findings:
-            label = task_label(f.path, labels or {}) or source
-            f.location = Location(label)
         raise ProfileError(findings)
     fragment = fragment_from_body(name, "task", source, body, None)
     fragment.locations = dict(labels or {})
+    fragment.warnings = warnings
     return fragment
 
 
