@@ -9,6 +9,8 @@ objects. Nothing here imports an SDK: :attr:`Resolved.elastic` and :attr:`Resolv
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from typing import Any, Protocol
 
 from ..errors import KfdefaultsError
@@ -88,6 +90,16 @@ class Resolved:
         """A copy whose settings and pod template can be changed without changing this one (fragments shared)."""
         return self.replace(elastic_settings=copy.deepcopy(self.elastic_settings),
                             pod_template_spec=copy.deepcopy(self.pod_template_spec))
+
+    def digest(self) -> str:
+        """What this profile gives a pod, as ``sha256:<64 hex digits>``: the SHA-256 of the canonical JSON
+        (sorted keys, no spaces, UTF-8) of the target's name, the elastic settings, the PodTemplateSpec and the
+        primary container's name. The description and where values came from do not count, nor any machine path:
+        the same profile gives the same digest on every machine. ``kfdefaults.lock`` records it, and the
+        registered pod carries it (:data:`kfdefaults.k8s.provenance.DIGEST_ANNOTATION`)."""
+        text = json.dumps([self.target.name, self.elastic_settings, self.pod_template_spec, self.primary_container_name],
+                          sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     @property
     def labels(self) -> dict[str, str]:
