@@ -16,7 +16,7 @@ from ..errors import Finding, Location, ProfileError
 from ..layers import NAME_PATTERN, profile_name_of
 from ..read import TOML_SUFFIXES, Document, parse_bytes, read_bytes
 from ..smp.schema import normalize_version
-from .fragment import Definition, Fragment, fragment_from_body
+from .fragment import Definition, Fragment, fragment_from_body, locks_of
 
 
 class DefinitionLoader:
@@ -101,6 +101,8 @@ def _definition_to_entry(definition: Definition) -> dict[str, Any]:
         "elastic": fragment.elastic,
         "pod_template": fragment.pod_template,
         "primary_container_name": fragment.primary_container_name,
+        "locked": [lock.text for lock in fragment.locks],
+        "deprecated": fragment.deprecated,
         "warnings": [[w.location.line, w.location.column, w.path, w.message, w.severity] for w in definition.warnings],
     }
 
@@ -117,8 +119,12 @@ def _definition_from_entry(entry: Any, file: str, layer: str) -> Definition | No
         if not (isinstance(elastic, dict) and isinstance(pod_template, dict) and all(isinstance(p, str) for p in parents)
                 and (declared is None or isinstance(declared, str))):
             return None
+        locked, deprecated = entry["locked"], entry["deprecated"]
+        if not (isinstance(locked, list) and all(isinstance(t, str) for t in locked)
+                and (deprecated is None or isinstance(deprecated, str))):
+            return None
         fragment = Fragment(stem, layer, file, doc, entry["description"], elastic, pod_template,
-                            entry["primary_container_name"])
+                            entry["primary_container_name"], locks=locks_of(doc, locked), deprecated=deprecated)
         return Definition(declared or stem, layer, file, doc, parents, fragment, warnings)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
