@@ -27,6 +27,7 @@ from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
 from .settings import NO_CACHE_ENV, NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, flag
 from .smp.schema import normalize_version
+from .validate.deprecation import deprecations
 from .validate.files import DefinitionLoader
 from .validate.folders import empty_folder_warnings
 from .validate.fragment import Definition, Fragment
@@ -130,13 +131,14 @@ class Pipeline:
                                remember=remember, sdk=self.sdk)
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
-        """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's."""
+        """Every warning about a profile as it was resolved: its folders', its files' own, the merged profile's, and
+        its deprecation or that of a profile it extends."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source)
             if definition is not None:
                 findings.extend(definition.warnings)
-        return sorted_findings(findings + check_merged(resolved))
+        return sorted_findings(findings + check_merged(resolved) + deprecations(resolved))
 
 
 _SHARED: dict[tuple, tuple[tuple, Pipeline]] = {}

@@ -20,14 +20,18 @@ from flytekitplugins.kfpytorch.task import RunPolicy
 from ..errors import KfdefaultsError, ProfileError
 from ..k8s.models import to_plain
 from ..layers.flags import folder_arguments
+from ..merge.auto import uses_auto
 from ..merge.elastic import PLUGIN_ELASTIC_DEFAULTS
 from ..merge.result import Resolved
 from ..pipeline import Pipeline, shared_pipeline
+from ..validate.deprecation import deprecations
 from ..validate.fragment import Fragment
 from ..validate.suggest import ELASTIC_SYNONYMS, closest
 from .objects import OBJECTS, plugin_elastic
+from .resources import merged_task_resources
 from .pod import name_primary_as_the_profile_does
 from .runtime import FLYTE_POD_SIGNAL, embedded_settings, runtime_key
+from .warn import warn_user
 
 ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
 """The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
@@ -137,23 +141,46 @@ class Elastic(PluginElastic):
             )
             self.resolved = pipeline.resolve(self.profile, [self._task_layer])
             _RESOLVED[memo_key] = (pipeline, self._task_layer, self.resolved.copy())
+        for finding in deprecations(self.resolved):
+            warn_user(f"{finding.message} ({finding.location})")
         return copy.deepcopy(self.resolved.elastic_settings)
 
-    def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
+    def resolve_with_pod_template(self, pod_template: Any, requests: Any = None, limits: Any = None) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer.
+
+        When the profile has ``auto`` values (:mod:`kfdefaults.merge.auto`), the task's ``requests`` and
+        ``limits`` count too: they are merged into the primary container's resources as the task's pod will have
+        them (:func:`~kfdefaults.flytekit.resources.merge_task_resources`), so that ``nproc_per_node: auto``
+        follows ``@task(limits=Resources(gpu="4"))``.
 
         Args:
             pod_template: A ``flytekit.PodTemplate`` or ``None``. Not modified.
+            requests: The task's ``flytekit.Resources`` requests, or ``None``.
+            limits: The task's ``flytekit.Resources`` limits, or ``None``.
 
         Raises:
             KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
         """
         if self.resolved is None or self._pipeline is None:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
-        if pod_template is None:
-            return self.resolved
+        task = [self._task_layer]
+        if pod_template is not None:
+            task.append(self._pod_template_fragment(pod_template))
+        resolved = self._pipeline.resolve(self.profile, task) if len(task) > 1 else self.resolved
+        if (requests is not None or limits is not None) and uses_auto(resolved.fragments):
+            resources = merged_task_resources(resolved, requests, limits)
+            if resources is not None:
+                section = {"spec": {"containers": [{"name": resolved.primary_container_name,
+                                                    "resources": {"$patch": "replace", **resources}}]}}
+                task.append(self._pipeline.task_layer(self.profile, {"pod_template": section},
+                                                      source="@task(requests=..., limits=...)"))
+                resolved = self._pipeline.resolve(self.profile, task)
+        return resolved
+
+    def _pod_template_fragment(self, pod_template: Any) -> Fragment | None:
         from flytekit import PodTemplate
 
+        assert self.resolved is not None and self._pipeline is not None
         if not isinstance(pod_template, PodTemplate):
             raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
         section: dict[str, Any] = {}
@@ -167,8 +194,19 @@ class Elastic(PluginElastic):
             section["annotations"] = dict(pod_template.annotations)
         if pod_template.primary_container_name and pod_template.primary_container_name != "primary":
             section["primary_container_name"] = pod_template.primary_container_name
-        fragment = self._pipeline.task_layer(self.profile, {"pod_template": section}, source="@task(pod_template=...)")
-        return self._pipeline.resolve(self.profile, [self._task_layer, fragment])
+        return self._pipeline.task_layer(self.profile, {"pod_template": section}, source="@task(pod_template=...)")
+
+    def with_resolved(self, resolved: Resolved) -> Elastic:
+        """This config, or a copy of it whose plugin settings are those of ``resolved`` (the profile merged with
+        the task's own pod template and resources): they differ only where the profile says ``auto``."""
+        if self.resolved is None or resolved.elastic_settings == self.resolved.elastic_settings:
+            return self
+        twin = copy.copy(self)
+        twin.resolved = resolved
+        base = plugin_elastic(resolved.elastic_settings)
+        for f in dataclasses.fields(PluginElastic):
+            setattr(twin, f.name, getattr(base, f.name))
+        return twin
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""

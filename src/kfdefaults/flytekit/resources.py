@@ -51,3 +51,27 @@ def merge_task_resources(profile: dict[str, Any], task: dict[str, Any]) -> dict[
                 if (request != limit) if exact else (request > limit):
                     del merged[other_kind][other]
     return {kind: values for kind, values in merged.items() if values}
+
+
+_FLYTEKIT_FIELDS = {"cpu": "cpu", "mem": "memory", "gpu": GPU_RESOURCE, "ephemeral_storage": "ephemeral-storage"}
+"""``flytekit.Resources`` fields -> the Kubernetes resource names they become in the task's pod."""
+
+
+def merged_task_resources(resolved: Any, requests: Any, limits: Any) -> dict[str, dict[str, str]] | None:
+    """The primary container's resources once the task's ``requests`` and ``limits`` (``flytekit.Resources``) are
+    merged onto the profile's (:func:`merge_task_resources`), with flytekit's ``gpu`` named ``nvidia.com/gpu``;
+    ``None`` when a value is not one quantity (flytekit's ``(request, limit)`` pairs are left to flytekit)."""
+    task: dict[str, dict[str, str]] = {}
+    for kind, resources in (("requests", requests), ("limits", limits)):
+        values = {}
+        for field, name in _FLYTEKIT_FIELDS.items():
+            value = getattr(resources, field, None) if resources is not None else None
+            if isinstance(value, (tuple, list)):
+                return None
+            if value is not None:
+                values[name] = str(value)
+        if values:
+            task[kind] = values
+    profile = next((c.get("resources") or {} for c in resolved.pod_spec.get("containers", [])
+                    if c.get("name") == resolved.primary_container_name), {})
+    return merge_task_resources(profile, task)

@@ -31,20 +31,7 @@ from .elastic import Elastic
 from .objects import flytekit_pod_template
 from .pod import drop_shm_mounts, primary_container, set_env
 from .resources import merge_task_resources
-
-
-def caller_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the user's code: the first frame outside kfdefaults and
-    flytekit (the ``@task`` line), counted from the caller of :func:`warnings.warn`."""
-    import sys
-
-    frame, level = sys._getframe(1), 1
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module.split(".")[0] not in ("kfdefaults", "flytekit", "flytekitplugins"):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 1
+from .warn import caller_stacklevel
 
 
 class ProfileElasticTask(PytorchElasticFunctionTask):
@@ -59,7 +46,8 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         user_template = kwargs.pop("pod_template", None)
         self.kfdefaults_resolved: Resolved | None = None
         if task_config.resolved is not None:
-            resolved = task_config.resolve_with_pod_template(user_template)
+            resolved = task_config.resolve_with_pod_template(user_template, kwargs.get("requests"), kwargs.get("limits"))
+            task_config = task_config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
             self.kfdefaults_resolved = resolved
             spec = resolved.pod_spec
             primary_name = resolved.primary_container_name

@@ -165,3 +165,14 @@ def _auto_markers(spec: dict[str, Any]) -> set[str]:
         if isinstance(volume, dict) and isinstance(volume.get("emptyDir"), dict) and volume["emptyDir"].get("sizeLimit") == AUTO:
             return {AUTO}
     return set()
+
+
+def uses_auto(fragments: list[Any]) -> bool:
+    """Whether any fragment writes an ``auto`` value (so that resources added later change the profile)."""
+    for fragment in fragments:
+        if (fragment.elastic or {}).get("nproc_per_node") == AUTO:
+            return True
+        spec = (fragment.pod_template or {}).get("spec")
+        if isinstance(spec, dict) and _auto_markers(spec):
+            return True
+    return False

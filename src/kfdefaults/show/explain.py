@@ -27,7 +27,6 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..errors import Location
 from ..merge.auto import resolve_auto
 from ..merge.fold import fill_plugin_defaults, merge_step
 from ..merge.locks import lock_path, primary_views
@@ -168,16 +167,13 @@ class _Replay:
 
     def _resolved_auto(self, cur: dict[PathT, Any], rules: Mapping[PathT, tuple[Any, str]]) -> None:
         """Each ``auto`` value becomes its value, still set by the layer that wrote ``auto``, with its rule as a
-        note; a key the rule leaves out (a ``sizeLimit`` with no memory to follow) is removed by that rule."""
+        note; a key the rule leaves out (a ``sizeLimit`` with no memory to follow) is not shown, as ``render``
+        does not show it."""
         for path, (value, rule) in rules.items():
-            origin = self.origins.get(path)
-            if origin is None:
-                continue
-            if value is None:
-                by = Origin(origin.layer, origin.source, Location(rule))
-                self.removed.append(Entry(path, self.leaves[path], origin, by, self.history.pop(path, [])))
-            else:
+            if path in self.origins and value is not None:
                 self.notes[path] = rule
+            if value is None:
+                self.history.pop(path, None)
         for path in [p for p in self.origins if p not in cur]:
             del self.origins[path]
         self.leaves = cur
