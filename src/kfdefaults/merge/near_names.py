@@ -7,7 +7,7 @@ container (a sidecar), and what it meant for the primary container (an image, GP
 goes to that sidecar instead, silently. :func:`near_miss_containers` makes that an error with the name meant.
 
 A deliberate sidecar is unaffected as long as its name is not a near miss of another container's: ``log-shipper``
-beside ``primary`` is fine, and so are siblings that differ only in their last dash-separated part
+beside ``primary`` is fine, and so are siblings numbered or lettered in their last dash-separated part
 (``worker-1`` beside ``worker-2``).
 """
 
@@ -38,14 +38,17 @@ def edit_distance(a: str, b: str) -> int:
 
 def is_near_miss(name: str, other: str) -> bool:
     """Whether ``name`` reads as a typo of ``other``: the same but for case, or one edit away (two for names of
-    eight characters or more), unless both are siblings (``worker-1``, ``worker-2``) or one is three characters
-    or shorter (``app``, ``api``), where one edit makes another word."""
+    eight characters or more), unless both are numbered or lettered siblings (``worker-1``, ``worker-2``;
+    ``sidecar-a``, ``sidecar-b``) or one is three characters or shorter (``app``, ``api``), where one edit makes
+    another word."""
     if name == other:
         return False
     if name.lower() == other.lower():
         return True
     if "-" in name and "-" in other and name.rsplit("-", 1)[0] == other.rsplit("-", 1)[0]:
-        return False
+        ends = name.rsplit("-", 1)[1], other.rsplit("-", 1)[1]
+        if all(e.isdigit() for e in ends) or all(len(e) <= 2 for e in ends):
+            return False  # numbered or lettered siblings: worker-1, worker-2; sidecar-a, sidecar-b
     shortest = min(len(name), len(other))
     if shortest <= 3:
         return False
