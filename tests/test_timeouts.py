@@ -150,3 +150,12 @@ def test_a_shutdown_timeout_beyond_the_grace_period_warns(tmp_path):
     longer = invoke(["render", "gpu-large", "--team", str(tmp_path / "team"),
                      "--set", "pod_template.spec.terminationGracePeriodSeconds=90"])
     assert longer.exit_code == 0 and longer.stderr == ""
+
+
+def test_the_timeouts_page_lists_every_variable_a_profile_can_set():
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "timeouts.md").read_text(encoding="utf-8")
+    section = page.split("## What a profile can set", 1)[1].split("\n## ", 1)[0]
+    for name in TORCH_ENV_SETTINGS:
+        assert f"`{name}`" in section, name
+    for name in NOT_TORCH_SETTINGS:
+        assert f"`{name}`" in section, name

@@ -184,6 +184,9 @@ class LockBook:
             change = f"this changes {shown(old)} to {shown(new)}"
         whole = " (a locked list or mapping takes no new, changed or removed item)" if isinstance(locked, (list, dict)) else ""
         where = "" if owner.profile == fragment.profile else f" in profile `{owner.profile}`, which `{fragment.profile}` extends"
-        message = (f"locked by [{owner.layer}] {lock.location}{where}: a layer merged after the lock may write the "
-                   f"locked value ({shown(locked)}) and nothing else; {change}{whole}")
+        if locked is ABSENT:
+            rule = "it is locked unset, so a layer merged after the lock may not set it"
+        else:
+            rule = f"a layer merged after the lock may write the locked value ({shown(locked)}) and nothing else"
+        message = f"locked by [{owner.layer}] {lock.location}{where}: {rule}; {change}{whole}"
         return Finding(write_location(fragment, steps), format_path(steps), message, layer=fragment.layer)
