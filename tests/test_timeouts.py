@@ -159,3 +159,34 @@ def test_the_timeouts_page_lists_every_variable_a_profile_can_set():
         assert f"`{name}`" in section, name
     for name in NOT_TORCH_SETTINGS:
         assert f"`{name}`" in section, name
+
+
+def test_through_elastic_a_fragment_reaches_the_task_and_a_bad_value_raises(tmp_path):
+    from collections import OrderedDict
+
+    from flytekit import task
+    from flytekit.configuration import ImageConfig, SerializationSettings
+    from flytekit.tools.translator import get_serializable
+
+    import kfdefaults
+    from kfdefaults import Elastic
+
+    write(tmp_path / "team", "train.yaml", "extends: [gpu-large, nccl-fail-fast]\n")
+    t = task(task_config=Elastic(profile="train", team=[str(tmp_path / "team")]))(_body)
+    settings = SerializationSettings(image_config=ImageConfig.auto_default_image())
+    [container] = get_serializable(OrderedDict(), settings, t).template.k8s_pod.pod_spec["containers"]
+    assert {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"} in container["env"]
+    bad = write(tmp_path / "bad", "train.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                env: [{name: TORCH_DIST_INIT_BARRIER, value: "true"}]
+        """)
+    with pytest.raises(kfdefaults.ProfileError) as excinfo:
+        Elastic(profile="train", team=[str(tmp_path / "bad")])
+    [finding] = excinfo.value.findings
+    assert str(finding.location) == f"{bad}:5:54" and "takes 0 or 1, got 'true'" in finding.message
+
+
+def _body() -> None: ...
