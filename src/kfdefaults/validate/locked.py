@@ -21,15 +21,15 @@ from ..errors import Finding
 from ..paths import PathError, format_path, parse_path
 from ..read import Document
 from ..smp.schema import SchemaLookupError, SchemaType, schema_type
+from .model import ElasticSection, PodTemplateSection, RunPolicySection
 from .rdzv import RDZV_SETTINGS
 from .suggest import closest
 
 LOCKED_KEY = "locked"
 
-_ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs",
-                   "run_policy")
-_RUN_POLICY_FIELDS = ("clean_pod_policy", "ttl_seconds_after_finished", "active_deadline_seconds", "backoff_limit")
-_POD_TEMPLATE_FIELDS = ("primary_container_name", "labels", "annotations", "spec")
+_ELASTIC_FIELDS = tuple(ElasticSection.model_fields)
+_RUN_POLICY_FIELDS = tuple(RunPolicySection.model_fields)
+_POD_TEMPLATE_FIELDS = tuple(PodTemplateSection.model_fields)
 
 
 class _Refused(ValueError):
