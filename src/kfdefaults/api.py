@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from .backend.checks import backend_warnings
 from .backend.cluster import load_cluster_template
@@ -31,6 +31,7 @@ from .pipeline import Pipeline, target_warnings
 from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
+from .validate.deprecation import NOTE, deprecations
 from .validate.folders import sub_folders_hint
 from .validate.merged import check_merged
 
@@ -139,15 +140,21 @@ class Report:
 
     @property
     def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity != "error"]
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def notes(self) -> list[Finding]:
+        """Findings that inform and fail nothing, not even with ``--strict`` (a given file's own deprecation)."""
+        return [f for f in self.findings if f.severity == NOTE]
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON data: ``{"files", "profiles", "errors", "warnings", "findings": [...]}``."""
+        """The report as JSON data: ``{"files", "profiles", "errors", "warnings", "notes", "findings": [...]}``."""
         return {
             "files": self.files,
             "profiles": self.profiles,
             "errors": len(self.errors),
             "warnings": len(self.warnings),
+            "notes": len(self.notes),
             "findings": [
                 {"file": f.location.file, "line": f.location.line, "column": f.location.column, "layer": f.layer,
                  "path": f.path, "severity": f.severity, "message": f.message, "text": str(f)}
@@ -219,8 +226,9 @@ def validate_paths(
         except ProfileError as e:
             findings.extend(e.findings)
     names = sorted({profile_name_of(file) for file, _ in checked} if paths else set(pipeline.catalog.names()))
+    own = {file for file, _ in checked}
     for name in names:  # each profile they define: duplicates, extends, the merge, and the merged result
-        findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1))
+        findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1, own_files=own))
     return Report(sorted_findings(findings), [f for f, _ in checked], names)
 
 
@@ -293,12 +301,14 @@ def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
     return given
 
 
-def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool) -> list[Finding]:
-    """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target."""
+def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool,
+                   own_files: Collection[str] = ()) -> list[Finding]:
+    """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target (a deprecation
+    declared by one of ``own_files`` is a note)."""
     try:
         resolved = pipeline.resolve(name, remember=False)
         backend = backend_warnings(resolved, pipeline.cluster) if pipeline.target.name == "flytekit" else []
-        return check_merged(resolved) + target_warnings(resolved) + backend
+        return check_merged(resolved) + deprecations(resolved, own_files) + target_warnings(resolved) + backend
     except ProfileError as e:
         for f in e.findings:
             if several_paths and f.layer == layer and "defined twice" in f.message:

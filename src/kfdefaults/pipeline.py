@@ -47,6 +47,7 @@ from .settings import (
 )
 from .smp.schema import normalize_version
 from .targets import Target, default_target, target_named
+from .validate.deprecation import deprecations
 from .validate.files import DefinitionLoader
 from .validate.folders import empty_folder_warnings
 from .validate.fragment import Definition, Fragment
@@ -200,14 +201,16 @@ class Pipeline:
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
         """Every warning about a profile as it was resolved: its folders', its files' and task layer's own (``--set``,
-        ``Elastic(...)``), the merged profile's, and those of its target; for flytekit, what the cluster's
-        PodTemplate would break in it (:func:`kfdefaults.backend.checks.backend_warnings`)."""
+        ``Elastic(...)``), the merged profile's, its deprecation or that of a profile it extends, and those of its
+        target; for flytekit, what the cluster's PodTemplate would break in it
+        (:func:`kfdefaults.backend.checks.backend_warnings`)."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
             findings.extend(definition.warnings if definition is not None else fragment.warnings)
         backend = backend_warnings(resolved, self.cluster) if self.target.name == "flytekit" else []
-        return sorted_findings(findings + check_merged(resolved) + target_warnings(resolved) + backend)
+        return sorted_findings(findings + check_merged(resolved) + deprecations(resolved) + target_warnings(resolved)
+                               + backend)
 
 
 def target_warnings(resolved: Resolved) -> list[Finding]:

@@ -18,11 +18,14 @@ from typing import Any, Mapping
 from .cache import digest
 from .errors import KfdefaultsError, KfdefaultsWarning, ProfileError, caller_stacklevel
 from .k8s.models import to_plain
+from .k8s.resources import merge_task_resources, resource_name
+from .merge.auto import uses_auto
 from .merge.primary import name_primary_as_the_profile_does
 from .merge.result import Resolved, SdkObjects
 from .pipeline import Pipeline, shared_pipeline
 from .settings import RUNTIME_ENV
 from .targets import Target
+from .validate.deprecation import deprecations
 from .validate.fragment import Fragment
 
 SDK_PACKAGES = ("kfdefaults", "flytekit", "flytekitplugins", "flyte", "flyteplugins")
@@ -119,11 +122,20 @@ class ProfileCall:
         for finding in self.task_layer.warnings if self.task_layer is not None else ():
             # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
             warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
+        for finding in deprecations(self.resolved):
+            warnings.warn(f"{finding.message} ({finding.location})", KfdefaultsWarning,
+                          stacklevel=caller_stacklevel(SDK_PACKAGES))
         return copy.deepcopy(self.resolved.elastic_settings)
 
-    def with_pod_template(self, section: Mapping[str, Any] | None, source: str) -> Resolved:
+    def with_pod_template(self, section: Mapping[str, Any] | None, source: str,
+                          resources: Mapping[str, Any] | None = None, resources_source: str = "") -> Resolved:
         """The profile with a task-layer pod template on top (``{"spec", "labels", "annotations",
         "primary_container_name"}``, in profile shape), named ``source`` in messages.
+
+        When the profile has ``auto`` values (:mod:`kfdefaults.merge.auto`), the task's own ``resources`` (a
+        container's ``{"requests": {...}, "limits": {...}}``) count too: merged into the primary container's as the
+        task's pod will have them (:func:`~kfdefaults.k8s.resources.merge_task_resources`), so that
+        ``nproc_per_node: auto`` follows the task's GPUs. They are named ``resources_source`` in messages.
 
         Raises:
             KfdefaultsError: this call runs on registered settings (in a pod) and has no profile to merge.
@@ -131,10 +143,20 @@ class ProfileCall:
         """
         if self.resolved is None or self.pipeline is None:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
-        if not section:
-            return self.resolved
-        fragment = self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source)
-        return self.pipeline.resolve(self.profile, [self.task_layer, fragment])
+        task = [self.task_layer]
+        if section:
+            task.append(self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source))
+        resolved = self.pipeline.resolve(self.profile, task) if len(task) > 1 else self.resolved
+        if resources and uses_auto(resolved.fragments):
+            primary = resolved.primary_container_name
+            profile = next((c.get("resources") or {} for c in resolved.pod_spec.get("containers", [])
+                            if c.get("name") == primary), {})
+            merged = {kind: {resource_name(k): v for k, v in values.items()}
+                      for kind, values in merge_task_resources(profile, dict(resources)).items()}
+            patch = {"spec": {"containers": [{"name": primary, "resources": {"$patch": "replace", **merged}}]}}
+            task.append(self.pipeline.task_layer(self.profile, {"pod_template": patch}, source=resources_source))
+            resolved = self.pipeline.resolve(self.profile, task)
+        return resolved
 
     def pod_template_section(self, pod_template: Any) -> dict[str, Any]:
         """A task's ``PodTemplate`` (flytekit's or Flyte 2's: the same four fields) as a profile's ``pod_template``

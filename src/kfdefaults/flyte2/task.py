@@ -84,11 +84,13 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         super().__post_init__()
 
     def _profile_pod_template(self, config: Elastic, own: Any) -> ProfilePodTemplate:
-        resolved = config.resolve_with_pod_template(own, TASK_POD_TEMPLATE)
+        resources = self.resources
+        resolved = config.resolve_with_pod_template(own, TASK_POD_TEMPLATE, task_resources(resources))
+        config = config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
+        self.plugin_config = config
         self.kfdefaults_resolved = resolved
         spec = resolved.pod_spec
         primary_name = resolved.primary_container_name
-        resources = self.resources
         if resources is not None and resources.shm is not None:
             dropped = drop_shm_mounts(spec, primary_name)
             if dropped:

@@ -22,7 +22,7 @@ from ..pipeline import Pipeline
 from ..runtime import ProfileCall
 from ..targets import FLYTEKIT
 from ..validate.suggest import ELASTIC_SYNONYMS, closest
-from .objects import OBJECTS, plugin_elastic
+from .objects import OBJECTS, plugin_elastic, task_resources
 
 ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
 """The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
@@ -106,22 +106,44 @@ class Elastic(PluginElastic):
         """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
         return self._call.pipeline
 
-    def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
+    def resolve_with_pod_template(self, pod_template: Any, requests: Any = None, limits: Any = None) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer.
+
+        When the profile has ``auto`` values (:mod:`kfdefaults.merge.auto`), the task's ``requests`` and
+        ``limits`` count too: they are merged into the primary container's resources as the task's pod will have
+        them (:func:`~kfdefaults.k8s.resources.merge_task_resources`), so that ``nproc_per_node: auto``
+        follows ``@task(limits=Resources(gpu="4"))``.
 
         Args:
             pod_template: A ``flytekit.PodTemplate`` or ``None``. Not modified.
+            requests: The task's ``flytekit.Resources`` requests, or ``None``.
+            limits: The task's ``flytekit.Resources`` limits, or ``None``.
 
         Raises:
             KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
         """
         if pod_template is None:
-            return self._call.with_pod_template(None, "@task(pod_template=...)")
-        from flytekit import PodTemplate
+            section = None
+        else:
+            from flytekit import PodTemplate
 
-        if not isinstance(pod_template, PodTemplate):
-            raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
-        return self._call.with_pod_template(self._call.pod_template_section(pod_template), "@task(pod_template=...)")
+            if not isinstance(pod_template, PodTemplate):
+                raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
+            section = self._call.pod_template_section(pod_template)
+        return self._call.with_pod_template(section, "@task(pod_template=...)", task_resources(requests, limits),
+                                            "@task(requests=..., limits=...)")
+
+    def with_resolved(self, resolved: Resolved) -> Elastic:
+        """This config, or a copy of it whose plugin settings are those of ``resolved`` (the profile merged with
+        the task's own pod template and resources): they differ only where the profile says ``auto``."""
+        if self.resolved is None or resolved.elastic_settings == self.resolved.elastic_settings:
+            return self
+        twin = copy.copy(self)
+        twin.resolved = resolved
+        base = plugin_elastic(resolved.elastic_settings)
+        for f in dataclasses.fields(PluginElastic):
+            setattr(twin, f.name, getattr(base, f.name))
+        return twin
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""

@@ -77,7 +77,8 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         user_template = kwargs.pop("pod_template", None)
         self.kfdefaults_resolved: Resolved | None = None
         if task_config.resolved is not None:
-            resolved = task_config.resolve_with_pod_template(user_template)
+            resolved = task_config.resolve_with_pod_template(user_template, kwargs.get("requests"), kwargs.get("limits"))
+            task_config = task_config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
             self.kfdefaults_resolved = resolved
             spec = registered_pod_spec(resolved)
             primary_name = resolved.primary_container_name
