@@ -276,6 +276,18 @@ def test_task_resources_merge_per_key_and_never_contradict_the_profile():
                                                              "limits": {"memory": "2Gi"}}
 
 
+def test_nproc_per_node_auto_follows_the_tasks_gpus_into_the_serialized_task(tmp_path):
+    (tmp_path / "gpu-auto.yaml").write_text("extends: gpu-large\nelastic:\n  nproc_per_node: auto\n")
+    config = Elastic(profile="gpu-auto", team=[str(tmp_path)])
+    assert config.nproc_per_node == 8  # the profile's own GPU limit
+    env = flyte.TaskEnvironment(name="auto", image=IMAGE, plugin_config=config, resources=flyte.Resources(gpu=4))
+    template = spec(env.task(body))
+    assert template["custom"]["elasticConfig"]["nprocPerNode"] == 4  # the task's gpu, which is nvidia.com/gpu in the pod
+    registered = json.loads(env_of(primary_of(template))[RUNTIME_ENV])["elastic"]
+    assert registered["nproc_per_node"] == 4  # and the pod runs with what was registered
+    assert config.nproc_per_node == 8  # the config passed in is not changed
+
+
 def test_the_environments_env_vars_win_over_the_profiles_container_env():
     env = flyte.TaskEnvironment(name="envs", image=IMAGE, env_vars={"NCCL_DEBUG": "TRACE"},
                                 plugin_config=Elastic(profile="gpu-large", platform=[PLATFORM], team=[TEAM]))

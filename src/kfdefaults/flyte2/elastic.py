@@ -132,7 +132,8 @@ class Elastic(PluginElastic):
         the task's own pod template and resources): they differ only where the profile says ``auto``."""
         if self.resolved is None or resolved.elastic_settings == self.resolved.elastic_settings:
             return self
-        twin = copy.copy(self)
+        twin = copy.copy(self)  # __getstate__ leaves the call out, as pickling must
+        twin._call = self._call
         twin.resolved = resolved
         for name, value in plugin_kwargs(resolved.elastic_settings).items():
             setattr(twin, name, value)
