@@ -385,6 +385,8 @@ SPEC_DIFFERENCES = {
     f"env[{RUNTIME_ENV}]": "the settings registered for the task: each target's own (the differences above)",
     "custom.elasticConfig.maxRestarts": "proto3 leaves out zero: flytekit's default 0 is absent, Flyte 2's 3 is sent",
     "k8sPod.metadata": "Flyte 2 sends an empty metadata message where flytekit sends none",
+    "k8sPod.metadata.annotations[kfdefaults.io/digest]": "the digest of the profile for each target, whose plugin "
+                                                         "defaults (the differences above) it covers",
     "custom (python-task)": "with nnodes 1 Flyte 2's plugin still sends its PyTorchJob config, which the backend "
                             "ignores for a plain pod; flytekit sends none",
 }
@@ -415,6 +417,8 @@ def without_sdk_differences(template: dict) -> dict:
         template.pop("custom", None)
     else:
         template["custom"]["elasticConfig"].pop("maxRestarts", None)
+    annotations = template["k8sPod"].get("metadata", {}).get("annotations", {})
+    assert annotations.pop("kfdefaults.io/digest").startswith("sha256:")
     template["k8sPod"].pop("metadata", None) if not template["k8sPod"].get("metadata") else None
     return {k: template.get(k) for k in ("type", "custom", "k8sPod", "config")}
 

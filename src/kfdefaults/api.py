@@ -19,6 +19,7 @@ from .layers import (
     FOLDER_LAYERS,
     Catalog,
     Folder,
+    Project,
     discover_folders,
     find_cluster_template,
     folder_names,
@@ -26,8 +27,9 @@ from .layers import (
     profile_name_of,
 )
 from .layers.flags import folder_arguments
+from .lock import Lock
 from .merge.result import Resolved
-from .pipeline import Pipeline, target_warnings
+from .pipeline import Pipeline, find_project, project_lock, target_warnings
 from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
@@ -211,14 +213,16 @@ def validate_paths(
     """
     findings: list[Finding] = []
     given = _given_files(paths, findings)
+    project = find_project(None, platform, team, True)
     try:
-        sources = _context_sources(platform, team, layer if paths else None, only, flags)
+        sources = _context_sources(platform, team, layer if paths else None, only, flags, project)
     except ProfileError as e:
         return Report(sorted_findings(findings + e.findings))
     # a broken context folder or installed package is reported, and the rest is checked all the same
     catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
     pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target),
-                        cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings))
+                        cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings, project),
+                        project=project, lock=_lock(project, findings))
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:
@@ -244,15 +248,24 @@ def _files_to_check(pipeline: Pipeline, given: Sequence[str] = (), layer: str = 
             for files in pipeline.catalog.index().get(file_layer, {}).values() for file in files]
 
 
+def _lock(project: Project, findings: list[Finding]) -> Lock | None:
+    """The project's lock file, which each profile checked is held to; a broken one is reported."""
+    try:
+        return project_lock(project)
+    except ProfileError as e:
+        findings.extend(e.findings)
+        return None
+
+
 def _cluster_template(explicit: str | None, catalog: Catalog, paths: Sequence[str], layer: str,
-                      findings: list[Finding]) -> Any:
+                      findings: list[Finding], project: Project) -> Any:
     """The cluster's template for ``validate``, read once: a broken one is reported and the profiles are checked
     without it. Folders given as the platform layer count as platform folders."""
     folders = list(catalog.folders.get("platform", []))
     if layer == "platform":
         folders += [Folder(p, "platform", "PATH") for p in paths if os.path.isdir(p)]
     try:
-        found = find_cluster_template(explicit, folders)
+        found = find_cluster_template(explicit, folders, project=project)
         if found is not None:
             load_cluster_template(found)  # read and checked here, reported once
         return found
@@ -262,7 +275,8 @@ def _cluster_template(explicit: str | None, catalog: Catalog, paths: Sequence[st
 
 
 def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None,
-                     only: Iterable[str] = (), flags: tuple[str, str] = ("--platform", "--team")) -> dict[str, list[Any]]:
+                     only: Iterable[str] = (), flags: tuple[str, str] = ("--platform", "--team"),
+                     project: Project | None = None) -> dict[str, list[Any]]:
     """The layer sources ``validate`` reads: all of them; or, for files of ``layer``, everything below that layer
     as ``render`` reads it (a team repository is checked on top of the installed platform package) and, in that
     layer and above, only the folders given as flags (the repository's own files are not read twice, through
@@ -272,7 +286,7 @@ def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | 
         ProfileError: pyproject.toml's ``[tool.kfdefaults]`` is invalid.
     """
     upper = FOLDER_LAYERS[FOLDER_LAYERS.index(layer):] if layer is not None else ()
-    return layer_sources(platform, team, only={*upper, *only}, flags=flags)
+    return layer_sources(platform, team, only={*upper, *only}, flags=flags, project=project)
 
 
 def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
@@ -363,7 +377,7 @@ def compare(
                                          (labels[1], b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
         pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=_target(target),
-                                     flags=flags, **sources)
+                                     flags=flags, use_lock=False, **sources)  # a diff compares what changed
         shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}
         if name_b in (None, name_a) and name not in pipeline.catalog.names():
             # one profile under two sets of folders, defined on one side only: new (or deleted) in the change

@@ -89,6 +89,7 @@ class Elastic(PluginElastic):
         self.runtime_key = call.key
         self.resolved: Resolved | None = call.resolved
         self.deferred_error: ProfileError | None = call.deferred_error
+        self.unregistered: ProfileError | None = call.unregistered
         super().__init__(**plugin_kwargs(call.settings))
 
     def __repr__(self) -> str:
@@ -138,6 +139,10 @@ class Elastic(PluginElastic):
         for name, value in plugin_kwargs(resolved.elastic_settings).items():
             setattr(twin, name, value)
         return twin
+
+    def provenance(self) -> dict[str, str]:
+        """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
+        return self._call.provenance()
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""

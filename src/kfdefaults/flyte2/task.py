@@ -36,6 +36,7 @@ from ..k8s.mounts import SHM_PATH
 from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
+from ..runtime import for_task
 from ..settings import RUNTIME_ENV
 from .elastic import Elastic
 from .objects import flyte_pod_template, task_resources
@@ -108,7 +109,8 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         if self.env_vars:
             drop_env(primary, self.env_vars)
         set_env(primary, RUNTIME_ENV, config.runtime_env_value())
-        return flyte_pod_template(spec, primary_name, resolved.labels, resolved.annotations, cls=ProfilePodTemplate,
+        annotations = {**resolved.annotations, **config.provenance()}  # which profile made the pod
+        return flyte_pod_template(spec, primary_name, resolved.labels, annotations, cls=ProfilePodTemplate,
                                   task_layer=own)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -116,10 +118,16 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         state.pop("kfdefaults_resolved", None)
         return state
 
-    def _raise_deferred(self) -> None:
+    def _raise_deferred(self, running: bool = False) -> None:
+        """Raise the error kept at import: the profile could not be read in this pod; and, when this task is the
+        one running (``running``), no settings were registered for its call (:func:`kfdefaults.runtime.not_registered`):
+        it runs on what was registered or not at all."""
         config = self.plugin_config
-        if isinstance(config, Elastic) and config.deferred_error is not None:
-            raise config.deferred_error
+        if not isinstance(config, Elastic):
+            return
+        error = (config.unregistered if running else None) or config.deferred_error
+        if error is not None:
+            raise for_task(error, self.name)
 
     def custom_config(self, sctx: Any) -> Any:
         """The plugin's custom config; raises the profile error kept at import when this task, whose profile
@@ -128,8 +136,8 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         return super().custom_config(sctx)
 
     async def execute(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the task; raises the profile error kept at import if this task's profile could not be read."""
-        self._raise_deferred()
+        """Run the task; in a Flyte pod, only on the settings registered for it (:meth:`_raise_deferred`)."""
+        self._raise_deferred(running=True)
         return await super().execute(*args, **kwargs)
 
 

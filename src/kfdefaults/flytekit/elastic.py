@@ -98,6 +98,7 @@ class Elastic(PluginElastic):
         self.runtime_key = call.key
         self.resolved: Resolved | None = call.resolved
         self.deferred_error: ProfileError | None = call.deferred_error
+        self.unregistered: ProfileError | None = call.unregistered
         base = plugin_elastic(call.settings)
         super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
 
@@ -144,6 +145,10 @@ class Elastic(PluginElastic):
         for f in dataclasses.fields(PluginElastic):
             setattr(twin, f.name, getattr(base, f.name))
         return twin
+
+    def provenance(self) -> dict[str, str]:
+        """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
+        return self._call.provenance()
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""

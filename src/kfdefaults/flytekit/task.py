@@ -40,6 +40,7 @@ from ..k8s.mounts import SHM_PATH
 from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
+from ..runtime import for_task
 from ..settings import RUNTIME_ENV
 from .elastic import Elastic
 from .objects import flytekit_pod_template
@@ -95,7 +96,8 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
             # the task layer wins: flytekit puts the task's variables first, and Kubernetes takes the last of a name
             drop_env(primary_container(spec, primary_name), set(kwargs.get("environment") or {}) - {RUNTIME_ENV})
             set_env(primary_container(spec, primary_name), RUNTIME_ENV, task_config.runtime_env_value())
-            kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, resolved.annotations)
+            annotations = {**resolved.annotations, **task_config.provenance()}  # which profile made the pod
+            kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, annotations)
         elif user_template is not None:
             kwargs["pod_template"] = copy.deepcopy(user_template)
         super().__init__(task_config=task_config, task_function=task_function, **kwargs)
@@ -120,11 +122,13 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         return pod
 
     def execute(self, **kwargs: Any) -> Any:
-        """Run the task; raises the profile error kept at import if this task's profile could not be read, and
-        warns first when it is about to wait for nodes that never come (:func:`warn_of_nodes_that_never_come`)."""
+        """Run the task. In a Flyte pod where no settings were registered for its ``Elastic(...)``, raise
+        instead, naming the task (:func:`kfdefaults.runtime.not_registered`): it runs on what was registered or
+        not at all. Warn first when it is about to wait for nodes that never come
+        (:func:`warn_of_nodes_that_never_come`)."""
         config = self.task_config
-        if isinstance(config, Elastic) and config.deferred_error is not None:
-            raise config.deferred_error
+        if isinstance(config, Elastic) and (config.unregistered or config.deferred_error) is not None:
+            raise for_task(config.unregistered or config.deferred_error, self.name)
         if isinstance(config, Elastic):
             warn_of_nodes_that_never_come(config, self.min_nodes)
         return super().execute(**kwargs)
