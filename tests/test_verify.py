@@ -80,14 +80,16 @@ def team(registered, tmp_path):
     return folder
 
 
-def digest_of(team: str, name: str = "gpu-large") -> str:
-    return Pipeline.discover(team=[team], target="flytekit", cluster_template="none").resolve(name).digest()
+def digest_of(team: str, name: str = "gpu-large", cluster_template: str = "none") -> str:
+    pipeline = Pipeline.discover(team=[team], target="flytekit", cluster_template=cluster_template)
+    return pipeline.resolve(name).digest()
 
 
-def annotate(template: dict, team: str) -> None:
+def annotate(template: dict, team: str, cluster_template: str = "none") -> None:
     """The provenance annotations of a registered pod template."""
     metadata = template.setdefault("metadata", {})
-    metadata.setdefault("annotations", {}).update(provenance_annotations("gpu-large", digest_of(team)))
+    metadata.setdefault("annotations", {}).update(provenance_annotations("gpu-large", digest_of(team, "gpu-large",
+                                                                                                cluster_template)))
 
 
 def as_the_cluster_keeps_the_pod_spec(spec: dict) -> dict:
@@ -113,13 +115,13 @@ def as_the_cluster_keeps_the_pod_spec(spec: dict) -> dict:
     return spec
 
 
-def live_job(registered: str, *extra: str) -> dict:
+def live_job(registered: str, *extra: str, cluster_template: str = "none") -> dict:
     """The PyTorchJob as ``kubectl get pytorchjob -o yaml`` prints it."""
-    job = copy.deepcopy(render_job(registered, *extra))
+    job = copy.deepcopy(render_job(registered, "--cluster-template", cluster_template, *extra))
     job["metadata"].update(name="train-a1b2", namespace="vision", uid="0b6f5a86", generation=1)
     job["spec"]["runPolicy"]["suspend"] = False  # the training operator's default
     worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
-    annotate(worker, registered)
+    annotate(worker, registered, cluster_template)
     worker["spec"] = as_the_cluster_keeps_the_pod_spec(worker["spec"])
     job["status"] = {"conditions": [{"type": "Running", "status": "True"}]}
     return job
@@ -377,3 +379,35 @@ def test_verify_imports_neither_flytekit_nor_the_kubernetes_client(registered, t
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
     assert "EXIT 0" in proc.stderr and "HEAVY []" in proc.stderr, proc.stderr
+
+
+CLUSTER_TEMPLATE = """\
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: flyte-default, namespace: flyte}
+template:
+  spec:
+    containers:
+      - name: default
+        image: docker.io/rwgrim/docker-noop
+        volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+    volumes: [{name: dshm, emptyDir: {medium: Memory}}]
+    tolerations: [{key: cluster.example.com/dedicated, operator: Equal, value: ml, effect: NoSchedule}]
+"""
+
+
+def test_the_cluster_template_is_a_layer_of_the_digest(registered, team, tmp_path_factory, tmp_path):
+    """Where the cluster's PodTemplate mounts /dev/shm, the profile's is left out (the cluster layer): verify must
+    read the same template to get the digest the pod was registered with."""
+    template = tmp_path_factory.getbasetemp() / "cluster-template.yaml"
+    template.write_text(CLUSTER_TEMPLATE, encoding="utf-8")
+    manifest = write(tmp_path, live_job(registered, cluster_template=str(template)))
+    same = invoke(["verify", manifest, "--team", str(team), "--cluster-template", str(template)])
+    assert same.exit_code == 0, same.output
+    other = invoke(["verify", manifest, "--team", str(team), "--cluster-template", "none"])
+    assert other.exit_code == 1
+    assert other.stdout.splitlines() == [
+        "PyTorchJob train-a1b2: profile gpu-large (from its kfdefaults.io/profile annotation), no value differs",
+        f"  the job was made from gpu-large {digest_of(registered, 'gpu-large', str(template))[:19]}…; it renders "
+        f"{digest_of(registered)[:19]}… now",
+    ]

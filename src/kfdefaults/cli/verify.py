@@ -54,32 +54,32 @@ def _verify(args: argparse.Namespace) -> int:
     from ..pipeline import Pipeline
     from ..read import read_manifests
     from ..show.live import live_objects, profile_of
-    from ..show.verify import verify_object
+    from ..show.verify import ProfileNow, verify_object
     from ..show.verify_view import show_reports
     from ..validate.sets import parse_sets
 
     layers = layer_arguments(build("kfdefaults verify"), args)
     objects = live_objects(read_manifests(args.file), args.file)
     pipelines: dict[str, Any] = {}
-    said: set[str] = set()
+    profiles: dict[tuple[str, str], ProfileNow] = {}
     reports = []
     for obj in objects:
         name, named_by = profile_of(obj, args.profile)
         target, why = _target(args, obj)
         pipeline = pipelines.get(target.name)
         if pipeline is None:
+            err(f"kfdefaults: target {target.name} ({why})")
             pipeline = pipelines[target.name] = Pipeline.discover(
                 **layers, kubernetes_version=args.kubernetes_version, target=target,
                 cluster_template=args.cluster_template)
-        tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
-        task = pipeline.task_layer(name, tree, source="--set", labels=labels)
-        resolved = pipeline.resolve(name, [task])
-        digest_now = pipeline.resolve(name).digest() if task is not None else resolved.digest()
-        if f"{target.name} ({why})" not in said:
-            said.add(f"{target.name} ({why})")
-            err(f"kfdefaults: target {target.name} ({why})")
-        reports.append(verify_object(obj, name, named_by, resolved, digest_now,
-                                     kubernetes_version=pipeline.kubernetes_version))
+        now = profiles.get((target.name, name))
+        if now is None:
+            tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
+            task = pipeline.task_layer(name, tree, source="--set", labels=labels)
+            resolved = pipeline.resolve(name, [task])
+            digest = pipeline.resolve(name).digest() if task is not None else resolved.digest()
+            now = profiles[(target.name, name)] = ProfileNow(resolved, digest, pipeline.kubernetes_version)
+        reports.append(verify_object(obj, name, named_by, now))
     return show_reports(reports, args.output)
 
 
@@ -91,7 +91,7 @@ def _target(args: argparse.Namespace, obj: Any) -> tuple[Any, str]:
 
     if args.target is None:
         for template in obj.templates:
-            registered = registered_settings(obj, template, "primary")
+            registered = registered_settings(obj, template, None)
             if registered is not None and registered.target in TARGETS:
                 return TARGETS[registered.target], "the pod's KFDEFAULTS_ELASTIC"
     return chosen_target(args)

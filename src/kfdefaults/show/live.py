@@ -129,35 +129,41 @@ class Registered:
     elastic: dict[str, Any]
 
 
-def registered_settings(obj: LiveObject, template: LiveTemplate, profile_primary: str) -> Registered | None:
+def registered_settings(obj: LiveObject, template: LiveTemplate, profile_primary: str | None) -> Registered | None:
     """The settings registered with the task, from the primary container's ``KFDEFAULTS_ELASTIC``; ``None`` when
-    the container has no such variable.
+    it has no such variable. With ``profile_primary`` ``None`` (the profile is not known yet), the first container
+    that has the variable.
 
     Raises:
         ProfileError: the variable holds no JSON object with an ``elastic`` object, at its ``FILE:LINE:COLUMN``.
     """
-    found = template.primary_container(profile_primary)
-    if found is None:
-        return None
-    index, container = found
-    env = container.get("env")
-    for i, var in enumerate(env if isinstance(env, list) else []):
-        if not isinstance(var, dict) or var.get("name") != RUNTIME_ENV:
-            continue
-        path = template.path[len(obj.path):] + ("spec", "containers", index, "env", i, "value")
-        try:
-            data = json.loads(var.get("value") or "")
-        except ValueError as e:
-            raise _bad(obj, path, f"{RUNTIME_ENV} is not JSON ({e})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("elastic"), dict):
-            raise _bad(obj, path, f"{RUNTIME_ENV} holds no elastic settings: it is not what kfdefaults registers")
-        profile, target = data.get("profile"), data.get("target")
-        return Registered(profile if isinstance(profile, str) else None, target if isinstance(target, str) else None,
-                          data["elastic"])
+    if profile_primary is not None:
+        found = template.primary_container(profile_primary)
+        candidates = [found] if found is not None else []
+    else:
+        candidates = list(enumerate(template.spec["containers"]))
+    for index, container in candidates:
+        env = container.get("env")
+        for i, var in enumerate(env if isinstance(env, list) else []):
+            if isinstance(var, dict) and var.get("name") == RUNTIME_ENV:
+                path = template.path[len(obj.path):] + ("spec", "containers", index, "env", i, "value")
+                return _registered(obj, path, var.get("value"))
     return None
 
 
-def profile_of(obj: LiveObject, given: str | None, primary: str = "primary") -> tuple[str, str]:
+def _registered(obj: LiveObject, path: tuple, value: Any) -> Registered:
+    try:
+        data = json.loads(value if isinstance(value, str) else "")
+    except ValueError as e:
+        raise _bad(obj, path, f"{RUNTIME_ENV} is not JSON ({e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("elastic"), dict):
+        raise _bad(obj, path, f"{RUNTIME_ENV} holds no elastic settings: it is not what kfdefaults registers")
+    profile, target = data.get("profile"), data.get("target")
+    return Registered(profile if isinstance(profile, str) else None, target if isinstance(target, str) else None,
+                      data["elastic"])
+
+
+def profile_of(obj: LiveObject, given: str | None) -> tuple[str, str]:
     """``(profile, what named it)``: ``--profile``, else the ``kfdefaults.io/profile`` annotation (a pod template's,
     then the object's), else the profile ``KFDEFAULTS_ELASTIC`` names (pods registered before the annotation).
 
@@ -170,7 +176,7 @@ def profile_of(obj: LiveObject, given: str | None, primary: str = "primary") -> 
     if found is not None:
         return found, f"its {PROFILE_ANNOTATION} annotation"
     for template in obj.templates:
-        registered = registered_settings(obj, template, primary)
+        registered = registered_settings(obj, template, None)
         if registered is not None and registered.profile:
             return registered.profile, f"its {RUNTIME_ENV} variable"
     raise _bad(obj, ("metadata",), f"{obj.label} names no profile: no {PROFILE_ANNOTATION} annotation and no "

@@ -117,24 +117,38 @@ class Report:
         return not self.mismatches and not self.digest_differs
 
 
-def verify_object(obj: LiveObject, profile: str, named_by: str, resolved: Resolved, digest_now: str, *,
-                  kubernetes_version: str | None = None) -> Report:
-    """Compare a live object with a profile resolved now.
+class ProfileNow:
+    """A profile as it renders now, ready to compare live objects with (a file of many pods of one job resolves and
+    explains it once).
+
+    Args:
+        resolved: The profile resolved now, the task layer (``--set``) included.
+        digest: The digest of the profile now, without the task layer (what the annotation records).
+        kubernetes_version: The version the profile was merged with (its schema names the merge keys).
+    """
+
+    def __init__(self, resolved: Resolved, digest: str, kubernetes_version: str | None = None) -> None:
+        self.resolved = resolved
+        self.digest = digest
+        self.kubernetes_version = kubernetes_version
+        self.origins = _Origins(resolved, explain(resolved, kubernetes_version=kubernetes_version))
+
+
+def verify_object(obj: LiveObject, profile: str, named_by: str, now: ProfileNow) -> Report:
+    """Compare a live object with a profile as it renders now.
 
     Args:
         obj: The live Pod or PyTorchJob (:func:`kfdefaults.show.live.live_objects`).
         profile: The profile's name.
         named_by: What named it, for the output.
-        resolved: The profile resolved now, the task layer (``--set``) included.
-        digest_now: The digest of the profile now, without the task layer (what the annotation records).
-        kubernetes_version: The version the profile was merged with (its schema names the merge keys).
+        now: The profile now.
 
     Raises:
         ProfileError: the primary container's ``KFDEFAULTS_ELASTIC`` is not what kfdefaults writes.
     """
+    resolved, origins, kubernetes_version = now.resolved, now.origins, now.kubernetes_version
     digest_live, lock = provenance(obj)
-    report = Report(obj, profile, named_by, resolved.target.name, digest_live, digest_now, lock)
-    origins = _Origins(resolved, explain(resolved, kubernetes_version=kubernetes_version))
+    report = Report(obj, profile, named_by, resolved.target.name, digest_live, now.digest, lock)
     if obj.kind == "PyTorchJob":
         report.mismatches += job_mismatches(obj, resolved, origins)
     for template in obj.templates:
