@@ -411,3 +411,30 @@ def test_the_cluster_template_is_a_layer_of_the_digest(registered, team, tmp_pat
         f"  the job was made from gpu-large {digest_of(registered, 'gpu-large', str(template))[:19]}…; it renders "
         f"{digest_of(registered)[:19]}… now",
     ]
+
+
+def test_a_flyte2_pod_is_compared_for_its_own_target(registered, team, tmp_path):
+    """The pod of a Flyte 2 task: its KFDEFAULTS_ELASTIC says flyte2, whose plugin defaults lie below the profile."""
+    result = invoke(["render", "gpu-large", "--team", registered, "--as", "flyte", "--target", "flyte2"])
+    assert result.exit_code == 0, result.output
+    task_template = yaml.safe_load(result.stdout)
+    digest = Pipeline.discover(team=[registered], target="flyte2").resolve("gpu-large").digest()
+    assert registered_custom(Pipeline.discover(team=[registered], target="flyte2").resolve("gpu-large")
+                             .elastic_settings) == task_template["custom"]
+    spec, metadata = task_template["k8sPod"]["podSpec"], task_template["k8sPod"]["metadata"]
+    spec["containers"][0]["name"] = "pytorch"
+    metadata.update(name="a1b2-worker-0", annotations=provenance_annotations("gpu-large", digest))
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": as_the_cluster_keeps_the_pod_spec(spec)}
+    manifest = write(tmp_path, pod)
+    same = invoke(["verify", manifest, "--team", str(team)])
+    assert same.exit_code == 0, same.output
+    assert same.stderr == "kfdefaults: target flyte2 (the pod's KFDEFAULTS_ELASTIC)\n"
+    profile = team / "gpu-large.yaml"
+    profile.write_text(PROFILE.replace('nnodes: "2:4"', 'nnodes: "2:4"\n  nccl_heartbeat_timeout_sec: 600'),
+                       encoding="utf-8")
+    changed = invoke(["verify", manifest, "--team", str(team)])
+    assert changed.exit_code == 1
+    assert changed.stdout.splitlines()[2:] == [
+        f"  elastic.nccl_heartbeat_timeout_sec (KFDEFAULTS_ELASTIC): 300 -> 600  team {profile}:3"]
+    as_flytekit = invoke(["verify", manifest, "--team", str(registered), "--target", "flytekit"])
+    assert "note: the pod was registered for flyte2, compared with the profile resolved for flytekit" in as_flytekit.stdout
