@@ -24,7 +24,8 @@ object lacks or holds otherwise, with the file and line that set it now.
   kubectl get pytorchjob NAME -o yaml > job.yaml; kfdefaults verify job.yaml --team team
 
 FILE holds a Pod, a PyTorchJob, a kind: List of them or several YAML documents. The profile is --profile, else
-the kfdefaults.io/profile annotation, else the one KFDEFAULTS_ELASTIC names.
+the kfdefaults.io/profile annotation, else the one KFDEFAULTS_ELASTIC names; the target is --target, else the one
+KFDEFAULTS_ELASTIC names, else the default.
 
 Exit status: 0 nothing differs, 1 something differs, or the file or a profile is bad (a message on standard error)."""
 
