@@ -334,6 +334,7 @@ def test_the_profile_comes_from_the_flag_the_annotation_or_kfdefaults_elastic(re
      "    spec:\n      containers:\n        - name: pytorch\n          env:\n            - name: KFDEFAULTS_ELASTIC\n"
      "              value: '{not json'\n", (10, 22), "KFDEFAULTS_ELASTIC is not JSON"),
     ("", (1, 1), "no Pod or PyTorchJob in this file"),
+    ("# " + "x" * (1 << 20) + "\n", (1, 1), "file is larger than 1024 KiB"),
 ])
 def test_a_bad_manifest_is_located(tmp_path, text, where, message):
     path = write(tmp_path, text, "bad.yaml")
