@@ -7,7 +7,7 @@ size cap is read or rejected in a second or two.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import Finding, Location, ProfileError
 
@@ -32,6 +32,24 @@ MAX_INT_DIGITS = 30
 """Most digits of an integer in a file (YAML or TOML). The largest value any consumer takes is an int64
 (9,223,372,036,854,775,807: 19 digits); beyond 4,300 digits Python refuses to convert a number to text at all
 (``sys.get_int_max_str_digits``), which would fail far from the file."""
+
+
+class Budget(NamedTuple):
+    """What one file may hold: ``file_bytes`` read at most, ``values`` (aliases expanded) and ``expanded_bytes``
+    of text once aliases are expanded. Depth is bounded by :data:`MAX_DEPTH` for every file."""
+
+    file_bytes: int
+    values: int
+    expanded_bytes: int
+
+
+PROFILE_BUDGET = Budget(MAX_FILE_BYTES, MAX_NODES, MAX_EXPANDED_BYTES)
+"""The budget of a profile file (and of the cluster's PodTemplate)."""
+
+MANIFEST_BUDGET = Budget(1 << 20, 100_000, 1 << 20)
+"""The budget of the manifests ``kfdefaults verify`` reads (``kubectl get pod -o yaml``, a ``kind: List`` of
+them): 1 MiB and 100,000 values, about 100 pods of 10 KiB each. The pure-Python YAML reader takes about 0.07 s for
+one pod of 3 KiB and 12 s for 1 MiB (345 such pods, on a busy 2-core machine)."""
 
 
 def error(file: str, line: int, column: int, message: str) -> ProfileError:

@@ -7,9 +7,9 @@ import errno
 import os
 import stat
 
-from .document import MAX_FILE_BYTES, Document, error
+from .document import MANIFEST_BUDGET, MAX_FILE_BYTES, Budget, Document, error
 from .toml import parse_toml
-from .yaml import parse_yaml
+from .yaml import parse_yaml, parse_yaml_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
 TOML_SUFFIXES = (".toml",)
@@ -91,20 +91,56 @@ def read_bytes(file: str) -> bytes:
     return raw
 
 
+def read_manifests(file: str, budget: Budget = MANIFEST_BUDGET) -> list[Document]:
+    """The YAML (or JSON) documents of a file of Kubernetes manifests, as ``kubectl get ... -o yaml`` prints them;
+    ``-`` reads standard input.
+
+    Unlike a profile, the file may be a pipe (``kubectl get pod P -o yaml | kfdefaults verify -``, or ``<(...)``)
+    and may hold several documents (``---``); it is read up to ``budget.file_bytes``.
+
+    Raises:
+        ProfileError: the file cannot be read, a folder, larger than the budget, not UTF-8, or not valid YAML 1.2,
+            located at ``FILE:LINE:COLUMN`` (``-`` names standard input).
+    """
+    import sys
+
+    if file == "-":
+        raw = sys.stdin.buffer.read(budget.file_bytes + 1)
+    else:
+        if os.path.isdir(file):
+            raise error(file, 1, 1, "a folder, not a file of manifests")
+        try:
+            with open(file, "rb") as f:
+                raw = f.read(budget.file_bytes + 1)
+        except OSError as e:
+            raise error(file, 1, 1, path_problem(file, "file") if e.errno == errno.ENOENT else
+                        f"cannot read file: {e.strerror or e}") from None
+    if len(raw) > budget.file_bytes:
+        raise error(file, 1, 1, f"file is larger than {budget.file_bytes >> 10} KiB")
+    return parse_yaml_documents(decode_text(raw, file), file, budget)
+
+
 def parse_bytes(raw: bytes, file: str) -> Document:
     """Parse a profile file's bytes (UTF-8); the format is chosen by ``file``'s suffix.
 
     Raises:
         ProfileError: not UTF-8, or not valid YAML 1.2 / TOML 1.0, with the line and column of the problem.
     """
+    return parse_text(decode_text(raw, file), file)
+
+
+def decode_text(raw: bytes, file: str) -> str:
+    """A file's bytes as text: UTF-8, a byte order mark dropped.
+
+    Raises:
+        ProfileError: not UTF-8, at the line of the first bad byte.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise error(file, line, 1, "file is not UTF-8 text") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return parse_text(text, file)
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def parse_text(text: str, file: str) -> Document:

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ..errors import ProfileError
-from .document import MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_NODES, Document, Path, error
+from .document import MAX_DEPTH, PROFILE_BUDGET, Budget, Document, Path, error
 from .scalars import AmbiguousScalar, resolve_plain_scalar
 
 
@@ -30,7 +30,7 @@ _PLAIN_TAG: Any = None
 """The tag object the YAML reader gives plain (unquoted, untagged) scalars, to tell them from tagged ones."""
 
 
-def _yaml_loader() -> Any:
+def _yaml_loader(budget: Budget) -> Any:
     global _PLAIN_TAG
     from ruamel.yaml import YAML
     from ruamel.yaml.composer import Composer
@@ -50,7 +50,7 @@ def _yaml_loader() -> Any:
             return super().resolve(kind, value, implicit)
 
     class _BudgetComposer(Composer):
-        """Stops composing at the first explicit tag, or as soon as the file holds more than MAX_NODES values or
+        """Stops composing at the first explicit tag, or as soon as the file holds more values than its budget or
         nests deeper than MAX_DEPTH."""
 
         _count = 0
@@ -60,8 +60,8 @@ def _yaml_loader() -> Any:
             self._count += 1
             self._depth += 1
             try:
-                if self._count > MAX_NODES:
-                    raise _Rejected(self.parser.peek_event().start_mark, f"file holds more than {MAX_NODES} values")
+                if self._count > budget.values:
+                    raise _Rejected(self.parser.peek_event().start_mark, f"file holds more than {budget.values} values")
                 if self._depth > MAX_DEPTH:
                     raise _Rejected(self.parser.peek_event().start_mark, f"values nest deeper than {MAX_DEPTH} levels")
                 event = self.parser.peek_event()
@@ -106,13 +106,41 @@ def parse_yaml(text: str, file: str) -> Document:
         ProfileError: not valid YAML 1.2, a second document, a tag, a duplicate or merge key, or over a budget,
             with the line and column of the problem.
     """
+    nodes = _compose(text, file, PROFILE_BUDGET)
+    if len(nodes) > 1:
+        mark = nodes[1].start_mark
+        raise error(file, mark.line + 1, mark.column + 1, "one profile per file: found a second YAML document")
+    return _document(nodes[0], file, PROFILE_BUDGET) if nodes else Document(file, None)
+
+
+def parse_yaml_documents(text: str, file: str, budget: Budget = PROFILE_BUDGET) -> list[Document]:
+    """Parse a stream of YAML documents (``---`` between them), each read as :func:`parse_yaml` reads a profile:
+    the YAML 1.2 core schema, positions kept (line and column in the whole text), no tags, no duplicate or merge
+    keys; ``budget`` bounds the whole text.
+
+    Returns:
+        One :class:`Document` per document that holds something (an empty one, as after a trailing ``---``, is
+        left out), in order.
+
+    Raises:
+        ProfileError: as :func:`parse_yaml`, a second document aside.
+    """
+    return [_document(node, file, budget) for node in _compose(text, file, budget)]
+
+
+def _compose(text: str, file: str, budget: Budget) -> list[Any]:
+    """The YAML nodes of every non-empty document of ``text``.
+
+    Raises:
+        ProfileError: not valid YAML 1.2, a tag, a nesting deeper than MAX_DEPTH, more values than the budget.
+    """
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     overrun = _flow_depth_overrun(text)
     if overrun is not None:
         raise error(file, *overrun, f"values nest deeper than {MAX_DEPTH} levels")
     _check_yaml_version(text, file)
-    yaml = _yaml_loader()
+    yaml = _yaml_loader(budget)
     try:
         nodes = list(yaml.compose_all(io.StringIO(text)))
     except _Rejected as e:
@@ -134,25 +162,25 @@ def parse_yaml(text: str, file: str) -> Document:
         raise error(file, line, col, f"invalid YAML: {message.splitlines()[0]}") from None
     from ruamel.yaml.nodes import ScalarNode
 
-    # an empty document (after a trailing ``---``) says nothing; a second document with content is an error below
-    nodes = [n for i, n in enumerate(nodes) if n is not None
-             and not (i > 0 and isinstance(n, ScalarNode) and n.value == "" and n.style is None)]
-    if len(nodes) > 1:
-        mark = nodes[1].start_mark
-        raise error(file, mark.line + 1, mark.column + 1, "one profile per file: found a second YAML document")
+    # an empty document (after a trailing ``---``) says nothing
+    return [n for i, n in enumerate(nodes) if n is not None
+            and not (i > 0 and isinstance(n, ScalarNode) and n.value == "" and n.style is None)]
+
+
+def _document(node: Any, file: str, budget: Budget) -> Document:
+    """One composed YAML document as a :class:`Document`, once its aliases are known to keep the budget."""
     doc = Document(file, None)
-    if nodes:
-        converter = _YamlConverter(doc)
-        memo: dict[int, tuple[int, int]] = {}
-        values, size = _expanded_size(nodes[0], memo)
-        if values > MAX_NODES:
-            raise converter.fail(_overflowing(nodes[0], memo), f"document expands to more than {MAX_NODES} values "
+    converter = _YamlConverter(doc)
+    memo: dict[int, tuple[int, int]] = {}
+    values, size = _expanded_size(node, memo, budget)
+    if values > budget.values:
+        raise converter.fail(_overflowing(node, memo, budget), f"document expands to more than {budget.values} values "
                                                                "(aliases?)")
-        if size > MAX_EXPANDED_BYTES:
-            raise converter.fail(_overflowing(nodes[0], memo), f"document expands to more than {MAX_EXPANDED_BYTES // 1024} KiB of text "
-                                           "(aliases repeating a large value?); a file may stand for what it could "
-                                           "hold written out")
-        doc.data = converter.convert(nodes[0], ())
+    if size > budget.expanded_bytes:
+        raise converter.fail(_overflowing(node, memo, budget), f"document expands to more than "
+                             f"{budget.expanded_bytes // 1024} KiB of text (aliases repeating a large value?); a file "
+                             "may stand for what it could hold written out")
+    doc.data = converter.convert(node, ())
     return doc
 
 
@@ -265,21 +293,21 @@ def _flow_depth_overrun(text: str) -> tuple[int, int] | None:
         i += 1
 
 
-def _expanded_size(node: Any, memo: dict[int, tuple[int, int]]) -> tuple[int, int]:
+def _expanded_size(node: Any, memo: dict[int, tuple[int, int]], budget: Budget = PROFILE_BUDGET) -> tuple[int, int]:
     """How many values, and how many bytes of text (keys and scalars, UTF-8), ``node`` stands for once its
     aliases are expanded: an alias counts again each time it is used. Counting stops soon after a budget is
     passed, so a "billion laughs" file is measured in a few steps per node."""
     known = memo.get(id(node))
     if known is not None:
         return known
-    memo[id(node)] = (MAX_NODES + 1, MAX_EXPANDED_BYTES + 1)  # a cycle expands without end
+    memo[id(node)] = (budget.values + 1, budget.expanded_bytes + 1)  # a cycle expands without end
     if isinstance(node.value, list):
         values, size = 1, 0
         for child in node.value:
             for part in child if isinstance(child, tuple) else (child,):
-                v, b = _expanded_size(part, memo)
+                v, b = _expanded_size(part, memo, budget)
                 values, size = values + v, size + b
-            if values > MAX_NODES or size > MAX_EXPANDED_BYTES:
+            if values > budget.values or size > budget.expanded_bytes:
                 break
     else:
         text = str(node.value)
@@ -288,7 +316,7 @@ def _expanded_size(node: Any, memo: dict[int, tuple[int, int]]) -> tuple[int, in
     return values, size
 
 
-def _overflowing(node: Any, memo: dict[int, tuple[int, int]]) -> Any:
+def _overflowing(node: Any, memo: dict[int, tuple[int, int]], budget: Budget = PROFILE_BUDGET) -> Any:
     """The node to blame for a document over budget: going down from ``node``, the first node none of whose
     children is over budget alone (the list or mapping whose aliases add up; an alias has no position of its own)."""
     seen: set[int] = set()
@@ -297,8 +325,8 @@ def _overflowing(node: Any, memo: dict[int, tuple[int, int]]) -> Any:
         over = None
         for child in node.value:
             for part in child if isinstance(child, tuple) else (child,):
-                values, size = _expanded_size(part, memo)
-                if values > MAX_NODES or size > MAX_EXPANDED_BYTES:
+                values, size = _expanded_size(part, memo, budget)
+                if values > budget.values or size > budget.expanded_bytes:
                     over = part
                     break
             if over is not None:

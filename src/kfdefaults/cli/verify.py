@@ -1,0 +1,115 @@
+"""``kfdefaults verify FILE``: a live Pod or PyTorchJob compared with what its profile renders now."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import (
+    add_cluster_template,
+    add_kubernetes_version,
+    add_layer_options,
+    add_target,
+    err,
+    layer_arguments,
+    parser,
+)
+from .common import run as run_body
+
+_DESCRIPTION = """\
+Compare a live Pod or PyTorchJob with what its profile renders now: every value the profile sets that the live
+object lacks or holds otherwise, with the file and line that set it now.
+
+  kubectl get pod NAME -o yaml | kfdefaults verify -
+  kubectl get pytorchjob NAME -o yaml > job.yaml; kfdefaults verify job.yaml --team team
+
+FILE holds a Pod, a PyTorchJob, a kind: List of them or several YAML documents. The profile is --profile, else
+the kfdefaults.io/profile annotation, else the one KFDEFAULTS_ELASTIC names; the target is --target, else the one
+KFDEFAULTS_ELASTIC names, else the default.
+
+Exit status: 0 nothing differs, 1 something differs, or the file or a profile is bad (a message on standard error)."""
+
+
+def build(prog: str) -> argparse.ArgumentParser:
+    p = parser(prog, _DESCRIPTION)
+    p.add_argument("file", metavar="FILE", help="The manifest (kubectl get ... -o yaml or -o json); - for standard input.")
+    p.add_argument("--profile", metavar="NAME", default=None,
+                   help="Compare with this profile, whatever the kfdefaults.io/profile annotation says.")
+    add_layer_options(p)
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="Task-layer value (repeatable), as in render: what the task itself set "
+                        "(Elastic(nnodes=2) is elastic.nnodes=2).")
+    add_target(p)
+    add_cluster_template(p)
+    add_kubernetes_version(p)
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text",
+                   help="text (the default) or json, for scripts.")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_body(lambda: _verify(args))
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ..pipeline import Pipeline
+    from ..read import read_manifests
+    from ..show.live import live_objects, profile_of
+    from ..show.verify import ProfileNow, verify_object
+    from ..show.verify_view import short_digest, show_reports
+    from ..validate.sets import parse_sets
+
+    layers = layer_arguments(build("kfdefaults verify"), args)
+    objects = live_objects(read_manifests(args.file), args.file)
+    pipelines: dict[str, Any] = {}
+    profiles: dict[tuple[str, str], ProfileNow] = {}
+    reports = []
+    for obj in objects:
+        name, named_by = profile_of(obj, args.profile)
+        target, why = _target(args, obj)
+        pipeline = pipelines.get(target.name)
+        if pipeline is None:
+            err(f"kfdefaults: target {target.name} ({why})")
+            pipeline = pipelines[target.name] = Pipeline.discover(  # the lock's changes are differences here
+                **layers, kubernetes_version=args.kubernetes_version, target=target,
+                cluster_template=args.cluster_template, use_lock=False)
+        now = profiles.get((target.name, name))
+        if now is None:
+            tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
+            task = pipeline.task_layer(name, tree, source="--set", labels=labels)
+            resolved = pipeline.resolve(name, [task])
+            digest = pipeline.resolve(name).digest() if task is not None else resolved.digest()
+            now = profiles[(target.name, name)] = ProfileNow(resolved, digest, pipeline.kubernetes_version)
+        report = verify_object(obj, name, named_by, now)
+        lock_now = _lock_digest(pipeline)
+        if report.lock is not None and lock_now is not None and report.lock != lock_now:
+            report.notes.append(f"made under kfdefaults.lock {short_digest(report.lock)}; the project's "
+                                f"kfdefaults.lock is {short_digest(lock_now)} now")
+        reports.append(report)
+    return show_reports(reports, args.output)
+
+
+def _lock_digest(pipeline: Any) -> str | None:
+    """The digest of the project's ``kfdefaults.lock`` (``None`` without one, or when it is broken)."""
+    from ..errors import ProfileError
+    from ..pipeline import project_lock
+
+    try:
+        lock = project_lock(pipeline.project)
+    except ProfileError:
+        return None
+    return lock.digest if lock is not None else None
+
+
+def _target(args: argparse.Namespace, obj: Any) -> tuple[Any, str]:
+    """``--target``, else the target the pod was registered for (``KFDEFAULTS_ELASTIC``), else the default."""
+    from ..show.live import registered_settings
+    from ..targets import TARGETS
+    from .common import chosen_target
+
+    if args.target is None:
+        for template in obj.templates:
+            registered = registered_settings(obj, template, None)
+            if registered is not None and registered.target in TARGETS:
+                return TARGETS[registered.target], "the pod's KFDEFAULTS_ELASTIC"
+    return chosen_target(args)
