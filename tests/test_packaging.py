@@ -81,3 +81,42 @@ def test_a_change_to_a_module_deep_in_the_tree_is_a_new_cache_key(tmp_path):
     with open(copy / "kfdefaults" / "merge" / "primary.py", "a", encoding="utf-8") as f:
         f.write("\n# a change\n")
     assert key() != before
+
+
+CORE_ONLY = ("kubernetes", "flytekit", "flytekitplugins", "flyte", "flyteplugins", "torch")
+"""What the core never needs: the pre-commit hook's environment installs the core alone."""
+
+
+def test_the_core_requires_neither_an_sdk_nor_the_kubernetes_client(wheel):
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in zipfile.ZipFile(wheel).namelist()
+                                                if n.endswith(".dist-info/METADATA"))).decode()
+    requires = [line.split(":", 1)[1].strip().replace('"', "'") for line in metadata.splitlines()
+                if line.startswith("Requires-Dist:")]
+    core = [r for r in requires if "extra ==" not in r]
+    named = {r.split(";")[0].split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip().lower() for r in core}
+    assert named.isdisjoint(CORE_ONLY), named
+    for extra in ("kubernetes", "flytekit", "flyte2"):  # the SDKs take the client's models (V1PodSpec)
+        assert f"kubernetes>=28; extra == '{extra}'" in requires
+
+
+@pytest.mark.parametrize("command", [["validate", "--strict"], ["render", "gpu-large", "--explain"], ["list"],
+                                     ["render", "gpu-large", "--as", "podtemplate"], ["schema"]])
+def test_the_hooks_commands_run_without_any_sdk_or_the_kubernetes_client(command, tmp_path):
+    """Each of these packages made unimportable, as in a hook environment that installed the core alone."""
+    code = (f"import sys\nfor name in {CORE_ONLY!r}:\n    sys.modules[name] = None\n"
+            f"sys.argv = ['kfdefaults', *{command!r}]\nfrom kfdefaults.cli import main\nmain()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") or k == "KFDEFAULTS_CACHE_DIR"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**env, "KFDEFAULTS_TARGET": "flytekit"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout or ": 0 errors, 0 warnings" in proc.stderr  # validate says it all on standard error
+
+
+def test_v1_pod_template_without_the_kubernetes_client_says_which_extra(monkeypatch):
+    import kfdefaults
+
+    resolved = kfdefaults.resolve("gpu-large")
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    monkeypatch.setitem(sys.modules, "kubernetes.client", None)
+    with pytest.raises(kfdefaults.KfdefaultsError, match=r"pip install 'kfdefaults\[kubernetes\]'"):
+        resolved.v1_pod_template()

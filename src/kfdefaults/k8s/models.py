@@ -9,7 +9,23 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from ..errors import KfdefaultsError
 from ..smp.schema import SchemaType, schema_type
+
+
+def _api_client() -> Any:
+    """``kubernetes.client.ApiClient()``.
+
+    Raises:
+        KfdefaultsError: the kubernetes client is not installed (it is the ``kubernetes`` extra, which the SDK
+            extras include: the core needs none).
+    """
+    try:
+        from kubernetes.client import ApiClient
+    except ImportError:
+        raise KfdefaultsError("this needs the kubernetes Python client, which kfdefaults' core does not install: "
+                              "pip install 'kfdefaults[kubernetes]' (the flytekit and flyte2 extras include it)") from None
+    return ApiClient()
 
 
 class _JSONResponse:
@@ -25,13 +41,14 @@ def to_k8s_model(data: Mapping[str, Any], klass: str, kubernetes_version: str | 
     Uses the client's own deserializer, so camelCase keys map to the model's attributes exactly as the
     client maps an API server response. Quantities written as numbers become strings first
     (:func:`quantities_as_strings`).
+
+    Raises:
+        KfdefaultsError: the kubernetes client is not installed.
     """
     import inspect
 
-    from kubernetes.client import ApiClient
-
     data = quantities_as_strings(data, schema_type(klass[2:] if klass.startswith("V1") else klass, kubernetes_version))
-    client = ApiClient()
+    client = _api_client()
     if "content_type" in inspect.signature(client.deserialize).parameters:  # kubernetes >= 35
         return client.deserialize(json.dumps(data), klass, "application/json")
     return client.deserialize(_JSONResponse(data), klass)
@@ -39,9 +56,7 @@ def to_k8s_model(data: Mapping[str, Any], klass: str, kubernetes_version: str | 
 
 def to_plain(model: Any) -> Any:
     """A kubernetes client model -> plain manifest data (camelCase keys, ``None`` dropped)."""
-    from kubernetes.client import ApiClient
-
-    return ApiClient().sanitize_for_serialization(model)
+    return _api_client().sanitize_for_serialization(model)
 
 
 def quantities_as_strings(value: Any, schema: SchemaType | None) -> Any:

@@ -180,7 +180,10 @@ class Resolved:
         """A ``kubernetes.client.V1PodTemplate`` of the merged pod template (for ``kubectl apply``).
 
         What Flyte's backend keeps of it as a ``pod_template_name`` is said at :meth:`pod_template_manifest`.
-        Imports the kubernetes client.
+        Imports the kubernetes client (the ``kubernetes`` extra, ``pip install 'kfdefaults[kubernetes]'``).
+
+        Raises:
+            KfdefaultsError: the kubernetes client is not installed.
         """
         manifest = self.pod_template_manifest(name)
         manifest["template"]["spec"].setdefault("containers", [])  # required by the client's model
