@@ -106,22 +106,31 @@ class Elastic(PluginElastic):
         """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
         return self._call.pipeline
 
-    def resolve_with_pod_template(self, pod_template: Any) -> Resolved:
-        """The profile with ``@task(pod_template=...)`` added to the task layer.
+    def resolve_with_pod_template(self, pod_template: Any, node_override: Any = None) -> Resolved:
+        """The profile with ``@task(pod_template=...)`` added to the task layer, and a workflow node's
+        ``with_overrides(pod_template=...)`` over it.
 
         Args:
             pod_template: A ``flytekit.PodTemplate`` or ``None``. Not modified.
+            node_override: A ``flytekit.PodTemplate`` or ``None``. Not modified.
 
         Raises:
             KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
+            ProfileError: a pod template does not validate or merge.
+            TypeError: a template is not a ``flytekit.PodTemplate``.
         """
-        if pod_template is None:
-            return self._call.with_pod_template(None, "@task(pod_template=...)")
         from flytekit import PodTemplate
 
-        if not isinstance(pod_template, PodTemplate):
-            raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
-        return self._call.with_pod_template(self._call.pod_template_section(pod_template), "@task(pod_template=...)")
+        sections: list[tuple[dict[str, Any], str]] = []
+        for template, source in ((pod_template, "@task(pod_template=...)"),
+                                 (node_override, "with_overrides(pod_template=...)")):
+            if template is None:
+                continue
+            if not isinstance(template, PodTemplate):
+                raise TypeError(f"{source} takes a flytekit.PodTemplate, not {type(template).__name__}")
+            below = self._call.with_pod_templates(sections).primary_container_name if sections else None
+            sections.append((self._call.pod_template_section(template, below), source))
+        return self._call.with_pod_templates(sections)
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""
