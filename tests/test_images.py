@@ -52,11 +52,11 @@ def defined(**kwargs) -> tuple:
 
 def test_the_tasks_container_image_wins_over_the_profiles_with_a_message_at_the_task():
     t, said = defined(task_config=Elastic(profile="gpu-large", team=[TEAM]), container_image=TASK_IMAGE)
+    primary, said_when_serialized = registered(t, REGISTRATION_IMAGE)
+    assert primary["image"] == TASK_IMAGE and said_when_serialized == []
     assert [str(w.message) for w in said] == [
         f"@task(container_image=...) wins over profile gpu-large's image {TEAM_IMAGE} ({TEAM_IMAGE_AT})"]
     assert said[0].filename == __file__
-    primary, said = registered(t, REGISTRATION_IMAGE)
-    assert primary["image"] == TASK_IMAGE and said == []
     assert primary["env"][-1]["name"] == "KFDEFAULTS_ELASTIC"  # the rest of the profile's container stays
     assert {"name": "NCCL_DEBUG", "value": "INFO"} in primary["env"]
 

@@ -46,8 +46,6 @@ from .elastic import Elastic
 from .overrides import NodeOverrides, node_of, not_resolved_here
 from .pod import CALLERS, TaskArguments, image_of_a_profile, registered_pod_template
 
-_CALLERS = CALLERS
-
 
 class ProfileElasticTask(PytorchElasticFunctionTask):
     """A ``PytorchElasticFunctionTask`` whose pod template is the profile's, merged with ``@task(pod_template=...)``.
@@ -71,7 +69,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
             found = image_of_a_profile(resolved)
             if found is not None and self._kfdefaults_arguments.container_image:
                 warnings.warn(task_image_wins("flytekit", task_config.profile, found), KfdefaultsWarning,
-                              stacklevel=caller_stacklevel(_CALLERS))
+                              stacklevel=caller_stacklevel(CALLERS))
             elif found is not None:
                 self._kfdefaults_image = found
         elif user_template is not None:
@@ -164,6 +162,6 @@ def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int) -> None:
         f"({join} s) for nodes that never come and then fails. To run it locally, give it one node: "
         f"Elastic(profile={config.profile!r}, nnodes=1)",
         KfdefaultsWarning,
-        stacklevel=caller_stacklevel(_CALLERS),
+        stacklevel=caller_stacklevel(CALLERS),
     )
 
