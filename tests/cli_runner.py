@@ -27,6 +27,11 @@ class Result:
     stderr: str
     output: str
 
+    @property
+    def messages(self) -> str:
+        """Standard error without the line ``render`` starts with to say its target (``kfdefaults: target ...``)."""
+        return "".join(line for line in self.stderr.splitlines(keepends=True) if not line.startswith("kfdefaults: target "))
+
 
 class _Tee(io.StringIO):
     def __init__(self, both: io.StringIO) -> None:

@@ -275,7 +275,7 @@ def test_override_pod_template_where_the_task_runs_on_registered_settings_is_ref
 
     settings = {"nnodes": 1, "nproc_per_node": 1, "rdzv_backend": "c10d", "monitor_interval": 3, "max_restarts": 3,
                 "rdzv_configs": {}}
-    monkeypatch.setenv(RUNTIME_ENV, json.dumps({"key": runtime_key("flyte2", "gpu-large", [], [], {}),
+    monkeypatch.setenv(RUNTIME_ENV, json.dumps({"key": runtime_key("flyte2", "gpu-large", {}),
                                                 "elastic": settings}))
     monkeypatch.setenv("_U_RUN_BASE", "/tmp/run")  # what Flyte 2's backend sets in every task pod
     config = Elastic(profile="gpu-large")
@@ -332,6 +332,18 @@ def test_task_resources_merge_per_key_and_never_contradict_the_profile():
                                 resources=flyte.Resources(cpu="1"))
     assert primary_of(spec(env.task(body)))["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"},
                                                              "limits": {"memory": "2Gi"}}
+
+
+def test_nproc_per_node_auto_follows_the_tasks_gpus_into_the_serialized_task(tmp_path):
+    (tmp_path / "gpu-auto.yaml").write_text("extends: gpu-large\nelastic:\n  nproc_per_node: auto\n")
+    config = Elastic(profile="gpu-auto", team=[str(tmp_path)])
+    assert config.nproc_per_node == 8  # the profile's own GPU limit
+    env = flyte.TaskEnvironment(name="auto", image=IMAGE, plugin_config=config, resources=flyte.Resources(gpu=4))
+    template = spec(env.task(body))
+    assert template["custom"]["elasticConfig"]["nprocPerNode"] == 4  # the task's gpu, which is nvidia.com/gpu in the pod
+    registered = json.loads(env_of(primary_of(template))[RUNTIME_ENV])["elastic"]
+    assert registered["nproc_per_node"] == 4  # and the pod runs with what was registered
+    assert config.nproc_per_node == 8  # the config passed in is not changed
 
 
 def test_the_environments_env_vars_win_over_the_profiles_container_env():
@@ -431,6 +443,8 @@ SPEC_DIFFERENCES = {
     f"env[{RUNTIME_ENV}]": "the settings registered for the task: each target's own (the differences above)",
     "custom.elasticConfig.maxRestarts": "proto3 leaves out zero: flytekit's default 0 is absent, Flyte 2's 3 is sent",
     "k8sPod.metadata": "Flyte 2 sends an empty metadata message where flytekit sends none",
+    "k8sPod.metadata.annotations[kfdefaults.io/digest]": "the digest of the profile for each target, whose plugin "
+                                                         "defaults (the differences above) it covers",
     "custom (python-task)": "with nnodes 1 Flyte 2's plugin still sends its PyTorchJob config, which the backend "
                             "ignores for a plain pod; flytekit sends none",
 }
@@ -461,6 +475,8 @@ def without_sdk_differences(template: dict) -> dict:
         template.pop("custom", None)
     else:
         template["custom"]["elasticConfig"].pop("maxRestarts", None)
+    annotations = template["k8sPod"].get("metadata", {}).get("annotations", {})
+    assert annotations.pop("kfdefaults.io/digest").startswith("sha256:")
     template["k8sPod"].pop("metadata", None) if not template["k8sPod"].get("metadata") else None
     return {k: template.get(k) for k in ("type", "custom", "k8sPod", "config")}
 

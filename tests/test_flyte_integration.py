@@ -379,14 +379,17 @@ def in_a_flyte_task_container(monkeypatch):
     monkeypatch.delenv("FLYTE_INTERNAL_EXECUTION_ID")
 
 
-def test_a_task_whose_profile_is_missing_in_the_pod_fails_only_when_it_runs(monkeypatch):
+def test_a_task_with_no_settings_registered_in_the_pod_fails_only_when_it_runs(monkeypatch):
+    """In a pod, a call that finds no settings registered for it reads no profile file: another task of the
+    module may be the one running, so the error waits for this task to run, and names it."""
     with in_a_flyte_task_container(monkeypatch):
         config = Elastic(profile="no-such-profile-in-this-image")
-        assert config.deferred_error is not None
+        assert config.deferred_error is not None and config.resolved is None
         t, _ = define(body, task_config=config)
-        with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
+        with pytest.raises(kfdefaults.ProfileError, match=rf"^task {t.name}: no settings were registered for "
+                                                          r"Elastic\(profile='no-such-profile-in-this-image'\)"):
             t.execute()
-    with pytest.raises(kfdefaults.ProfileError):
+    with pytest.raises(kfdefaults.ProfileError):  # outside a pod, the profile is read and is missing
         Elastic(profile="no-such-profile-in-this-image")
 
 
@@ -396,7 +399,7 @@ def leftover_runtime_value(profile: str) -> str:
 
     settings = {"nnodes": 1, "nproc_per_node": 1, "start_method": "spawn", "monitor_interval": 5, "max_restarts": 0,
                 "rdzv_configs": {}}
-    return json.dumps({"key": runtime_key("flytekit", profile, [], [], {}), "profile": profile, "elastic": settings})
+    return json.dumps({"key": runtime_key("flytekit", profile, {}), "profile": profile, "elastic": settings})
 
 
 @pytest.mark.parametrize("pod_name", [None, "FLYTE_INTERNAL_EXECUTION_ID", "_F_NM"])

@@ -13,7 +13,7 @@ from flytekit import PodTemplate, Resources, task, workflow
 from flytekit.configuration import ImageConfig, SerializationSettings
 from flytekit.core.node_creation import create_node
 from flytekit.tools.translator import get_serializable
-from kubernetes.client import V1Container, V1EnvVar, V1PodSpec, V1Toleration
+from kubernetes.client import V1Container, V1EnvVar, V1PodSpec, V1ResourceRequirements, V1Toleration
 from smp_oracle import kubectl_apply
 from test_flyte_integration import in_a_flyte_task_container, leftover_runtime_value
 
@@ -249,3 +249,41 @@ def test_a_profile_image_stays_under_a_node_override_without_one():
         [(overrides, template)] = serialized_nodes(wf).values()
     assert primary_of(overrides.pod_template.pod_spec)["image"] == "registry.example.com/vision/train:2.1"
     assert primary_of(template.k8s_pod.pod_spec)["image"] == "registry.example.com/vision/train:2.1"
+
+
+def test_an_override_that_changes_what_auto_values_give_the_task_is_refused(tmp_path):
+    """nproc_per_node: auto follows the primary container's GPUs; the task registers its elastic settings once for
+    every node, so a node cannot change the GPUs behind them. What auto gives the pod (OMP_NUM_THREADS) follows
+    the node's template."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "gpu-auto.yaml").write_text(
+        "extends: gpu-large\n"
+        "elastic:\n  nproc_per_node: auto\n"
+        "pod_template:\n  spec:\n    containers:\n      - name: primary\n"
+        "        env:\n          - {name: OMP_NUM_THREADS, value: auto}\n"
+        "        resources:\n          requests: {cpu: \"64\"}\n", encoding="utf-8")
+
+    @task(task_config=Elastic(profile="gpu-auto", team=[str(team)]))
+    def auto_train() -> None: ...
+
+    fewer_gpus = PodTemplate(pod_spec=V1PodSpec(containers=[V1Container(
+        name="primary", resources=V1ResourceRequirements(limits={"nvidia.com/gpu": "4"},
+                                                         requests={"nvidia.com/gpu": "4"}))]))
+    with pytest.raises(kfdefaults.KfdefaultsError, match=r"changes what the profile's auto values give "
+                                                         r"\(nproc_per_node: 8 -> 4\)"):
+        @workflow
+        def wf() -> None:
+            auto_train().with_overrides(pod_template=fewer_gpus)
+
+        wf.compile()
+    more_cpus = PodTemplate(pod_spec=V1PodSpec(containers=[V1Container(
+        name="primary", resources=V1ResourceRequirements(requests={"cpu": "32"}))]))
+
+    @workflow
+    def ok() -> None:
+        auto_train().with_overrides(pod_template=more_cpus)
+
+    [(overrides, template)] = serialized_nodes(ok).values()
+    assert env_of(primary_of(overrides.pod_template.pod_spec))["OMP_NUM_THREADS"] == "4"  # 32 cpus / 8 workers
+    assert env_of(primary_of(template.k8s_pod.pod_spec))["OMP_NUM_THREADS"] == "8"

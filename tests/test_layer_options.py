@@ -61,7 +61,8 @@ def test_where_lists_every_source_in_order_with_what_it_gave(tmp_path, monkeypat
     assert result.exit_code == 0, result.stderr
     layers = {layer["layer"]: [s["source"] for s in layer["sources"]] for layer in json.loads(result.stdout)["layers"]}
     assert layers["platform"] == ["--platform", "KFDEFAULTS_PLATFORM_PATH (not set)",
-                                  "installed packages (entry-point group kfdefaults.platform)"]
+                                  "installed packages (entry-point group kfdefaults.platform)",
+                                  f"[tool.kfdefaults] platform in {root}/pyproject.toml"]
     assert layers["team"] == ["--team", "KFDEFAULTS_TEAM_PATH (not set)", f"[tool.kfdefaults] team in {root}/pyproject.toml"]
     text = invoke(["where", "--team", other]).stdout
     assert "other: 1 profile (gpu-large)" in text and "profiles: 1 profile (gpu-large)" in text

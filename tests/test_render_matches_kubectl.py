@@ -58,6 +58,14 @@ def kubectl_layers(kubectl: str, tmp_path, files: list[str]) -> dict:
     return obj.get("template", {})
 
 
+def with_auto(resolved, pod: dict) -> dict:
+    """kubectl's merge with the profile's ``auto`` values resolved, as kfdefaults resolves them after merging
+    (kfdefaults.merge.auto): the merge itself is kubectl's, the ``auto`` rule comes after it."""
+    from kfdefaults.merge.auto import resolve_auto
+
+    return resolve_auto(resolved.replace(pod_template_spec=pod))[0].pod_template_spec
+
+
 GPU_LARGE_FILES = [
     os.path.join(BUILTIN, "elastic-gpu-default.yaml"),
     os.path.join(BUILTIN, "gpu-large.yaml"),
@@ -69,7 +77,7 @@ GPU_LARGE_FILES = [
 def test_three_layers_equal_kubectl_in_order(kubectl, tmp_path):
     resolved = kfdefaults.resolve("gpu-large", platform=[PLATFORM], team=[TEAM])
     assert [f.source for f in resolved.fragments] == GPU_LARGE_FILES
-    assert resolved.pod_template_spec == kubectl_layers(kubectl, tmp_path, GPU_LARGE_FILES)
+    assert resolved.pod_template_spec == with_auto(resolved, kubectl_layers(kubectl, tmp_path, GPU_LARGE_FILES))
 
 
 def test_values_of_every_layer_appear_and_the_higher_layer_wins():
@@ -100,7 +108,7 @@ def test_extends_and_delete_directive_equal_kubectl(kubectl, tmp_path):
     resolved = kfdefaults.resolve("vision-finetune", platform=[PLATFORM], team=[TEAM])
     files = GPU_LARGE_FILES + [os.path.join(TEAM, "vision-finetune.yaml")]
     assert [f.source for f in resolved.fragments] == files
-    assert resolved.pod_template_spec == kubectl_layers(kubectl, tmp_path, files)
+    assert resolved.pod_template_spec == with_auto(resolved, kubectl_layers(kubectl, tmp_path, files))
     assert [c["name"] for c in resolved.pod_spec["containers"]] == ["primary"]
     assert resolved.elastic_settings["nnodes"] == 1
 
@@ -109,7 +117,7 @@ def test_toml_platform_profile_equals_kubectl(kubectl, tmp_path):
     resolved = kfdefaults.resolve("gpu-small", platform=[PLATFORM])
     files = [os.path.join(BUILTIN, "elastic-gpu-default.yaml"), os.path.join(PLATFORM, "gpu-small.toml")]
     assert [f.source for f in resolved.fragments] == files
-    assert resolved.pod_template_spec == kubectl_layers(kubectl, tmp_path, files)
+    assert resolved.pod_template_spec == with_auto(resolved, kubectl_layers(kubectl, tmp_path, files))
 
 
 @pytest.mark.parametrize("name", ["elastic-gpu-default", "gpu-large", "cpu-small"])
@@ -117,4 +125,6 @@ def test_builtin_profiles_equal_kubectl(kubectl, tmp_path, name):
     resolved = kfdefaults.resolve(name)
     files = [f.source for f in resolved.fragments]
     assert all(f.startswith(BUILTIN) for f in files)
-    assert resolved.pod_template_spec == kubectl_layers(kubectl, tmp_path, files)
+    by_kubectl = kubectl_layers(kubectl, tmp_path, files)
+    assert resolved.pod_template_spec == with_auto(resolved, by_kubectl)
+    assert "auto" in json.dumps(by_kubectl)  # each builtin has an auto value, resolved after the merge

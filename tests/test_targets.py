@@ -252,7 +252,10 @@ def test_a_container_env_var_that_overrides_an_nccl_setting_is_a_warning(tmp_pat
     result = invoke("render", "heartbeat", "--team", str(team), "--target", "flyte2",
                     "--set", "elastic.nccl_heartbeat_timeout_sec=900",
                     "--set", 'pod_template.spec.containers[name=primary].env[name=TORCH_NCCL_ENABLE_MONITORING].value="0"')
-    assert result.stderr == "kfdefaults: target flyte2 (--target)\n"
+    assert result.stderr.startswith("kfdefaults: target flyte2 (--target)\n")
+    # only the caution every profile that turns the NCCL watchdog off gets (kfdefaults.validate.torch_env)
+    assert [line.split(": warning: ")[1].split(":")[0] for line in result.messages.splitlines()] == [
+        "`TORCH_NCCL_ENABLE_MONITORING=0`"]
 
 
 # --- the core without any SDK ------------------------------------------------------------------------

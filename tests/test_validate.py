@@ -298,10 +298,24 @@ def test_containers_that_never_name_the_primary_container(tmp_path):
               - name: trainers
                 image: repo/train:1
         """)
+    [error] = validate_paths([path]).errors  # a near miss of the primary container's name: which one is wrong?
+    assert str(error).startswith(f"{path}:5:15: [team] pod_template.spec.containers[name=trainers]: adds a new "
+                                 "container `trainers`; did you mean `trainer` (the primary container")
+    assert "or, if `trainers` is the container that runs the task, set primary_container_name: trainers" in error.message
+
+
+def test_containers_that_never_name_the_primary_container_by_a_distinct_name(tmp_path):
+    path = write(tmp_path / "team", "trainer.yaml", """\
+        pod_template:
+          primary_container_name: trainer
+          spec:
+            containers:
+              - name: main
+                image: repo/train:1
+        """)
     [warning] = validate_paths([path]).warnings
     assert str(warning).startswith(f"{path}:2:27: [team] pod_template.primary_container_name: warning: "
                                    "no container is named `trainer`")
-    assert "did you mean `trainers`?" in warning.message
 
 
 def test_warnings_exit_0_unless_strict(tmp_path):
@@ -577,10 +591,25 @@ def test_a_container_without_an_image_beside_the_primary_one(tmp_path):
               - name: primry
                 env: [{name: A, value: "1"}]
         """)
-    [warning] = validate_paths([path]).warnings
-    assert str(warning).startswith(f"{path}:4:15: [team] pod_template.spec.containers[name=primry]: warning: "
-                                   "container `primry` has no image: Kubernetes rejects the pod")
-    assert warning.message.endswith("did you mean `primary`?")
+    [error] = validate_paths([path]).errors  # a misspelt primary container: the env would go to a sidecar
+    assert str(error).startswith(f"{path}:4:15: [team] pod_template.spec.containers[name=primry]: adds a new "
+                                 "container `primry`; did you mean `primary` (the primary container")
+    assert "(its env)" in error.message
+
+
+def test_a_sidecar_without_an_image_beside_the_primary_one_stays_a_warning(tmp_path):
+    path = write(tmp_path / "team", "gpu-large.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: log-shipper
+                env: [{name: A, value: "1"}]
+        """)
+    report = validate_paths([path])
+    assert not report.errors
+    [warning] = report.warnings
+    assert str(warning).startswith(f"{path}:4:15: [team] pod_template.spec.containers[name=log-shipper]: warning: "
+                                   "container `log-shipper` has no image: Kubernetes rejects the pod")
 
 
 def test_validate_of_a_folder_whose_profiles_are_one_level_down_says_where_they_are(tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from .backend.checks import backend_warnings
 from .backend.cluster import load_cluster_template
@@ -19,6 +19,7 @@ from .layers import (
     FOLDER_LAYERS,
     Catalog,
     Folder,
+    Project,
     discover_folders,
     find_cluster_template,
     folder_names,
@@ -26,11 +27,13 @@ from .layers import (
     profile_name_of,
 )
 from .layers.flags import folder_arguments
+from .lock import Lock
 from .merge.result import Resolved
-from .pipeline import Pipeline, target_warnings
+from .pipeline import Pipeline, find_project, project_lock, target_warnings
 from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
+from .validate.deprecation import NOTE, deprecations
 from .validate.folders import sub_folders_hint
 from .validate.merged import check_merged
 
@@ -139,15 +142,21 @@ class Report:
 
     @property
     def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity != "error"]
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def notes(self) -> list[Finding]:
+        """Findings that inform and fail nothing, not even with ``--strict`` (a given file's own deprecation)."""
+        return [f for f in self.findings if f.severity == NOTE]
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON data: ``{"files", "profiles", "errors", "warnings", "findings": [...]}``."""
+        """The report as JSON data: ``{"files", "profiles", "errors", "warnings", "notes", "findings": [...]}``."""
         return {
             "files": self.files,
             "profiles": self.profiles,
             "errors": len(self.errors),
             "warnings": len(self.warnings),
+            "notes": len(self.notes),
             "findings": [
                 {"file": f.location.file, "line": f.location.line, "column": f.location.column, "layer": f.layer,
                  "path": f.path, "severity": f.severity, "message": f.message, "text": str(f)}
@@ -204,14 +213,16 @@ def validate_paths(
     """
     findings: list[Finding] = []
     given = _given_files(paths, findings)
+    project = find_project(None, platform, team, True)
     try:
-        sources = _context_sources(platform, team, layer if paths else None, only, flags)
+        sources = _context_sources(platform, team, layer if paths else None, only, flags, project)
     except ProfileError as e:
         return Report(sorted_findings(findings + e.findings))
     # a broken context folder or installed package is reported, and the rest is checked all the same
     catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
     pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target),
-                        cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings))
+                        cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings, project),
+                        project=project, lock=_lock(project, findings))
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:
@@ -219,8 +230,9 @@ def validate_paths(
         except ProfileError as e:
             findings.extend(e.findings)
     names = sorted({profile_name_of(file) for file, _ in checked} if paths else set(pipeline.catalog.names()))
+    own = {file for file, _ in checked}
     for name in names:  # each profile they define: duplicates, extends, the merge, and the merged result
-        findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1))
+        findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1, own_files=own))
     return Report(sorted_findings(findings), [f for f, _ in checked], names)
 
 
@@ -236,15 +248,24 @@ def _files_to_check(pipeline: Pipeline, given: Sequence[str] = (), layer: str = 
             for files in pipeline.catalog.index().get(file_layer, {}).values() for file in files]
 
 
+def _lock(project: Project, findings: list[Finding]) -> Lock | None:
+    """The project's lock file, which each profile checked is held to; a broken one is reported."""
+    try:
+        return project_lock(project)
+    except ProfileError as e:
+        findings.extend(e.findings)
+        return None
+
+
 def _cluster_template(explicit: str | None, catalog: Catalog, paths: Sequence[str], layer: str,
-                      findings: list[Finding]) -> Any:
+                      findings: list[Finding], project: Project) -> Any:
     """The cluster's template for ``validate``, read once: a broken one is reported and the profiles are checked
     without it. Folders given as the platform layer count as platform folders."""
     folders = list(catalog.folders.get("platform", []))
     if layer == "platform":
         folders += [Folder(p, "platform", "PATH") for p in paths if os.path.isdir(p)]
     try:
-        found = find_cluster_template(explicit, folders)
+        found = find_cluster_template(explicit, folders, project=project)
         if found is not None:
             load_cluster_template(found)  # read and checked here, reported once
         return found
@@ -254,7 +275,8 @@ def _cluster_template(explicit: str | None, catalog: Catalog, paths: Sequence[st
 
 
 def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | None,
-                     only: Iterable[str] = (), flags: tuple[str, str] = ("--platform", "--team")) -> dict[str, list[Any]]:
+                     only: Iterable[str] = (), flags: tuple[str, str] = ("--platform", "--team"),
+                     project: Project | None = None) -> dict[str, list[Any]]:
     """The layer sources ``validate`` reads: all of them; or, for files of ``layer``, everything below that layer
     as ``render`` reads it (a team repository is checked on top of the installed platform package) and, in that
     layer and above, only the folders given as flags (the repository's own files are not read twice, through
@@ -264,7 +286,7 @@ def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | 
         ProfileError: pyproject.toml's ``[tool.kfdefaults]`` is invalid.
     """
     upper = FOLDER_LAYERS[FOLDER_LAYERS.index(layer):] if layer is not None else ()
-    return layer_sources(platform, team, only={*upper, *only}, flags=flags)
+    return layer_sources(platform, team, only={*upper, *only}, flags=flags, project=project)
 
 
 def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
@@ -293,12 +315,14 @@ def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
     return given
 
 
-def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool) -> list[Finding]:
-    """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target."""
+def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool,
+                   own_files: Collection[str] = ()) -> list[Finding]:
+    """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target (a deprecation
+    declared by one of ``own_files`` is a note)."""
     try:
         resolved = pipeline.resolve(name, remember=False)
         backend = backend_warnings(resolved, pipeline.cluster) if pipeline.target.name == "flytekit" else []
-        return check_merged(resolved) + target_warnings(resolved) + backend
+        return check_merged(resolved) + deprecations(resolved, own_files) + target_warnings(resolved) + backend
     except ProfileError as e:
         for f in e.findings:
             if several_paths and f.layer == layer and "defined twice" in f.message:
@@ -353,7 +377,7 @@ def compare(
                                          (labels[1], b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
         pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=_target(target),
-                                     flags=flags, **sources)
+                                     flags=flags, use_lock=False, **sources)  # a diff compares what changed
         shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}
         if name_b in (None, name_a) and name not in pipeline.catalog.names():
             # one profile under two sets of folders, defined on one side only: new (or deleted) in the change

@@ -24,8 +24,10 @@ from .backend.cluster import ClusterTemplate, load_cluster_template
 from .errors import Finding, ProfileError, sorted_findings
 from .layers import (
     CLUSTER_TEMPLATE_FILE,
+    NO_PROJECT,
     Catalog,
     ClusterTemplatePath,
+    Project,
     discover_folders,
     find_cluster_template,
     folder_listing,
@@ -33,10 +35,11 @@ from .layers import (
     nearest_pyproject,
 )
 from .layers.pyproject import project_file_bytes
+from .lock import LOCK_FILE, Lock, lock_findings, platform_fallback_warning, read_lock
+from .lock.file import MAX_LOCK_BYTES
 from .merge.expand import expand
 from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
-from .read.document import MAX_FILE_BYTES
 from .settings import (
     CLUSTER_TEMPLATE_ENV,
     NO_CACHE_ENV,
@@ -47,6 +50,7 @@ from .settings import (
 )
 from .smp.schema import normalize_version
 from .targets import Target, default_target, target_named
+from .validate.deprecation import deprecations
 from .validate.files import DefinitionLoader
 from .validate.folders import empty_folder_warnings
 from .validate.fragment import Definition, Fragment
@@ -68,6 +72,8 @@ class Pipeline:
         cluster_template: The file of the cluster's default PodTemplate
             (:func:`kfdefaults.layers.find_cluster_template`), or ``None`` when the cluster has none. Flyte 1's
             backend lays it under the task's pod: it counts for the flytekit target only.
+        project: The project whose ``pyproject.toml`` named folders (:class:`~kfdefaults.layers.Project`).
+        lock: The project's ``kfdefaults.lock``: every profile resolved is held to it (:mod:`kfdefaults.lock`).
 
     Raises:
         ValueError: no schema for ``kubernetes_version``.
@@ -75,13 +81,16 @@ class Pipeline:
     """
 
     def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None,
-                 target: Target | str | None = None, cluster_template: ClusterTemplatePath | None = None) -> None:
+                 target: Target | str | None = None, cluster_template: ClusterTemplatePath | None = None,
+                 project: Project = NO_PROJECT, lock: Lock | None = None) -> None:
         self.catalog = catalog
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.sdk = sdk
         self.target = default_target()[0] if target is None else target_named(target)
         self.cluster_template = cluster_template if self.target.name == "flytekit" else None
         self._cluster: ClusterTemplate | None = None
+        self.project = project
+        self.lock = lock
         self.loader = DefinitionLoader(self.kubernetes_version)
         self.expanded: dict[str, list[Fragment]] = {}
         cache.load_patch_schema(self.kubernetes_version)
@@ -98,6 +107,8 @@ class Pipeline:
         files: Mapping[str, Sequence[str]] | None = None,
         errors: list[Finding] | None = None,
         cluster_template: str | None = None,
+        project: Project | Sequence[str] | None = None,
+        use_lock: bool = True,
         **sources: Any,
     ) -> Pipeline:
         """A pipeline over every layer source (flags, environment, entry points, ``pyproject.toml``).
@@ -113,24 +124,31 @@ class Pipeline:
                 and the rest is read; without it, the first such problem raises.
             cluster_template: The ``--cluster-template`` value: a PodTemplate manifest, or ``none``; ``None``
                 looks for one where :mod:`kfdefaults.layers.cluster` says.
-            **sources: Passed to :func:`kfdefaults.layers.layer_sources` (``environ``, ``cwd``, ``entry_points``,
+            project: The project (:class:`~kfdefaults.layers.Project`), or the folders it is looked for from, in
+                order; ``None``: the working directory, then the ``team`` and ``platform`` folders given.
+            use_lock: Hold every profile to the project's ``kfdefaults.lock`` when it has one (``diff`` and
+                ``kfdefaults lock`` itself do not).
+            **sources: Passed to :func:`kfdefaults.layers.layer_sources` (``environ``, ``entry_points``,
                 ``pyproject``, ``flags``).
 
         Raises:
-            ProfileError: a named folder does not exist, or ``pyproject.toml``'s ``[tool.kfdefaults]`` is invalid
-                (without ``errors``).
+            ProfileError: a named folder does not exist, a declared platform is missing, or ``pyproject.toml``'s
+                ``[tool.kfdefaults]`` or ``kfdefaults.lock`` is invalid (without ``errors``).
         """
-        folders = discover_folders(layer_sources(platform, team, **sources), errors)
-        found = None
+        found: ClusterTemplatePath | None = None
+        lock: Lock | None = None
+        project = find_project(project, platform, team, sources.get("pyproject", True))
+        folders = discover_folders(layer_sources(platform, team, project=project, **sources), errors)
         try:
             found = find_cluster_template(cluster_template, folders.get("platform", []), environ=sources.get("environ"),
-                                          cwd=sources.get("cwd"), pyproject=sources.get("pyproject", True))
+                                          project=project)
+            lock = project_lock(project) if use_lock else None
         except ProfileError as e:
             if errors is None:
                 raise
             errors.extend(e.findings)
         return cls(Catalog(folders, files), kubernetes_version=kubernetes_version, sdk=sdk, target=target,
-                   cluster_template=found)
+                   cluster_template=found, project=project, lock=lock)
 
     @property
     def cluster(self) -> ClusterTemplate | None:
@@ -170,7 +188,8 @@ class Pipeline:
         return task_fragment(name, overrides, source=source, labels=dict(labels or {}),
                              kubernetes_version=self.kubernetes_version)
 
-    def resolve(self, name: str, task: Iterable[Fragment | None] = (), *, remember: bool = True) -> Resolved:
+    def resolve(self, name: str, task: Iterable[Fragment | None] = (), *, remember: bool = True,
+                check_lock: bool = True) -> Resolved:
         """Merge profile ``name`` across its layers, the task-layer fragments on top.
 
         Args:
@@ -179,14 +198,18 @@ class Pipeline:
             remember: Read and store the merge in the cache (``validate`` merges a thousand profiles once each:
                 storing them would cost more than it saves).
 
-        With a cluster template, the merge ends with the cluster layer (:mod:`kfdefaults.backend.avoid`).
+        With a cluster template, the merge ends with the cluster layer (:mod:`kfdefaults.backend.avoid`). With a
+        lock file, the profile (its file layers, the task layer left out) must be what was locked
+        (:func:`kfdefaults.lock.lock_findings`).
 
         Raises:
             ProfileError: the profile is unknown or broken, a pod template patch is rejected, the merged profile
                 sets what the target's plugin cannot honour (:func:`kfdefaults.validate.target.check_target`), the
-                cluster's template is broken, or the pod Flyte's backend builds would hold two containers of one
-                name (:func:`kfdefaults.backend.checks.backend_errors`, flytekit only).
+                cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
+                name (:func:`kfdefaults.backend.checks.backend_errors`, flytekit only), or the profile is not
+                what ``kfdefaults.lock`` records (each change at the lock's line).
         """
+        task = [f for f in task if f is not None]
         resolved = merge_fragments(name, self.fragments(name, task), kubernetes_version=self.kubernetes_version,
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
@@ -196,18 +219,58 @@ class Pipeline:
             errors += backend_errors(resolved)
         if errors:
             raise ProfileError(errors)
+        if self.lock is not None and check_lock:
+            profile = self.resolve(name, remember=remember, check_lock=False) if task else resolved
+            held = lock_findings(self.lock, profile, self.catalog, self.cluster_template.path if self.cluster_template
+                                 else None, template_applies=self.target.name == "flytekit")
+            if held:
+                raise ProfileError(held)
         return resolved
 
     def warnings(self, resolved: Resolved) -> list[Finding]:
         """Every warning about a profile as it was resolved: its folders', its files' and task layer's own (``--set``,
-        ``Elastic(...)``), the merged profile's, and those of its target; for flytekit, what the cluster's
-        PodTemplate would break in it (:func:`kfdefaults.backend.checks.backend_warnings`)."""
+        ``Elastic(...)``), the merged profile's, its deprecation or that of a profile it extends, and those of its
+        target; for flytekit, what the cluster's PodTemplate would break in it
+        (:func:`kfdefaults.backend.checks.backend_warnings`)."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
             findings.extend(definition.warnings if definition is not None else fragment.warnings)
         backend = backend_warnings(resolved, self.cluster) if self.target.name == "flytekit" else []
-        return sorted_findings(findings + check_merged(resolved) + target_warnings(resolved) + backend)
+        fallback = platform_fallback_warning(resolved, self.declared_platform(), self.lock)
+        return sorted_findings(findings + check_merged(resolved) + deprecations(resolved) + target_warnings(resolved)
+                               + backend + ([fallback] if fallback else []))
+
+    def declared_platform(self) -> list[str]:
+        """What the project's ``[tool.kfdefaults] platform`` declares (``[]`` when nothing, or it is broken)."""
+        try:
+            value = self.project.section.get("platform") or []
+        except ProfileError:
+            return []
+        value = [value] if isinstance(value, str) else value
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def find_project(project: Project | Sequence[str] | None, platform: Iterable[Any], team: Iterable[Any],
+             pyproject: bool) -> Project:
+    """The project a pipeline reads: given, or found from the folders given (default: the working directory,
+    then the ``team`` and ``platform`` folders)."""
+    if not pyproject:
+        return NO_PROJECT
+    if isinstance(project, Project):
+        return project
+    starts = list(project) if project is not None else [os.getcwd(), *map(os.fspath, team), *map(os.fspath, platform)]
+    return Project.find(starts)
+
+
+def project_lock(project: Project) -> Lock | None:
+    """The project's ``kfdefaults.lock``, beside its ``pyproject.toml``, if it has one.
+
+    Raises:
+        ProfileError: the file is broken.
+    """
+    path = os.path.join(project.root, LOCK_FILE) if project.root else None
+    return read_lock(path) if path is not None and os.path.lexists(path) else None
 
 
 def target_warnings(resolved: Resolved) -> list[Finding]:
@@ -219,7 +282,8 @@ _SHARED: dict[tuple, tuple[tuple, Pipeline]] = {}
 
 
 def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, kubernetes_version: str | None = None,
-                    sdk: SdkObjects | None = None, target: Target | str | None = None) -> Pipeline:
+                    sdk: SdkObjects | None = None, target: Target | str | None = None,
+                    project: Sequence[str] = ()) -> Pipeline:
     """The process's pipeline for these folders, built again only when something it read changed.
 
     ``Elastic(profile=...)`` runs at every import of a workflow module, often many times for one profile. The
@@ -227,45 +291,50 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
     the working directory, ``sys.path``), and reused as long as no folder's listing changed (names, sizes and
     times: a few ``stat`` calls) and neither the ``pyproject.toml`` nor any profile file it read holds other
     bytes (read again and compared by digest: a same-size edit that keeps the old time, as ``rsync -t``,
-    ``tar`` or ``cp -p`` make, is seen). ``KFDEFAULTS_NO_CACHE`` turns this off too.
+    ``tar`` or ``cp -p`` make, is seen), nor the lock file. ``KFDEFAULTS_NO_CACHE`` turns this off too.
+
+    ``project`` lists the folders the project's ``pyproject.toml`` is looked for from, first to last
+    (``Elastic(...)`` gives the folder of the module that calls it); the working directory is always last.
 
     Raises:
         ProfileError: as :meth:`Pipeline.discover`.
     """
-    cwd = os.getcwd()
+    starts = (*project, os.getcwd())
     target = default_target()[0] if target is None else target_named(target)
     key = (tuple(platform), tuple(team), os.environ.get(PLATFORM_ENV, ""), os.environ.get(TEAM_ENV, ""),
-           os.environ.get(NO_ENTRY_POINTS_ENV, ""), os.environ.get(CLUSTER_TEMPLATE_ENV, ""), cwd, tuple(sys.path),
+           os.environ.get(NO_ENTRY_POINTS_ENV, ""), os.environ.get(CLUSTER_TEMPLATE_ENV, ""), starts, tuple(sys.path),
            kubernetes_version, id(sdk), target.name)
     hit = None if flag(NO_CACHE_ENV) else _SHARED.get(key)
     if hit is not None:
         (folders, signature, stamp), pipeline = hit
-        if (stamp == _stamp(cwd, pipeline) and tuple((f, folder_listing(f)) for f in folders) == signature
+        if (stamp == _stamp(starts, pipeline) and tuple((f, folder_listing(f)) for f in folders) == signature
                 and pipeline.loader.unchanged()):
             return pipeline
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk, target=target,
-                                 flags=("platform=", "team="))
+                                 flags=("platform=", "team="), project=starts)
     signature = pipeline.catalog.signature()
-    _SHARED[key] = ((tuple(f for f, _ in signature), signature, _stamp(cwd, pipeline)), pipeline)
+    _SHARED[key] = ((tuple(f for f, _ in signature), signature, _stamp(starts, pipeline)), pipeline)
     return pipeline
 
 
-def _stamp(cwd: str, pipeline: Pipeline) -> tuple:
-    """What names the pipeline's folders and template besides their listings: the digest of what kfdefaults reads
-    of the nearest ``pyproject.toml`` (``None`` when it cannot set ``tool.kfdefaults``, so that other edits of
-    the file keep the pipeline), the digest of the cluster's template, and which platform folders hold one."""
+def _stamp(starts: Sequence[str], pipeline: Pipeline) -> tuple:
+    """What names the pipeline's folders and template besides their listings: the project's ``pyproject.toml``
+    and the digest of what kfdefaults reads of it (``None`` when it cannot set ``tool.kfdefaults``, so that other
+    edits of the file keep the pipeline), the digests of the lock file and of the cluster's template, and which
+    platform folders hold one."""
     out: list[Any] = []
-    path = nearest_pyproject(cwd)
+    path = next(filter(None, map(nearest_pyproject, starts)), None)
     try:
         raw = project_file_bytes(path) if path is not None else None
         out.append((path, None if raw is None else cache.digest(raw)))
     except ProfileError as e:
         out.append((path, str(e)))
-    template = pipeline.cluster_template.path if pipeline.cluster_template else None
-    try:
-        with open(template, "rb") as f:
-            out.append((template, cache.digest(f.read(MAX_FILE_BYTES + 1))))
-    except (OSError, TypeError):  # TypeError: no template
-        out.append((template, None))
+    lock = os.path.join(os.path.dirname(path), LOCK_FILE) if path is not None else None
+    for file in (lock, pipeline.cluster_template.path if pipeline.cluster_template else None):
+        try:
+            with open(file, "rb") as f:  # type: ignore[arg-type]
+                out.append((file, cache.digest(f.read(MAX_LOCK_BYTES + 1))))
+        except (OSError, TypeError):  # TypeError: no such file named
+            out.append((file, None))
     out += [os.path.lexists(os.path.join(f.path, CLUSTER_TEMPLATE_FILE)) for f in pipeline.catalog.folders.get("platform", [])]
     return tuple(out)

@@ -16,31 +16,45 @@ import warnings
 from typing import Any, Mapping, Sequence
 
 from .cache import digest
-from .errors import KfdefaultsError, KfdefaultsWarning, ProfileError, caller_stacklevel
+from .errors import (
+    Finding,
+    KfdefaultsError,
+    KfdefaultsWarning,
+    Location,
+    ProfileError,
+    caller_stacklevel,
+)
 from .k8s.models import to_plain
+from .k8s.provenance import provenance_annotations
+from .k8s.resources import merge_task_resources, resource_name
+from .lock import platform_fallback_warning
+from .merge.auto import uses_auto
 from .merge.primary import name_primary_as_the_profile_does
 from .merge.result import Resolved, SdkObjects
 from .pipeline import Pipeline, shared_pipeline
 from .settings import RUNTIME_ENV
 from .targets import Target
+from .validate.deprecation import deprecations
 from .validate.fragment import Fragment
 
 SDK_PACKAGES = ("kfdefaults", "flytekit", "flytekitplugins", "flyte", "flyteplugins")
 """The packages between the user's code and a warning of ``Elastic(...)``, skipped to point at the caller."""
 
 
-def runtime_key(target: str, profile: str, platform: list[str], team: list[str], overrides: dict[str, Any]) -> str:
+def runtime_key(target: str, profile: str, overrides: dict[str, Any]) -> str:
     """Identifies one ``Elastic(...)`` call of the source code for one SDK, the same at registration and in the
-    pod (a module may define a flytekit and a Flyte 2 task on the same profile; each gets its own settings)."""
-    text = json.dumps([target, profile, platform, team, overrides], sort_keys=True, default=repr)
+    pod: its target (a module may define a flytekit and a Flyte 2 task on the same profile), profile and keyword
+    arguments. It holds no path: ``Elastic(team=...)`` built from ``__file__`` names another folder once the code
+    sits in the image, and the call must still find what was registered for it."""
+    text = json.dumps([target, profile, overrides], sort_keys=True, default=repr)
     return digest(text.encode())[:16]
 
 
-def embedded_settings(key: str, sdk: SdkObjects) -> dict[str, Any] | None:
-    """The settings registered for ``key``, when this process runs a task in a Flyte container
-    (:meth:`~kfdefaults.merge.result.SdkObjects.running_a_task`) whose environment carries them; ``None`` anywhere
-    else, whatever the environment says: a variable left over in a shell or copied from a pod changes neither
-    ``render`` nor a registration."""
+def registered_settings(sdk: SdkObjects) -> dict[str, Any] | None:
+    """What registration put in this pod's environment (:data:`~kfdefaults.settings.RUNTIME_ENV`: ``{"key",
+    "target", "profile", "elastic"}``) when this process runs a task in a Flyte container
+    (:meth:`~kfdefaults.merge.result.SdkObjects.running_a_task`); ``None`` anywhere else, whatever the environment
+    says: a variable left over in a shell or copied from a pod changes neither ``render`` nor a registration."""
     raw = os.environ.get(RUNTIME_ENV)
     if not raw or not sdk.running_a_task():
         return None
@@ -48,13 +62,54 @@ def embedded_settings(key: str, sdk: SdkObjects) -> dict[str, Any] | None:
         data = json.loads(raw)
     except ValueError:
         return None
-    if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("elastic"), dict):
-        return data["elastic"]
+    return data if isinstance(data, dict) and isinstance(data.get("elastic"), dict) else None
+
+
+def not_registered(call: str, registered: Mapping[str, Any] | None) -> ProfileError:
+    """The error of an ``Elastic(...)`` call that finds no settings registered for it in a Flyte pod: kfdefaults
+    does not read profile files there (they may be missing from the image, or other files), so that the task runs
+    on what was registered, or not at all. Raised only if the call's task is the one that runs."""
+    if registered is None:
+        why = (f"this pod's primary container has no {RUNTIME_ENV} (a pod template replaced the registered one, or "
+               "the task was registered without kfdefaults)")
+    else:
+        why = (f"the settings registered with this pod are those of another call (profile "
+               f"{registered.get('profile')!r}, target {registered.get('target')!r}): the code in the image is not "
+               "the code that was registered")
+    return ProfileError([Finding(Location(call), "", (
+        f"no settings were registered for {call}: {why}. In a Flyte pod kfdefaults runs a task on the settings "
+        "registered with it and never reads profile files instead; register the task again from this code"))])
+
+
+def for_task(error: ProfileError, task: str) -> ProfileError:
+    """``error`` (kept at import, raised when the task runs), each problem placed at the task: ``task
+    wf.train: no settings were registered for Elastic(...)...``."""
+    return ProfileError([Finding(Location(f"task {task}"), f.path, f.message, f.severity, layer=f.layer)
+                         for f in error.findings])
+
+
+def caller_folder() -> str | None:
+    """The folder of the first module on the stack outside :data:`SDK_PACKAGES` (the user's module that calls
+    ``Elastic(...)``), where its project's ``pyproject.toml`` is looked for; ``None`` when it has no file
+    (an interactive session)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.split(".")[0] not in SDK_PACKAGES:
+            file = frame.f_globals.get("__file__")
+            return os.path.dirname(os.path.abspath(file)) if isinstance(file, str) else None
+        frame = frame.f_back
     return None
 
 
 _RESOLVED: dict[tuple[str, str, str], tuple[Pipeline, Fragment | None, Resolved]] = {}
 """(target, profile, overrides) -> the merged profile, reused while the shared pipeline is the same."""
+
+
+_DIGESTS: dict[tuple[int, str], tuple[Pipeline, str]] = {}
+"""(pipeline, profile) -> the digest of the profile without its task layer."""
 
 
 class ProfileCall:
@@ -74,37 +129,54 @@ class ProfileCall:
         key: :func:`runtime_key` of the call.
         settings: The elastic settings to run with, as plain data.
         resolved: The merged profile; ``None`` in a pod that runs on the registered settings.
-        deferred_error: In a pod, the error resolving the profile, raised only if this task runs (another task
-            of the module may be the one running here).
+        unregistered: In a pod, where no settings were registered for this call, the error its task raises if it
+            is the one that runs (:func:`not_registered`): a task runs on what was registered, never on files read
+            again. Another task's call (a sibling in the module, a child a Flyte 2 parent submits) is resolved
+            from the files as usual.
+        deferred_error: In a pod, the error resolving such a call from files, raised only if its task runs or is
+            submitted.
+
+    The project whose ``pyproject.toml`` names the team folders, the platform and the lock file is found from the
+    folder of the module calling ``Elastic(...)``, then the working directory: registering from another folder
+    finds the same one.
 
     Raises:
-        ProfileError: the profile is unknown or invalid, an override is invalid, or a setting cannot run on the
-            target (outside a pod).
+        ProfileError: the profile is unknown or invalid, an override is invalid, a setting cannot run on the
+            target, or the profile is not what the project's ``kfdefaults.lock`` records (outside a pod).
     """
 
     def __init__(self, target: Target, profile: str, platform: list[str], team: list[str], overrides: dict[str, Any],
                  labels: Mapping[str, str], sdk: SdkObjects) -> None:
         self.target = target
         self.profile = profile
-        self.key = runtime_key(target.name, profile, platform, team, overrides)
+        self.key = runtime_key(target.name, profile, overrides)
         self.resolved: Resolved | None = None
         self.deferred_error: ProfileError | None = None
         self.pipeline: Pipeline | None = None
         self.task_layer: Fragment | None = None
-        settings = embedded_settings(self.key, sdk)
-        if settings is None:
+        self.unregistered: ProfileError | None = None
+        if sdk.running_a_task():  # in a Flyte pod: what was registered for this call
+            registered = registered_settings(sdk)
+            if registered is not None and registered.get("key") == self.key:
+                self.settings: dict[str, Any] = registered["elastic"]
+                return
+            # another task's call (a sibling in the module, a child task a Flyte 2 parent submits): resolved as
+            # usual, and an error if its task is the one that runs here
+            call = f"Elastic(profile={profile!r}{''.join(f', {k}={v!r}' for k, v in overrides.items())})"
+            self.unregistered = not_registered(call, registered)
             try:
-                settings = self._resolve(platform, team, overrides, labels, sdk)
+                self.settings = self._resolve(platform, team, overrides, labels, sdk)
             except ProfileError as e:
-                if not sdk.running_a_task():
-                    raise
                 self.deferred_error = e
-                settings = copy.deepcopy(dict(target.defaults))
-        self.settings: dict[str, Any] = settings
+                self.settings = copy.deepcopy(dict(target.defaults))
+            return
+        self.settings = self._resolve(platform, team, overrides, labels, sdk)
 
     def _resolve(self, platform: list[str], team: list[str], overrides: dict[str, Any], labels: Mapping[str, str],
                  sdk: SdkObjects) -> dict[str, Any]:
-        self.pipeline = pipeline = shared_pipeline(platform, team, sdk=sdk, target=self.target)
+        here = caller_folder()
+        self.pipeline = pipeline = shared_pipeline(platform, team, sdk=sdk, target=self.target,
+                                                   project=(here,) if here else ())
         # key order kept: rdzv_configs={"a": 1, "b": 2} and {"b": 2, "a": 1} merge to dictionaries of other orders
         memo_key = (self.target.name, self.profile, json.dumps(overrides, default=repr))
         hit = _RESOLVED.get(memo_key)
@@ -119,22 +191,36 @@ class ProfileCall:
         for finding in self.task_layer.warnings if self.task_layer is not None else ():
             # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
             warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
+        for finding in deprecations(self.resolved):
+            warnings.warn(f"{finding.message} ({finding.location})", KfdefaultsWarning,
+                          stacklevel=caller_stacklevel(SDK_PACKAGES))
+        fallback = platform_fallback_warning(self.resolved, pipeline.declared_platform(), pipeline.lock)
+        if fallback is not None:
+            warnings.warn(f"{fallback.message} ({fallback.location})", KfdefaultsWarning,
+                          stacklevel=caller_stacklevel(SDK_PACKAGES))
         return copy.deepcopy(self.resolved.elastic_settings)
 
-    def with_pod_template(self, section: Mapping[str, Any] | None, source: str) -> Resolved:
+    def with_pod_template(self, section: Mapping[str, Any] | None, source: str,
+                          resources: Mapping[str, Any] | None = None, resources_source: str = "") -> Resolved:
         """The profile with a task-layer pod template on top (``{"spec", "labels", "annotations",
         "primary_container_name"}``, in profile shape), named ``source`` in messages.
+
+        When the profile has ``auto`` values (:mod:`kfdefaults.merge.auto`), the task's own ``resources`` (a
+        container's ``{"requests": {...}, "limits": {...}}``) count too: merged into the primary container's as the
+        task's pod will have them (:func:`~kfdefaults.k8s.resources.merge_task_resources`), so that
+        ``nproc_per_node: auto`` follows the task's GPUs. They are named ``resources_source`` in messages.
 
         Raises:
             KfdefaultsError: this call runs on registered settings (in a pod) and has no profile to merge.
             ProfileError: the pod template does not validate or merge.
         """
-        return self.with_pod_templates([(section, source)])
+        return self.with_pod_templates([(section, source)], resources, resources_source)
 
-    def with_pod_templates(self, sections: Sequence[tuple[Mapping[str, Any] | None, str]]) -> Resolved:
+    def with_pod_templates(self, sections: Sequence[tuple[Mapping[str, Any] | None, str]],
+                           resources: Mapping[str, Any] | None = None, resources_source: str = "") -> Resolved:
         """The profile with task-layer pod templates on top, each merged over the one before it (a task's own
         template, then a workflow node's override of it), each ``(section, source)`` as :meth:`with_pod_template`
-        takes them; empty sections add nothing.
+        takes them (empty sections add nothing), and the task's ``resources`` as there.
 
         Raises:
             KfdefaultsError: this call runs on registered settings (in a pod) and has no profile to merge.
@@ -142,11 +228,20 @@ class ProfileCall:
         """
         if self.resolved is None or self.pipeline is None:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
-        fragments = [self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source)
-                     for section, source in sections if section]
-        if not fragments:
-            return self.resolved
-        return self.pipeline.resolve(self.profile, [self.task_layer, *fragments])
+        task = [self.task_layer]
+        task += [self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source)
+                 for section, source in sections if section]
+        resolved = self.pipeline.resolve(self.profile, task) if len(task) > 1 else self.resolved
+        if resources and uses_auto(resolved.fragments):
+            primary = resolved.primary_container_name
+            profile = next((c.get("resources") or {} for c in resolved.pod_spec.get("containers", [])
+                            if c.get("name") == primary), {})
+            merged = {kind: {resource_name(k): v for k, v in values.items()}
+                      for kind, values in merge_task_resources(profile, dict(resources)).items()}
+            patch = {"spec": {"containers": [{"name": primary, "resources": {"$patch": "replace", **merged}}]}}
+            task.append(self.pipeline.task_layer(self.profile, {"pod_template": patch}, source=resources_source))
+            resolved = self.pipeline.resolve(self.profile, task)
+        return resolved
 
     def pod_template_section(self, pod_template: Any, primary: str | None = None) -> dict[str, Any]:
         """A task's ``PodTemplate`` (flytekit's or Flyte 2's: the same four fields) as a profile's ``pod_template``
@@ -166,6 +261,22 @@ class ProfileCall:
         if pod_template.primary_container_name and pod_template.primary_container_name != "primary":
             section["primary_container_name"] = pod_template.primary_container_name
         return section
+
+    def provenance(self) -> dict[str, str]:
+        """The annotations that tell which profile made a pod (:func:`kfdefaults.k8s.provenance.provenance_annotations`):
+        its name, the digest of the profile merged across its file layers (the task layer left out: the digest
+        ``kfdefaults.lock`` records) and the lock file's digest when the project has one.
+
+        Raises:
+            KfdefaultsError: this call runs on registered settings (in a pod) and has no profile.
+        """
+        if self.pipeline is None:
+            raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
+        key = (id(self.pipeline), self.profile)
+        if _DIGESTS.get(key, (None,))[0] is not self.pipeline:
+            _DIGESTS[key] = (self.pipeline, self.pipeline.resolve(self.profile, check_lock=False).digest())
+        lock = self.pipeline.lock
+        return provenance_annotations(self.profile, _DIGESTS[key][1], lock.digest if lock is not None else None)
 
     def env_value(self, settings: Mapping[str, Any]) -> str:
         """The JSON the pod reads back (:data:`~kfdefaults.settings.RUNTIME_ENV`): this call's key, its target

@@ -1,7 +1,7 @@
 """The ``kfdefaults`` command line: a thin layer over the :class:`~kfdefaults.pipeline.Pipeline`.
 
 One module per command (:mod:`.render`, :mod:`.listing`, :mod:`.diff`, :mod:`.validate`, :mod:`.schema`,
-:mod:`.where`, :mod:`.fields`, :mod:`.cache`), each
+:mod:`.where`, :mod:`.fields`, :mod:`.lock`, :mod:`.cache`), each
 with ``build(prog)`` (its argparse parser) and ``run(args)`` (its exit status). Only the command asked for is
 imported and parsed: the standard library's argparse, because the start-up of every ``render`` in a pre-commit
 hook counts (importing click took about 50 ms, argparse about 10 ms; docs/performance.md).
@@ -22,6 +22,7 @@ COMMANDS = {
     "schema": ("schema", "Print the JSON Schema of a profile file, for editors."),
     "where": ("where", "Show where profiles come from: every source of every layer, and what makes a profile."),
     "fields": ("fields", "Show what a profile key is: its type, and how a higher layer merges onto it."),
+    "lock": ("lock", "Write or check kfdefaults.lock: the files each profile of the project is made of."),
     "cache": ("cache", "Show the cache of validated files and merges, or clear it."),
 }
 """Command -> (its module in this package, one line of help)."""

@@ -14,7 +14,8 @@ def build(prog: str) -> argparse.ArgumentParser:
     p = parser(prog, "List every visible profile: name, the layers that define it, its description.\n\n"
                      "Exits 1, after the list, when a profile cannot be used (a broken file or `extends`, a name\n"
                      "defined twice in one layer): its description says so, the problems are printed on standard\n"
-                     "error, and with `-o json` its row carries them as `errors`.")
+                     "error, and with `-o json` its row carries them as `errors`. A deprecated profile says so after\n"
+                     "its description (`deprecated` in its JSON row), with a warning on standard error.")
     add_layer_options(p)
     p.add_argument("-o", "--output", choices=["table", "json"], default=None,
                    help="table (the default on a terminal) or json; plain text when piped.")
@@ -31,7 +32,8 @@ def _list(args: argparse.Namespace) -> int:
 
     pipeline = Pipeline.discover(**layer_arguments(build("kfdefaults list"), args))
     report(empty_folder_warnings(pipeline.catalog))
-    rows, problems = profile_rows(pipeline)
+    rows, problems, warnings = profile_rows(pipeline)
+    report(sorted_findings(warnings))
     if args.output == "json":
         from ..show.output import output_encoding, to_json
 
@@ -57,9 +59,13 @@ def _list(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def profile_rows(pipeline: Any) -> tuple[list[dict[str, Any]], list[Any]]:
-    """One row per visible profile (name, layers, the description ``render`` shows) and every problem, once."""
+def profile_rows(pipeline: Any) -> tuple[list[dict[str, Any]], list[Any], list[Any]]:
+    """One row per visible profile (name, layers, the description ``render`` shows, ``deprecated`` when its file
+    says so), every problem, once, and a warning per deprecated profile."""
+    from ..validate.deprecation import deprecations
+
     rows = []
+    warnings: list[Any] = []
     problems: dict[str, Any] = {}  # str(finding) -> finding: each problem once
     for name in pipeline.catalog.names():
         row: dict[str, Any] = {"name": name, "layers": pipeline.catalog.layers_defining(name), "description": ""}
@@ -73,9 +79,25 @@ def profile_rows(pipeline: Any) -> tuple[list[dict[str, Any]], list[Any]]:
             if fragment.description:
                 row["description"] = fragment.description
                 break
+        deprecated = [f for f in fragments if f.deprecated and f.profile == name]
+        if deprecated:
+            row["deprecated"] = deprecated[-1].deprecated
+            warnings.extend(deprecations(_Named(name, deprecated)))
         rows.append(row)
-    return rows, list(problems.values())
+    return rows, list(problems.values()), warnings
+
+
+class _Named:
+    """A profile's name and some of its fragments, as :func:`~kfdefaults.validate.deprecation.deprecations` reads
+    a merged profile (``list`` merges nothing)."""
+
+    def __init__(self, name: str, fragments: list[Any]) -> None:
+        self.name, self.fragments = name, fragments
 
 
 def _shown(row: dict[str, Any]) -> str:
-    return "(cannot be used: see the errors below)" if "errors" in row else row["description"]
+    if "errors" in row:
+        return "(cannot be used: see the errors below)"
+    if "deprecated" in row:
+        return f"{row['description']} (deprecated: {row['deprecated']})".lstrip()
+    return row["description"]

@@ -27,6 +27,8 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "folder that render would read is checked. Every problem of every file is reported; a broken\n"
                      "file does not stop the others. With the cluster's default PodTemplate (--cluster-template),\n"
                      "what Flyte's backend would break in each profile's pod is reported too.\n\n"
+                     "A deprecation (`deprecated:`) declared by a file given is a note, which --strict does not count;\n"
+                     "a profile that extends a deprecated one is warned about.\n\n"
                      "Exit status: 0 no errors (warnings are printed), 1 errors (or warnings with --strict), 2 a\n"
                      "usage mistake.")
     p.add_argument("paths", nargs="*", metavar="PATH")
@@ -60,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
             counts = ((len(result.files), "file"), (len(result.profiles), "profile"),
                       (len(result.errors), "error"), (len(result.warnings), "warning"))
             files, profiles, errors, warnings = (f"{n} {noun}{'s' * (n != 1)}" for n, noun in counts)
-            err(f"kfdefaults validate: {files}, {profiles}: {errors}, {warnings}")
+            notes = f", {len(result.notes)} note{'s' * (len(result.notes) != 1)}" if result.notes else ""
+            err(f"kfdefaults validate: {files}, {profiles}: {errors}, {warnings}{notes}")
         return 1 if result.errors or (args.strict and result.warnings) else 0
 
     return run_body(body)

@@ -74,11 +74,11 @@ def describe(source: Any) -> str:
     """How a source is named: ``--team``, ``KFDEFAULTS_TEAM_PATH``, ``pyproject.toml above DIR``..."""
     from ..layers import (
         BuiltinSource,
+        DeclaredPlatformSource,
         EntryPointSource,
         EnvSource,
         FlagSource,
         PyprojectSource,
-        nearest_pyproject,
     )
 
     if isinstance(source, BuiltinSource):
@@ -90,8 +90,12 @@ def describe(source: Any) -> str:
     if isinstance(source, EntryPointSource):
         return "installed packages (entry-point group kfdefaults.platform)"
     if isinstance(source, PyprojectSource):
-        found = nearest_pyproject(source.start)
-        return f"[tool.kfdefaults] team in {found}" if found else f"pyproject.toml (none in {source.start} or above)"
+        found = source.project.pyproject
+        return f"[tool.kfdefaults] team in {found}" if found else "[tool.kfdefaults] team (no pyproject.toml here or above)"
+    if isinstance(source, DeclaredPlatformSource):
+        found = source.project.pyproject
+        return (f"[tool.kfdefaults] platform in {found}" if found
+                else "[tool.kfdefaults] platform (no pyproject.toml here or above)")
     return type(source).__name__
 
 

@@ -89,6 +89,7 @@ class Elastic(PluginElastic):
         self.runtime_key = call.key
         self.resolved: Resolved | None = call.resolved
         self.deferred_error: ProfileError | None = call.deferred_error
+        self.unregistered: ProfileError | None = call.unregistered
         super().__init__(**plugin_kwargs(call.settings))
 
     def __repr__(self) -> str:
@@ -103,9 +104,11 @@ class Elastic(PluginElastic):
         state["resolved"] = None
         return state
 
-    def resolve_with_pod_template(self, pod_template: Any, source: str) -> Resolved:
+    def resolve_with_pod_template(self, pod_template: Any, source: str, resources: Any = None) -> Resolved:
         """The profile with a task's ``flyte.PodTemplate`` (the environment's or ``@env.task``'s) added to the task
-        layer; ``None`` adds nothing. The template is not changed.
+        layer; ``None`` adds nothing. The template is not changed. ``resources`` (the task's, as a container's
+        ``{"requests", "limits"}``) count where the profile writes ``auto`` values
+        (:meth:`kfdefaults.runtime.ProfileCall.with_pod_template`).
 
         Raises:
             KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
@@ -116,14 +119,30 @@ class Elastic(PluginElastic):
         if call is None:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
         if pod_template is None:
-            return call.with_pod_template(None, source)
+            return call.with_pod_template(None, source, resources, "flyte.Resources")
         import flyte
 
         if not isinstance(pod_template, flyte.PodTemplate):
             raise TypeError(f"a task on profile {self.profile!r} takes a flyte.PodTemplate as pod_template, not "
                             f"{type(pod_template).__name__} ({pod_template!r}): kfdefaults merges the profile's pod "
                             "template with yours, and cannot read a cluster PodTemplate named by a string")
-        return call.with_pod_template(call.pod_template_section(pod_template), source)
+        return call.with_pod_template(call.pod_template_section(pod_template), source, resources, "flyte.Resources")
+
+    def with_resolved(self, resolved: Resolved) -> Elastic:
+        """This config, or a copy of it whose plugin settings are those of ``resolved`` (the profile merged with
+        the task's own pod template and resources): they differ only where the profile says ``auto``."""
+        if self.resolved is None or resolved.elastic_settings == self.resolved.elastic_settings:
+            return self
+        twin = copy.copy(self)  # __getstate__ leaves the call out, as pickling must
+        twin._call = self._call
+        twin.resolved = resolved
+        for name, value in plugin_kwargs(resolved.elastic_settings).items():
+            setattr(twin, name, value)
+        return twin
+
+    def provenance(self) -> dict[str, str]:
+        """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
+        return self._call.provenance()
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""

@@ -42,6 +42,7 @@ from ..k8s.mounts import SHM_PATH
 from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
+from ..runtime import for_task
 from ..settings import RUNTIME_ENV
 from ..show.image import ProfileImage, profile_image, profile_image_wins, task_image_wins
 from .elastic import Elastic
@@ -93,11 +94,13 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         super().__post_init__()
 
     def _profile_pod_template(self, config: Elastic, own: Any) -> ProfilePodTemplate:
-        resolved = config.resolve_with_pod_template(own, TASK_POD_TEMPLATE)
+        resources = self.resources
+        resolved = config.resolve_with_pod_template(own, TASK_POD_TEMPLATE, task_resources(resources))
+        config = config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
+        self.plugin_config = config
         self.kfdefaults_resolved = resolved
         spec = resolved.pod_spec
         primary_name = resolved.primary_container_name
-        resources = self.resources
         if resources is not None and resources.shm is not None:
             dropped = drop_shm_mounts(spec, primary_name)
             if dropped:
@@ -122,7 +125,8 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         if self.env_vars:
             drop_env(primary, self.env_vars)
         set_env(primary, RUNTIME_ENV, config.runtime_env_value())
-        return flyte_pod_template(spec, primary_name, resolved.labels, resolved.annotations, cls=ProfilePodTemplate,
+        annotations = {**resolved.annotations, **config.provenance()}  # which profile made the pod
+        return flyte_pod_template(spec, primary_name, resolved.labels, annotations, cls=ProfilePodTemplate,
                                   task_layer=own, profile_image=found)
 
     def _environment_gives_image(self) -> bool:
@@ -153,10 +157,16 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         state.pop("kfdefaults_resolved", None)
         return state
 
-    def _raise_deferred(self) -> None:
+    def _raise_deferred(self, running: bool = False) -> None:
+        """Raise the error kept at import: the profile could not be read in this pod; and, when this task is the
+        one running (``running``), no settings were registered for its call (:func:`kfdefaults.runtime.not_registered`):
+        it runs on what was registered or not at all."""
         config = self.plugin_config
-        if isinstance(config, Elastic) and config.deferred_error is not None:
-            raise config.deferred_error
+        if not isinstance(config, Elastic):
+            return
+        error = (config.unregistered if running else None) or config.deferred_error
+        if error is not None:
+            raise for_task(error, self.name)
 
     def custom_config(self, sctx: Any) -> Any:
         """The plugin's custom config; raises the profile error kept at import when this task, whose profile
@@ -189,8 +199,8 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
                                    f"{default} (flyte deploy --image, else Flyte 2's \"auto\" image)"), self.func)
 
     async def execute(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the task; raises the profile error kept at import if this task's profile could not be read."""
-        self._raise_deferred()
+        """Run the task; in a Flyte pod, only on the settings registered for it (:meth:`_raise_deferred`)."""
+        self._raise_deferred(running=True)
         return await super().execute(*args, **kwargs)
 
 

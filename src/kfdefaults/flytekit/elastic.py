@@ -22,7 +22,7 @@ from ..pipeline import Pipeline
 from ..runtime import ProfileCall
 from ..targets import FLYTEKIT
 from ..validate.suggest import ELASTIC_SYNONYMS, closest
-from .objects import OBJECTS, plugin_elastic
+from .objects import OBJECTS, plugin_elastic, task_resources
 
 ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
 """The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
@@ -98,6 +98,7 @@ class Elastic(PluginElastic):
         self.runtime_key = call.key
         self.resolved: Resolved | None = call.resolved
         self.deferred_error: ProfileError | None = call.deferred_error
+        self.unregistered: ProfileError | None = call.unregistered
         base = plugin_elastic(call.settings)
         super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
 
@@ -106,12 +107,20 @@ class Elastic(PluginElastic):
         """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
         return self._call.pipeline
 
-    def resolve_with_pod_template(self, pod_template: Any, node_override: Any = None) -> Resolved:
+    def resolve_with_pod_template(self, pod_template: Any, requests: Any = None, limits: Any = None,
+                                  node_override: Any = None) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer, and a workflow node's
         ``with_overrides(pod_template=...)`` over it.
 
+        When the profile has ``auto`` values (:mod:`kfdefaults.merge.auto`), the task's ``requests`` and
+        ``limits`` count too: they are merged into the primary container's resources as the task's pod will have
+        them (:func:`~kfdefaults.k8s.resources.merge_task_resources`), so that ``nproc_per_node: auto``
+        follows ``@task(limits=Resources(gpu="4"))``.
+
         Args:
             pod_template: A ``flytekit.PodTemplate`` or ``None``. Not modified.
+            requests: The task's ``flytekit.Resources`` requests, or ``None``.
+            limits: The task's ``flytekit.Resources`` limits, or ``None``.
             node_override: A ``flytekit.PodTemplate`` or ``None``. Not modified.
 
         Raises:
@@ -130,7 +139,24 @@ class Elastic(PluginElastic):
                 raise TypeError(f"{source} takes a flytekit.PodTemplate, not {type(template).__name__}")
             below = self._call.with_pod_templates(sections).primary_container_name if sections else None
             sections.append((self._call.pod_template_section(template, below), source))
-        return self._call.with_pod_templates(sections)
+        return self._call.with_pod_templates(sections, task_resources(requests, limits),
+                                             "@task(requests=..., limits=...)")
+
+    def with_resolved(self, resolved: Resolved) -> Elastic:
+        """This config, or a copy of it whose plugin settings are those of ``resolved`` (the profile merged with
+        the task's own pod template and resources): they differ only where the profile says ``auto``."""
+        if self.resolved is None or resolved.elastic_settings == self.resolved.elastic_settings:
+            return self
+        twin = copy.copy(self)
+        twin.resolved = resolved
+        base = plugin_elastic(resolved.elastic_settings)
+        for f in dataclasses.fields(PluginElastic):
+            setattr(twin, f.name, getattr(base, f.name))
+        return twin
+
+    def provenance(self) -> dict[str, str]:
+        """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
+        return self._call.provenance()
 
     def runtime_env_value(self) -> str:
         """The JSON the pod reads back: this call's key and its resolved settings."""

@@ -6,6 +6,7 @@ import os
 from typing import Any, Mapping
 
 from ..k8s.models import to_k8s_model
+from ..k8s.resources import GPU_RESOURCE
 from ..merge.result import Resolved
 from ..targets import FLYTEKIT
 
@@ -46,6 +47,29 @@ def flytekit_pod_template(
         labels=dict(labels) or None,
         annotations=dict(annotations) or None,
     )
+
+
+_RESOURCE_FIELDS = {"cpu": "cpu", "mem": "memory", "gpu": GPU_RESOURCE, "ephemeral_storage": "ephemeral-storage"}
+"""``flytekit.Resources`` fields -> the Kubernetes resource names they become in the task's pod."""
+
+
+def task_resources(requests: Any, limits: Any) -> dict[str, dict[str, str]] | None:
+    """``@task(requests=..., limits=...)`` (``flytekit.Resources``) as a container's ``resources``
+    (``{"requests": {name: quantity}, "limits": {...}}``, flytekit's ``gpu`` named ``nvidia.com/gpu``); ``None``
+    when the task sets none, or a value is not one quantity (flytekit's ``(request, limit)`` pairs are left to
+    flytekit)."""
+    out: dict[str, dict[str, str]] = {}
+    for kind, resources in (("requests", requests), ("limits", limits)):
+        values = {}
+        for field, name in _RESOURCE_FIELDS.items():
+            value = getattr(resources, field, None) if resources is not None else None
+            if isinstance(value, (tuple, list)):
+                return None
+            if value is not None:
+                values[name] = str(value)
+        if values:
+            out[kind] = values
+    return out or None
 
 
 class FlytekitObjects:

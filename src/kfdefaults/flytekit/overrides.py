@@ -84,6 +84,16 @@ def not_resolved_here(profile: str, deferred: Exception | None) -> KfdefaultsErr
                            "pyflyte register)")
 
 
+def auto_differs(profile: str, registered: dict[str, Any], node: dict[str, Any]) -> KfdefaultsError:
+    """Why a node's pod template cannot change what the profile's ``auto`` values give: the task's elastic settings
+    (``nproc_per_node``...) are registered once, with the task, for every node that runs it."""
+    changed = ", ".join(f"{key}: {registered.get(key)!r} -> {node.get(key)!r}" for key in sorted(set(registered) | set(node))
+                        if registered.get(key) != node.get(key))
+    return KfdefaultsError(f"{OVERRIDE} on a task on profile {profile!r} changes what the profile's auto values give "
+                           f"({changed}), and the task registers them once for every node: define another task with "
+                           "those resources")
+
+
 def node_of(outputs: Any) -> Any:
     """The workflow node behind what calling a task in a workflow returned (a ``Promise``, a ``VoidPromise``, or
     a tuple of promises), or ``None`` (a local run: values, not promises)."""

@@ -91,7 +91,8 @@ def registered_pod_template(config: Elastic, resolved: Resolved, arguments: Task
     set_env(primary, RUNTIME_ENV, config.runtime_env_value())
     if arguments.container_image and image_of_a_profile(resolved) is not None:
         del primary["image"]  # flytekit fills in the task's image where the template has none
-    template = flytekit_pod_template(spec, primary_name, resolved.labels, resolved.annotations)
+    annotations = {**resolved.annotations, **config.provenance()}  # which profile made the pod
+    template = flytekit_pod_template(spec, primary_name, resolved.labels, annotations)
     containers = template.pod_spec.containers
     containers[0] = PrimaryContainer.of(containers[0])  # registered_pod_spec puts the primary first
     return template

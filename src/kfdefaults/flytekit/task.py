@@ -41,9 +41,10 @@ from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
 
 from ..errors import KfdefaultsWarning, caller_stacklevel, warn_at
 from ..merge.result import Resolved
+from ..runtime import for_task
 from ..show.image import ProfileImage, profile_image_wins, task_image_wins
 from .elastic import Elastic
-from .overrides import NodeOverrides, node_of, not_resolved_here
+from .overrides import NodeOverrides, auto_differs, node_of, not_resolved_here
 from .pod import CALLERS, TaskArguments, image_of_a_profile, registered_pod_template
 
 
@@ -60,10 +61,12 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         self.kfdefaults_resolved: Resolved | None = None
         self._kfdefaults_own_template = user_template  # node overrides merge over the profile and this
         self._kfdefaults_arguments = TaskArguments.of_task(kwargs)
+        self._kfdefaults_resources = (kwargs.get("requests"), kwargs.get("limits"))
         self._kfdefaults_image: ProfileImage | None = None  # a profile's image the task registers, to say so
         self._kfdefaults_said: set[str] = set()
         if task_config.resolved is not None:
-            resolved = task_config.resolve_with_pod_template(user_template)
+            resolved = task_config.resolve_with_pod_template(user_template, *self._kfdefaults_resources)
+            task_config = task_config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
             self.kfdefaults_resolved = resolved
             kwargs["pod_template"] = registered_pod_template(task_config, resolved, self._kfdefaults_arguments)
             found = image_of_a_profile(resolved)
@@ -97,14 +100,19 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
             shared_memory: The node asks for Flyte's shared memory (``with_overrides(shared_memory=...)``).
 
         Raises:
-            KfdefaultsError: no profile to merge with in this process (a Flyte pod running on registered settings).
+            KfdefaultsError: no profile to merge with in this process (a Flyte pod running on registered settings),
+                or the override changes what the profile's ``auto`` values give (the GPUs behind
+                ``nproc_per_node: auto``), which the task registers once for every node.
             ProfileError: the override does not validate or merge.
             TypeError: the override is not a ``flytekit.PodTemplate``.
         """
         config = self.task_config
         if config.resolved is None:
             raise not_resolved_here(config.profile, config.deferred_error)
-        resolved = config.resolve_with_pod_template(self._kfdefaults_own_template, override)
+        resolved = config.resolve_with_pod_template(self._kfdefaults_own_template, *self._kfdefaults_resources,
+                                                    node_override=override)
+        if resolved.elastic_settings != config.resolved.elastic_settings:
+            raise auto_differs(config.profile, config.resolved.elastic_settings, resolved.elastic_settings)
         task_shm = self._kfdefaults_arguments.shared_memory
         arguments = replace(self._kfdefaults_arguments, shared_memory=task_shm or shared_memory)
         return registered_pod_template(config, resolved, arguments,
@@ -132,13 +140,14 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         message = profile_image_wins("flytekit", self.task_config.profile, found, f"{default} ({given})")
         warn_at(message, self.task_function)
 
-
     def execute(self, **kwargs: Any) -> Any:
-        """Run the task; raises the profile error kept at import if this task's profile could not be read, and
-        warns first when it is about to wait for nodes that never come (:func:`warn_of_nodes_that_never_come`)."""
+        """Run the task. In a Flyte pod where no settings were registered for its ``Elastic(...)``, raise
+        instead, naming the task (:func:`kfdefaults.runtime.not_registered`): it runs on what was registered or
+        not at all. Warn first when it is about to wait for nodes that never come
+        (:func:`warn_of_nodes_that_never_come`)."""
         config = self.task_config
-        if isinstance(config, Elastic) and config.deferred_error is not None:
-            raise config.deferred_error
+        if isinstance(config, Elastic) and (config.unregistered or config.deferred_error) is not None:
+            raise for_task(config.unregistered or config.deferred_error, self.name)
         if isinstance(config, Elastic):
             warn_of_nodes_that_never_come(config, self.min_nodes)
         return super().execute(**kwargs)

@@ -11,7 +11,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 """What Flyte's backend calls the SDKs' ``gpu`` resource by default (propeller's ``gpu-resource-name``)."""
 
 
-def _resource(name: str) -> str:
+def resource_name(name: str) -> str:
+    """A resource as the pod has it: the SDKs' ``gpu`` is ``nvidia.com/gpu`` (:data:`GPU_RESOURCE`)."""
     return GPU_RESOURCE if name == "gpu" else name
 
 
@@ -35,16 +36,16 @@ def merge_task_resources(profile: dict[str, Any], task: dict[str, Any]) -> dict[
     task_sets: dict[str, dict[str, str]] = {kind: {} for kind in kinds}  # resource -> the key the task used
     for kind in kinds:
         for key, value in (task.get(kind) or {}).items():
-            for other in [k for k in merged[kind] if _resource(k) == _resource(key)]:
+            for other in [k for k in merged[kind] if resource_name(k) == resource_name(key)]:
                 del merged[kind][other]
             merged[kind][key] = value
-            task_sets[kind][_resource(key)] = key
+            task_sets[kind][resource_name(key)] = key
     for kind, other_kind in (("limits", "requests"), ("requests", "limits")):
         for resource, key in task_sets[kind].items():
             if resource in task_sets[other_kind]:
                 continue  # the task set both sides: its own business
             task_value = quantity_value(merged[kind][key])
-            for other in [k for k in merged[other_kind] if _resource(k) == resource]:
+            for other in [k for k in merged[other_kind] if resource_name(k) == resource]:
                 profile_value = quantity_value(merged[other_kind][other])
                 if task_value is None or profile_value is None:
                     continue

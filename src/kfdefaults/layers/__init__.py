@@ -9,9 +9,10 @@ layer     sources, in the order folders are listed
 builtin   the ``profiles/`` folder shipped with the package (:mod:`.builtin`)
 platform  ``--platform DIR`` flags (:mod:`.flags`), ``KFDEFAULTS_PLATFORM_PATH`` (an ``os.pathsep`` list,
           :mod:`.environment`), installed packages registering a folder under the entry-point group
-          ``kfdefaults.platform`` (:mod:`.entry_points`)
+          ``kfdefaults.platform`` (:mod:`.entry_points`), ``[tool.kfdefaults] platform = [...]`` of the
+          project: packages that must be installed, folders (:mod:`.pyproject`)
 team      ``--team DIR`` flags, ``KFDEFAULTS_TEAM_PATH``, ``[tool.kfdefaults] team = [...]`` in the
-          nearest ``pyproject.toml``, paths relative to that file (:mod:`.pyproject`)
+          project's ``pyproject.toml``, paths relative to that file (:mod:`.pyproject`)
 task      not folders: ``kfdefaults.Elastic(...)`` keyword arguments, ``@task(pod_template=...)``, ``--set``
 ========  ======================================================================================
 
@@ -40,14 +41,25 @@ from .catalog import (
     profile_name_of,
 )
 from .cluster import CLUSTER_TEMPLATE_FILE, ClusterTemplatePath, find_cluster_template
-from .entry_points import ENTRY_POINT_GROUP, EntryPointSource
+from .entry_points import (
+    ENTRY_POINT_GROUP,
+    EntryPointSource,
+    installed_platform_packages,
+)
 from .environment import EnvSource
 from .flags import FlagSource
 from .folder import Folder, Source
-from .pyproject import PyprojectSource, nearest_pyproject
+from .pyproject import (
+    NO_PROJECT,
+    DeclaredPlatformSource,
+    Project,
+    PyprojectSource,
+    nearest_pyproject,
+)
 
-__all__ = ["BuiltinSource", "CLUSTER_TEMPLATE_FILE", "Catalog", "ClusterTemplatePath", "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS",
-           "FlagSource", "Folder", "LAYERS", "NAME_PATTERN", "PyprojectSource", "Source", "builtin_folder",
+__all__ = ["BuiltinSource", "CLUSTER_TEMPLATE_FILE", "Catalog", "ClusterTemplatePath", "DeclaredPlatformSource",
+           "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS", "FlagSource", "Folder", "LAYERS",
+           "NAME_PATTERN", "NO_PROJECT", "Project", "PyprojectSource", "Source", "builtin_folder",
            "discover_folders", "find_cluster_template", "folder_listing", "folder_names", "layer_sources", "nearest_pyproject",
            "profile_name_of"]
 
@@ -57,7 +69,7 @@ def layer_sources(
     team: Iterable[str | os.PathLike[str]] = (),
     *,
     environ: Mapping[str, str] | None = None,
-    cwd: str | None = None,
+    project: Project | None = None,
     entry_points: bool | None = None,
     pyproject: bool = True,
     flags: tuple[str, str] = ("--platform", "--team"),
@@ -74,19 +86,29 @@ def layer_sources(
 
     ``entry_points=None`` reads installed packages' folders unless ``KFDEFAULTS_NO_ENTRY_POINTS`` is set (to
     test a package's own folder, given with ``--platform``, while an older version of it is installed).
+
+    ``project`` is the project whose ``pyproject.toml`` declares team folders and a platform
+    (:class:`~kfdefaults.layers.pyproject.Project`; default: found from the working directory);
+    ``pyproject=False`` reads none.
+
+    Raises:
+        ProfileError: the project's ``pyproject.toml`` is broken.
     """
     environ = os.environ if environ is None else environ
     if entry_points is None:
         entry_points = not flag(NO_ENTRY_POINTS_ENV, environ)
     # the order of the layers, and of the sources within each: the one place it is written
+    if project is None:
+        project = Project.find([os.getcwd()]) if pyproject else NO_PROJECT
     sources: tuple[Source | None, ...] = (
         BuiltinSource(),
         FlagSource("platform", platform, flags[0]),
         EnvSource("platform", PLATFORM_ENV, environ),
         EntryPointSource() if entry_points else None,
+        DeclaredPlatformSource(project, installed_platform_packages if entry_points else None) if pyproject else None,
         FlagSource("team", team, flags[1]),
         EnvSource("team", TEAM_ENV, environ),
-        PyprojectSource(cwd or os.getcwd()) if pyproject else None,
+        PyprojectSource(project) if pyproject else None,
     )
     only = set(only)
     out: dict[str, list[Source]] = {layer: [] for layer in FOLDER_LAYERS}

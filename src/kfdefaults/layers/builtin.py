@@ -26,4 +26,4 @@ class BuiltinSource:
     layer = "builtin"
 
     def folders(self) -> list[Folder]:
-        return [Folder(builtin_folder(), self.layer, "builtin")]
+        return [Folder(builtin_folder(), self.layer, "builtin", "kfdefaults")]

@@ -77,6 +77,7 @@ class Catalog:
         self._index: dict[str, dict[str, list[str]]] | None = None
         self.origin_of: dict[str, str] = {}
         """File -> what named its folder (``--team``, ``KFDEFAULTS_TEAM_PATH``, a pyproject.toml, an entry point)."""
+        self._folder_of: dict[str, Folder] = {}
 
     def index(self) -> dict[str, dict[str, list[str]]]:
         """layer -> profile name -> files defining it (normally one), folders first, then the files given."""
@@ -90,6 +91,7 @@ class Catalog:
                         names.setdefault(name, []).append(path)
                         known.add(os.path.realpath(path))
                         self.origin_of[path] = folder.origin
+                        self._folder_of[path] = folder
             for layer, files in self.extra_files.items():
                 names = index.setdefault(layer, {})
                 for path in files:
@@ -103,6 +105,11 @@ class Catalog:
     def signature(self) -> tuple:
         """What the catalog's answers depend on: each folder's listing (names, sizes, times)."""
         return tuple((folder.path, folder_listing(folder.path)) for folders in self.folders.values() for folder in folders)
+
+    def folder_of(self, file: str) -> Folder | None:
+        """The folder ``file`` was found in (``None`` for a file given on its own)."""
+        self.index()
+        return self._folder_of.get(file)
 
     def names(self) -> list[str]:
         """Every profile name of every layer, sorted."""

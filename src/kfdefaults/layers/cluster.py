@@ -24,7 +24,7 @@ from typing import Mapping, NamedTuple, Sequence
 from ..errors import Finding, Location, ProfileError
 from ..settings import CLUSTER_TEMPLATE_ENV
 from .folder import Folder
-from .pyproject import kfdefaults_section, nearest_pyproject
+from .pyproject import Project
 
 CLUSTER_TEMPLATE_FILE = "_cluster-template.yaml"
 """The name of the cluster's default PodTemplate in a platform folder; never a profile (a profile name starts with
@@ -52,8 +52,7 @@ def find_cluster_template(
     platform_folders: Sequence[Folder],
     *,
     environ: Mapping[str, str] | None = None,
-    cwd: str | None = None,
-    pyproject: bool = True,
+    project: Project | None = None,
     flag: str = "--cluster-template",
 ) -> ClusterTemplatePath | None:
     """The cluster's default PodTemplate file, from the sources in the order above; ``None`` when none names one.
@@ -62,8 +61,7 @@ def find_cluster_template(
         explicit: The ``--cluster-template`` value, if given.
         platform_folders: The platform layer's folders, lowest priority first.
         environ: The environment (default ``os.environ``).
-        cwd: Where the nearest ``pyproject.toml`` is looked for (default: the working directory).
-        pyproject: Whether to read ``pyproject.toml``.
+        project: The project whose ``pyproject.toml`` may name the template; ``None``: none read.
         flag: What gave ``explicit``, for messages.
 
     Raises:
@@ -74,8 +72,8 @@ def find_cluster_template(
     for value, origin in ((explicit, flag), (environ.get(CLUSTER_TEMPLATE_ENV, "").strip() or None, CLUSTER_TEMPLATE_ENV)):
         if value is not None:
             return None if value.strip().lower() == NONE else ClusterTemplatePath(os.fspath(value), origin)
-    if pyproject:
-        named, found = _from_pyproject(cwd or os.getcwd())
+    if project is not None:
+        named, found = _from_pyproject(project)
         if named:
             return found
     candidates = [ClusterTemplatePath(os.path.join(f.path, CLUSTER_TEMPLATE_FILE), f"platform folder {f.path} (from {f.origin})")
@@ -87,18 +85,15 @@ def find_cluster_template(
     return candidates[0] if candidates else None
 
 
-def _from_pyproject(cwd: str) -> tuple[bool, ClusterTemplatePath | None]:
-    """Whether the nearest pyproject.toml names the cluster's template (``none`` names no template), and the file."""
-    path = nearest_pyproject(cwd)
-    found = kfdefaults_section(path) if path is not None else None
-    if found is None or "cluster_template" not in found[1]:
+def _from_pyproject(project: Project) -> tuple[bool, ClusterTemplatePath | None]:
+    """Whether the project's pyproject.toml names the cluster's template (``none`` names no template), and the file."""
+    if "cluster_template" not in project.section:
         return False, None
-    doc, section = found
-    value = section["cluster_template"]
+    value = project.section["cluster_template"]
     if not isinstance(value, str) or not value.strip():
-        raise ProfileError([Finding(doc.location(("tool", "kfdefaults", "cluster_template")), "tool.kfdefaults.cluster_template",
+        raise ProfileError([Finding(project.location("cluster_template"), "tool.kfdefaults.cluster_template",
                                     "must be the path of a PodTemplate manifest (kubectl get podtemplate NAME -o yaml), "
                                     "relative to this file")])
     if value.strip().lower() == NONE:
         return True, None
-    return True, ClusterTemplatePath(os.path.normpath(os.path.join(os.path.dirname(path), value)), path)
+    return True, ClusterTemplatePath(project.resolve(value), project.pyproject or "pyproject.toml")

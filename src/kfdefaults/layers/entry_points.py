@@ -45,10 +45,16 @@ class EntryPointSource:
             except ProfileError as e:
                 findings.extend(e.findings)
                 continue
-            found.append(Folder(folder, self.layer, f"entry point {name} ({value})"))
+            found.append(Folder(folder, self.layer, f"entry point {name} ({value})", distribution))
         if findings:
             raise ProfileError(findings)
         return found
+
+
+def installed_platform_packages() -> set[str]:
+    """The installed distributions that register a ``kfdefaults.platform`` entry point, by normalised name
+    (``acme_platform_profiles``)."""
+    return {distribution for _, _, distribution in _registered_entry_points()}
 
 
 def _registered_entry_points() -> list[tuple[str, str, str]]:

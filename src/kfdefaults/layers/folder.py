@@ -13,11 +13,15 @@ class Folder(NamedTuple):
         layer: ``builtin``, ``platform`` or ``team``.
         origin: What named it, for messages: ``--team``, ``KFDEFAULTS_TEAM_PATH``, ``entry point acme (...)``,
             the path of a ``pyproject.toml``.
+        package: The installed distribution it belongs to (``kfdefaults`` for the builtin folder, the package
+            of a ``kfdefaults.platform`` entry point), normalised (``acme_platform_profiles``); ``None`` for a
+            folder named by path. ``kfdefaults.lock`` names files by it, not by a machine's path.
     """
 
     path: str
     layer: str
     origin: str
+    package: str | None = None
 
 
 class Source(Protocol):

@@ -1,5 +1,5 @@
-"""``[tool.kfdefaults]`` in the nearest ``pyproject.toml``: the project's team folders and the cluster's default
-PodTemplate (``cluster_template``, :mod:`.cluster`).
+"""``[tool.kfdefaults]`` in the project's ``pyproject.toml``: its team folders, the platform it declares, and
+the cluster's default PodTemplate (``cluster_template``, :mod:`.cluster`).
 
 A ``pyproject.toml`` is the project's file, not a profile: it may be large and hold anything. It is read only
 as far as needed to know whether it says anything to kfdefaults (:func:`project_file_bytes`), and parsed
@@ -12,14 +12,15 @@ import mmap
 import os
 import re
 import stat
+from typing import Callable, Sequence
 
-from ..errors import Finding, ProfileError
+from ..errors import Finding, Location, ProfileError
 from ..read import Document
 from ..read.document import error
 from ..read.toml import load_toml, toml_positions
 from .folder import Folder
 
-KEYS = ("team", "cluster_template")
+KEYS = ("team", "platform", "cluster_template")
 """The keys ``[tool.kfdefaults]`` takes."""
 
 MAX_PROJECT_FILE_BYTES = 1 << 20
@@ -109,25 +110,152 @@ def kfdefaults_section(path: str) -> tuple[Document, dict] | None:
     return doc, section
 
 
+class Project:
+    """The project a command or an ``Elastic(...)`` call works for: its ``pyproject.toml`` and what
+    ``[tool.kfdefaults]`` there declares (the team folders, the platform, the cluster's template), read once.
+
+    Found from a list of folders (:meth:`find`): for ``Elastic(...)`` the folder of the module that calls it,
+    then the working directory; for the command line the working directory, then the folders given with
+    ``--team`` / ``--platform``. The first of them with a ``pyproject.toml`` in it or above it is the project,
+    so registering from another folder finds the same one.
+
+    Attributes:
+        pyproject: The ``pyproject.toml`` file, or ``None`` (no project).
+        root: Its folder (where ``kfdefaults.lock`` lives), or ``None``.
+        doc: The parsed file, with positions, when it has a ``[tool.kfdefaults]`` table (read when first asked
+            for; raises ``ProfileError`` when the file is broken).
+        section: That table (``{}`` without one).
+    """
+
+    def __init__(self, pyproject: str | None) -> None:
+        self.pyproject = os.path.abspath(pyproject) if pyproject is not None else None
+        self.root = os.path.dirname(self.pyproject) if self.pyproject is not None else None
+        self._found: tuple[Document, dict] | None | bool = False  # False: not read yet
+
+    def _read(self) -> tuple[Document, dict] | None:
+        """The file's ``[tool.kfdefaults]``, read when first asked for (a broken file is reported by the source
+        that reads it, as any source's problem).
+
+        Raises:
+            ProfileError: as :func:`kfdefaults_section`.
+        """
+        if self._found is False:
+            self._found = kfdefaults_section(self.pyproject) if self.pyproject is not None else None
+        return self._found  # type: ignore[return-value]
+
+    @property
+    def doc(self) -> Document | None:
+        found = self._read()
+        return found[0] if found is not None else None
+
+    @property
+    def section(self) -> dict:
+        found = self._read()
+        return found[1] if found is not None else {}
+
+    @classmethod
+    def find(cls, starts: Sequence[str]) -> Project:
+        """The project of the first of ``starts`` that has a ``pyproject.toml`` in it or above it.
+
+        Raises:
+            ProfileError: as :func:`kfdefaults_section`.
+        """
+        for start in starts:
+            path = nearest_pyproject(start)
+            if path is not None:
+                return cls(path)
+        return cls(None)
+
+    def paths(self, key: str, what: str) -> list[tuple[int, str]]:
+        """``[tool.kfdefaults] KEY``: a string or a list of strings, as ``(index, value)``.
+
+        Raises:
+            ProfileError: it is neither, located.
+        """
+        value = self.section.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ProfileError([Finding(self.location(key), f"tool.kfdefaults.{key}", f"must be a list of {what}")])
+        return list(enumerate(value))
+
+    def location(self, *path: str | int) -> Location:
+        """Where ``[tool.kfdefaults]`` writes ``path`` (the file's start when unknown)."""
+        if self.doc is None:
+            return Location(self.pyproject or "pyproject.toml", 1, 1)
+        return self.doc.location(("tool", "kfdefaults") + path)
+
+    def resolve(self, relative: str) -> str:
+        """A path written in the file, relative to its folder."""
+        return os.path.normpath(os.path.join(self.root or os.getcwd(), relative))
+
+
+NO_PROJECT = Project(None)
+
+
 class PyprojectSource:
-    """``[tool.kfdefaults] team = ["path", ...]`` in the nearest pyproject.toml; paths relative to it."""
+    """``[tool.kfdefaults] team = ["path", ...]`` in the project's pyproject.toml; paths relative to it."""
 
     layer = "team"
 
-    def __init__(self, start: str) -> None:
-        self.start = start
+    def __init__(self, project: Project) -> None:
+        self.project = project
 
     def folders(self) -> list[Folder]:
-        path = nearest_pyproject(self.start)
-        found = kfdefaults_section(path) if path is not None else None
-        if found is None:
-            return []
-        doc, section = found
-        team = section.get("team", [])
-        if isinstance(team, str):
-            team = [team]
-        if not isinstance(team, list) or not all(isinstance(t, str) for t in team):
-            raise ProfileError([Finding(doc.location(("tool", "kfdefaults", "team")), "tool.kfdefaults.team",
-                                        "must be a list of folder paths")])
-        base = os.path.dirname(doc.file)
-        return [Folder(os.path.normpath(os.path.join(base, t)), self.layer, doc.file) for t in team]
+        return [Folder(self.project.resolve(t), self.layer, self.project.pyproject or "pyproject.toml")
+                for _, t in self.project.paths("team", "folder paths")]
+
+
+def declares_a_folder(project: Project, entry: str) -> bool:
+    """Whether ``platform = [...]`` entry ``entry`` is a folder (a path, or a folder of that name beside the
+    ``pyproject.toml``) rather than an installed package's name."""
+    return "/" in entry or os.sep in entry or entry.startswith(".") or os.path.isdir(project.resolve(entry))
+
+
+def normalize_distribution(name: str) -> str:
+    """A distribution's name as installed metadata folders spell it (``Acme-Platform.Profiles`` ->
+    ``acme_platform_profiles``): PEP 503 normalisation, with underscores."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+class DeclaredPlatformSource:
+    """``[tool.kfdefaults] platform = [...]``: the platform the project is written for, which must be found.
+
+    Each entry is an installed package that registers a ``kfdefaults.platform`` entry point (its name as in
+    ``pip install``: ``acme-platform-profiles``), or a folder, relative to the ``pyproject.toml`` (an entry with a
+    ``/``, starting with ``.``, or naming a folder there). Packages give their folders through
+    :class:`~kfdefaults.layers.entry_points.EntryPointSource`; this source checks that each is installed, and
+    gives the folders. With ``KFDEFAULTS_NO_ENTRY_POINTS`` set, packages are not checked (their folder is then
+    given with ``--platform``).
+
+    Raises (from :meth:`folders`):
+        ProfileError: a declared package is not installed, or a declared folder does not exist, located at the
+            entry in ``pyproject.toml``: a platform the project declares is never silently left out.
+    """
+
+    layer = "platform"
+
+    def __init__(self, project: Project, installed: Callable[[], set[str]] | None) -> None:
+        self.project = project
+        self.installed = installed
+
+    def folders(self) -> list[Folder]:
+        found, findings = [], []
+        for i, entry in self.project.paths("platform", "installed package names or folder paths"):
+            where = self.project.location("platform", i)
+            if declares_a_folder(self.project, entry):
+                path = self.project.resolve(entry)
+                if os.path.isdir(path):
+                    found.append(Folder(path, self.layer, self.project.pyproject or "pyproject.toml"))
+                else:
+                    findings.append(Finding(where, f"tool.kfdefaults.platform[{i}]", f"the platform folder {path} does "
+                                            "not exist; the project declares it, so its profiles are not left out "
+                                            "silently", layer="platform"))
+            elif self.installed is not None and normalize_distribution(entry) not in self.installed():
+                findings.append(Finding(where, f"tool.kfdefaults.platform[{i}]", (
+                    f"the platform package {entry} is not installed here (no installed package of that name "
+                    f"registers a kfdefaults.platform folder): install it in this environment; without it, profiles "
+                    "would fall back to the builtin layer"), layer="platform"))
+        if findings:
+            raise ProfileError(findings)
+        return found

@@ -12,12 +12,15 @@ import os
 from typing import Any
 
 from .. import cache
-from ..errors import Finding, Location, MergeError, ProfileError
+from ..errors import Finding, Location, MergeError, ProfileError, sorted_findings
 from ..paths import format_path
 from ..smp.schema import normalize_version
 from ..targets import FLYTEKIT, Target
 from ..validate.fragment import Fragment
+from .auto import resolve_auto
 from .elastic import merge_elastic
+from .locks import LockBook
+from .near_names import near_miss_containers
 from .primary import assign_primary_container
 from .result import Resolved, SdkObjects
 
@@ -34,11 +37,16 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
     :func:`fill_plugin_defaults`: :mod:`kfdefaults.show.explain` replays these same steps for provenance, so
     keep the merge in them.
 
+    Policy is checked on the way, step by step: a fragment that changes a path a fragment below it locked
+    (:mod:`.locks`), or that adds a container whose name is a near miss of the primary container's or of one
+    below (:mod:`.near_names`), is an error.
+
     ``remember=False`` neither reads nor stores the merge in the cache (``validate`` merges a thousand profiles
     once each: storing them would cost more than it saves).
 
     Raises:
-        ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
+        ProfileError: a pod template patch that Kubernetes would reject, a lock broken, or a container added by a
+            near-miss name, located in the fragment's file (a lock's message names the lock's file and line).
     """
     fragments = assign_primary_container(fragments)
     entry_key = merge_key(fragments, kubernetes_version, target) if remember else None
@@ -48,10 +56,17 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
             return Resolved(name, hit["description"], hit["elastic"], hit["pod"], hit["primary"], fragments, sdk,
                             target)
     state = Resolved.initial(name, sdk, target)
-    for fragment in fragments:
-        state = merge_step(state, fragment, kubernetes_version=kubernetes_version)
+    locks = LockBook(fragments)
+    problems: list[Finding] = []
+    for fragment, view in zip(fragments, locks.views):
+        before, state = state, merge_step(state, fragment, kubernetes_version=kubernetes_version)
+        problems += near_miss_containers(before, fragment, (view, locks.final))
+        problems += locks.step(before, state, fragment)
+    if problems:
+        raise ProfileError(sorted_findings(problems))
     _reject_leftover_directives(state.pod_template_spec, fragments)
     merged = state.replace(elastic_settings=fill_plugin_defaults(state.elastic_settings, target), fragments=fragments)
+    merged, _ = resolve_auto(merged)  # nproc_per_node, OMP_NUM_THREADS and /dev/shm sizeLimit written "auto"
     if entry_key is not None:
         cache.store(entry_key, {"description": merged.description, "elastic": merged.elastic_settings,
                                 "pod": merged.pod_template_spec, "primary": merged.primary_container_name})
@@ -130,8 +145,9 @@ def merge_key(fragments: list[Fragment], kubernetes_version: str | None, target:
     import json
 
     try:
-        text = json.dumps([[f.layer, f.elastic, f.pod_template, f.primary_container_name, f.description]
-                           for f in fragments], allow_nan=False, separators=(",", ":"))
+        text = json.dumps([[f.layer, f.elastic, f.pod_template, f.primary_container_name, f.description,
+                            [lock.text for lock in f.locks]] for f in fragments],
+                          allow_nan=False, separators=(",", ":"))
         version = normalize_version(kubernetes_version)
     except (TypeError, ValueError):
         return None

@@ -29,7 +29,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..merge.auto import resolve_auto
 from ..merge.fold import fill_plugin_defaults, merge_step
+from ..merge.locks import lock_path, primary_views
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
 from ..targets import Target
@@ -60,6 +62,9 @@ class Entry:
             value is in the merged profile.
         overrides: Values that lower layers had written at this path, lowest first, each as ``(value, Origin)``.
         items: For a replaced list, how many items went; ``None`` for a leaf.
+        note: For a value written ``auto``, the rule that gave it (``auto: the nvidia.com/gpu limit of the
+            primary container `primary```); ``None`` otherwise.
+        locked_by: Where a profile locks this value (its ``locked`` entry); ``None`` when no lock covers it.
     """
 
     path: PathT
@@ -68,6 +73,8 @@ class Entry:
     removed_by: Origin | None = None
     overrides: list[tuple[Any, Origin]] = field(default_factory=list)
     items: int | None = None
+    note: str | None = None
+    locked_by: Origin | None = None
 
     @property
     def removed(self) -> bool:
@@ -80,7 +87,7 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``{"path", "value", "status": "set" | "removed" | "replaced", "set_by", "removed_by"?,
-        "items"?, "overrides"}``."""
+        "items"?, "overrides", "note"?, "locked_by"?}``."""
         out: dict[str, Any] = {"path": format_path(self.path), "value": self.value, "status": self.status,
                                "set_by": self.set_by.to_dict()}
         if self.removed_by is not None:
@@ -88,6 +95,10 @@ class Entry:
         if self.items is not None:
             out["items"] = self.items
         out["overrides"] = [{"value": v, "set_by": o.to_dict()} for v, o in self.overrides]
+        if self.note is not None:
+            out["note"] = self.note
+        if self.locked_by is not None:
+            out["locked_by"] = self.locked_by.to_dict()
         return out
 
 
@@ -108,7 +119,9 @@ def explain(merged: Resolved, *, kubernetes_version: str | None = None) -> list[
     for fragment in merged.fragments:
         replay.apply(fragment)
     final = replay.finish()
-    entries = [Entry(p, v, replay.origins[p], None, replay.history.get(p, [])) for p, v in replay.leaves.items()]
+    locks = held_locks(merged.fragments)
+    entries = [Entry(p, v, replay.origins[p], None, replay.history.get(p, []), note=replay.notes.get(p),
+                     locked_by=locked_by(p, locks)) for p, v in replay.leaves.items()]
     reference = skeleton() + list(profile_leaves(order_profile(final.to_dict(), kubernetes_version),
                                                  kubernetes_version=kubernetes_version))
     everything = entries + replay.removed
@@ -133,6 +146,7 @@ class _Replay:
         self.origins: dict[PathT, Origin] = {p: default_origin(p, target) for p in self.leaves}
         self.history: dict[PathT, list[tuple[Any, Origin]]] = {}
         self.removed: list[Entry] = []
+        self.notes: dict[PathT, str] = {}
 
     def _leaves_of(self, state: Resolved) -> dict[PathT, Any]:
         return profile_leaves(state.to_dict(), kubernetes_version=self.version)
@@ -146,11 +160,28 @@ class _Replay:
         self._step(self._leaves_of(self.state), written, fragment)
 
     def finish(self) -> Resolved:
-        """The plugin's defaults filled in where a layer deleted an ``elastic`` key; the final state."""
+        """The plugin's defaults filled in where a layer deleted an ``elastic`` key, and ``auto`` values resolved
+        (:func:`~kfdefaults.merge.auto.resolve_auto`): the final state."""
         final = self.state.replace(elastic_settings=fill_plugin_defaults(copy.deepcopy(self.state.elastic_settings),
                                                                         self.target))
         self._step(self._leaves_of(final), {}, None)
+        final, rules = resolve_auto(final)
+        if rules:
+            self._resolved_auto(self._leaves_of(final), rules)
         return final
+
+    def _resolved_auto(self, cur: dict[PathT, Any], rules: Mapping[PathT, tuple[Any, str]]) -> None:
+        """Each ``auto`` value becomes its value, still set by the layer that wrote ``auto``, with its rule as a
+        note; a key the rule leaves out (a ``sizeLimit`` with no memory to follow) is not shown, as ``render``
+        does not show it."""
+        for path, (value, rule) in rules.items():
+            if path in self.origins and value is not None:
+                self.notes[path] = rule
+            if value is None:
+                self.history.pop(path, None)
+        for path in [p for p in self.origins if p not in cur]:
+            del self.origins[path]
+        self.leaves = cur
 
     def _step(self, cur: dict[PathT, Any], written: Mapping[PathT, Any], fragment: Fragment | None) -> None:
         prev = self.leaves
@@ -188,6 +219,27 @@ class _Replay:
             if owner is None:
                 continue
             self.removed.append(Entry(path, copy.deepcopy(old), owner, removal_origin(fragment, path), [], len(old)))
+
+
+def held_locks(fragments: list[Fragment]) -> list[tuple[PathT, Origin]]:
+    """Every lock of the merge, as ``(path in the merged profile, the Origin of its ``locked`` entry)``."""
+    views, final = primary_views(fragments)
+    return [(lock_path(lock, view, final), Origin(fragment.layer, fragment.source, lock.location))
+            for fragment, view in zip(fragments, views) for lock in fragment.locks]
+
+
+def locked_by(path: PathT, locks: list[tuple[PathT, Origin]]) -> Origin | None:
+    """The first lock whose path is ``path`` or holds it (``pod_template.spec.tolerations`` holds its items)."""
+    for steps, origin in locks:
+        if len(steps) <= len(path) and all(_step_matches(s, p) for s, p in zip(steps, path)):
+            return origin
+    return None
+
+
+def _step_matches(step: Any, part: Any) -> bool:
+    if isinstance(step, tuple):
+        return isinstance(part, Select) and part.key == step[0] and str(part.value) == str(step[1])
+    return not isinstance(part, (Select, int)) and step == part
 
 
 def atomic_list(path: PathT) -> PathT | None:

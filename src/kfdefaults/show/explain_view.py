@@ -22,10 +22,12 @@ def explain_lines(entries: Sequence[Entry]) -> list[str]:
 
         PATH  VALUE  LAYER  FILE:LINE
         PATH  VALUE  LAYER  FILE:LINE  removed by LAYER FILE:LINE
+        PATH  VALUE  LAYER  FILE:LINE  locked by LAYER FILE:LINE; auto: RULE
 
     Values are written by :func:`kfdefaults.show.leaves.format_value` (a value holding whitespace is quoted).
     """
-    rows = [(format_path(e.path), shown_value(e), e.set_by.layer, e.set_by.where, removal(e)) for e in entries]
+    rows = [(format_path(e.path), shown_value(e), e.set_by.layer, e.set_by.where, removal(e) or remark(e))
+            for e in entries]
     widths = [min(max((len(r[i]) for r in rows), default=0), _MAX_PAD[i]) for i in range(4)]
     lines = []
     for row in rows:
@@ -49,6 +51,17 @@ def removal(entry: Entry) -> str:
     return f"{verb} {entry.removed_by.layer} {entry.removed_by.where}"
 
 
+def remark(entry: Entry, folders: dict[str, str] | None = None) -> str:
+    """For a live value: ``locked by LAYER FILE:LINE`` when a profile locks it, and the ``auto`` rule that gave it,
+    joined by ``; ``; ``""`` when neither."""
+    parts = []
+    if entry.locked_by is not None and not entry.removed:
+        parts.append(f"locked by {origin_text(entry.locked_by, folders or {})}")
+    if entry.note is not None and not entry.removed:
+        parts.append(entry.note)
+    return "; ".join(parts)
+
+
 _MAX_PAD = (120, 40, 8, 80)
 """Column widths beyond which a long cell overflows its column instead of widening it for every line."""
 
@@ -65,8 +78,14 @@ def print_explain_table(name: str, entries: Sequence[Entry], width: int | None =
     rows = [tuple(writable(cell, encoding) for cell in (format_path(e.path), shown_value(e), e.set_by.layer,
                                                          e.set_by.where, removal(e))) for e in entries]
     any_removed = any(e.removed for e in entries)
-    columns = ("path", "value", "layer", "set at") + (("removed by",) if any_removed else ())
-    natural = sum(max([len(c)] + [len(r[i]) for r in rows]) + 3 for i, c in enumerate(columns)) + 1
+    remarks = [remark(e) for e in entries]
+    any_remark = any(remarks)
+    columns = (("path", "value", "layer", "set at") + (("removed by",) if any_removed else ())
+               + (("locked / auto",) if any_remark else ()))
+    widths = [max([len(columns[i])] + [len(r[i]) for r in rows]) for i in range(4)]
+    widths += [max([len("removed by")] + [len(r[4]) for r in rows])] if any_removed else []
+    widths += [max([len("locked / auto")] + [len(t) for t in remarks])] if any_remark else []
+    natural = sum(w + 3 for w in widths) + 1
     if natural > console.width:
         for text, style in narrow_lines(name, entries, console.width):
             console.print(Text(writable(text, encoding), style=style), soft_wrap=True)
@@ -80,6 +99,8 @@ def print_explain_table(name: str, entries: Sequence[Entry], width: int | None =
                  Text(row[2], style=style or _LAYER_STYLE.get(row[2], "")), Text(row[3], style=style)]
         if any_removed:
             cells.append(Text(row[4], style="red"))
+        if any_remark:
+            cells.append(Text(remark(e), style="bold" if e.locked_by is not None else ""))
         table.add_row(*cells)
     console.print(table)
 
@@ -100,6 +121,7 @@ def narrow_lines(name: str, entries: Sequence[Entry], width: int) -> list[tuple[
             continue
         text = f"{'- ' if e.removed else ''}{_relative(rel)} = {shown_value(e)}"
         origin = origin_text(e.set_by, folders) + (f", {removal_text(e, folders)}" if e.removed else "")
+        origin += f", {remark(e, folders)}" if remark(e) else ""
         rows.append((head, text, origin, "dim" if e.removed else ""))
     column = min(max((len(t) for _, t, _, _ in rows), default=0) + 4, max(width // 2, width - 40))
     lines: list[tuple[str, str]] = [(f"{name}: where each value comes from", "bold")]

@@ -78,6 +78,10 @@ def _model_field(keys: list[str]) -> dict[str, Any]:
                 "fields": list(RDZV_SETTINGS)}
     if keys in (["extends"], ["name"], ["delete"]):
         merge = "read from this file only: not merged"
+    elif keys == ["locked"]:
+        merge = "not merged: each file's locks hold on their own, against every layer merged after that file"
+    elif keys == ["deprecated"]:
+        merge = "not merged: marks the profile this file defines, whatever the other layers say"
     return {"path": format_path(keys), "type": kind, "description": info.description or "", "merge": merge}
 
 

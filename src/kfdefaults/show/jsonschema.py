@@ -15,6 +15,7 @@ in ``nnodes``, whole numbers of extended resources, resource names); ``kfdefault
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from ..smp.schema import definitions, normalize_version
@@ -36,6 +37,7 @@ QUANTITY_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkM
 _POD_SPEC = "io.k8s.api.core.v1.PodSpec"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_EMPTY_DIR = "io.k8s.api.core.v1.EmptyDirVolumeSource"
 _PYDANTIC_BOUNDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum"}
 _DIRECTIVE_PROPERTIES = {
     "$patch": {"enum": ["replace", "merge", "delete"], "description": "Strategic merge patch directive."},
@@ -192,6 +194,8 @@ def _branch_title(branch: dict[str, Any]) -> str:
     if "$ref" in branch:
         target = branch["$ref"].rsplit("/", 1)[-1]
         return _SECTIONS.get(target, target.rsplit(".", 1)[-1])
+    if "const" in branch:
+        return json.dumps(branch["const"]) if not isinstance(branch["const"], str) else branch["const"]
     if "enum" in branch:
         return "one of " + ", ".join("null" if v is None else str(v) or '""' for v in branch["enum"])
     kind = branch.get("type")
@@ -235,6 +239,11 @@ def profile_schema(kubernetes_version: str | None = None) -> dict[str, Any]:
                           "description": "An integer or a string (a port number or a port name)."}
         else:
             defs[name] = _fragment_node(k8s[name], name, None)
+    size_limit = defs.get(_EMPTY_DIR, {}).get("properties", {}).get("sizeLimit")
+    if isinstance(size_limit, dict) and "$ref" in size_limit:  # auto: the memory request (kfdefaults.merge.auto)
+        ref = size_limit.pop("$ref")
+        size_limit["anyOf"] = [{"$ref": ref}, {"const": "auto", "description": "The memory request (else limit) of "
+                               "the container that mounts the volume, worked out when the profile is rendered."}]
     _title_sections(schema)
     _title_branches(schema)
     return {

@@ -17,17 +17,23 @@ from ..paths import format_path
 from ..read import Document
 from ..smp.schema import SchemaLookupError, schema_type
 from .deletions import expand_deletions
+from .locked import check_locked
 from .metadata import check_pod_metadata
 from .model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
 from .podspec import check_pod_spec
 from .rdzv import check_rdzv_configs
+from .reserved import check_reserved
 from .suggest import ELASTIC_SYNONYMS, unknown_key_message
+from .torch_env import check_torch_env
 
 PathT = tuple
 
 
 def check_body(document: Document, data: Any, layer: str | None, kubernetes_version: str | None = None) -> list[Finding]:
-    """The checks of one profile body that the section models leave out.
+    """The checks of one profile body that the section models leave out: ``locked`` (:mod:`.locked`),
+    ``rdzv_configs`` (:mod:`.rdzv`), the PodSpec fragment (:mod:`.podspec`), names and ports that belong to
+    the training operator, torch or Flyte (:mod:`.reserved`), the torch settings read from ``env``
+    (:mod:`.torch_env`), and the pod's labels and annotations (:mod:`.metadata`).
 
     Args:
         document: The parsed file (for positions).
@@ -41,6 +47,7 @@ def check_body(document: Document, data: Any, layer: str | None, kubernetes_vers
     findings: list[Finding] = []
     if not isinstance(data, dict):
         return findings
+    findings += check_locked(document, data, layer, kubernetes_version)
     elastic = data.get("elastic")
     if isinstance(elastic, dict) and isinstance(elastic.get("rdzv_configs"), dict):
         findings += check_rdzv_configs(document, elastic["rdzv_configs"], layer)
@@ -49,6 +56,8 @@ def check_body(document: Document, data: Any, layer: str | None, kubernetes_vers
         findings += check_pod_metadata(document, pod_template, layer)
     if isinstance(pod_template, dict) and isinstance(pod_template.get("spec"), dict):
         findings += check_pod_spec(document, pod_template["spec"], layer, kubernetes_version=kubernetes_version)
+        findings += check_reserved(document, pod_template["spec"], layer)
+        findings += check_torch_env(document, pod_template["spec"], layer)
     return findings
 
 

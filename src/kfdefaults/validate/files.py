@@ -17,7 +17,7 @@ from ..errors import Finding, Location, ProfileError
 from ..layers import NAME_PATTERN, profile_name_of
 from ..read import MAX_FILE_BYTES, TOML_SUFFIXES, Document, parse_bytes, read_bytes
 from ..smp.schema import normalize_version
-from .fragment import Definition, Fragment, fragment_from_body
+from .fragment import Definition, Fragment, fragment_from_body, locks_of
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 """How a loaded file is read again: a pipe put in its place is not waited on (and then is not a regular file)."""
@@ -126,6 +126,8 @@ def _definition_to_entry(definition: Definition) -> dict[str, Any]:
         "elastic": fragment.elastic,
         "pod_template": fragment.pod_template,
         "primary_container_name": fragment.primary_container_name,
+        "locked": [lock.text for lock in fragment.locks],
+        "deprecated": fragment.deprecated,
         "warnings": [[w.location.line, w.location.column, w.path, w.message, w.severity] for w in definition.warnings],
     }
 
@@ -147,7 +149,12 @@ def _definition_from_entry(entry: Any, file: str, layer: str) -> Definition | No
         if not (_is_section(elastic) and _is_pod_patch(pod_template) and all(isinstance(p, str) for p in parents)
                 and all(v is None or isinstance(v, str) for v in (declared, description, primary))):
             return None
-        fragment = Fragment(stem, layer, file, doc, description, elastic, pod_template, primary)
+        locked, deprecated = entry["locked"], entry["deprecated"]
+        if not (isinstance(locked, list) and all(isinstance(t, str) for t in locked)
+                and (deprecated is None or isinstance(deprecated, str))):
+            return None
+        fragment = Fragment(stem, layer, file, doc, description, elastic, pod_template, primary,
+                            locks=locks_of(doc, locked), deprecated=deprecated)
         return Definition(declared or stem, layer, file, doc, parents, fragment, warnings)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None

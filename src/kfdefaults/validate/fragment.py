@@ -6,10 +6,36 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import Finding, Location
-from ..paths import format_path
+from ..paths import format_path, parse_path
 from ..read import Document
 
 PathT = tuple
+
+
+class Lock:
+    """One entry of a profile's ``locked`` list: a path that the fragments merged after it may not change.
+
+    Attributes:
+        text: The path as written (``pod_template.spec.tolerations``).
+        steps: The path read by :func:`kfdefaults.paths.parse_path`: keys, and ``(merge key, value)`` tuples for
+            list items (``containers[name=primary]``).
+        location: Where the entry is written (``FILE:LINE:COLUMN``).
+    """
+
+    __slots__ = ("text", "steps", "location")
+
+    def __init__(self, text: str, steps: list[Any], location: Location) -> None:
+        self.text = text
+        self.steps = steps
+        self.location = location
+
+    def __repr__(self) -> str:
+        return f"Lock({self.text!r}, at={str(self.location)!r})"
+
+
+def locks_of(document: Document, texts: list[str] | None) -> list[Lock]:
+    """The :class:`Lock` of each entry of a validated ``locked`` list, located in ``document``."""
+    return [Lock(text, parse_path(text, item=True), document.location(("locked", i))) for i, text in enumerate(texts or [])]
 
 
 class Fragment:
@@ -29,10 +55,13 @@ class Fragment:
             came from (``--set KEY=VALUE``, ``Elastic(nnodes=2)``).
         warnings: For task-layer fragments: what their checks warn about, as a file's warnings (a file's are
             its :class:`Definition`'s).
+        locks: The paths the file locks (its ``locked`` list): the fragments merged after this one may not change
+            them (:mod:`kfdefaults.merge.locks`).
+        deprecated: The file's ``deprecated`` text (what to use instead), or ``None``.
     """
 
     __slots__ = ("profile", "layer", "source", "document", "description", "elastic", "pod_template",
-                 "primary_container_name", "locations", "warnings")
+                 "primary_container_name", "locations", "warnings", "locks", "deprecated")
 
     def __init__(
         self,
@@ -46,6 +75,8 @@ class Fragment:
         primary_container_name: str | None = None,
         locations: dict[str, str] | None = None,
         warnings: list[Finding] | None = None,
+        locks: list[Lock] | None = None,
+        deprecated: str | None = None,
     ) -> None:
         self.profile = profile
         self.layer = layer
@@ -57,6 +88,8 @@ class Fragment:
         self.primary_container_name = primary_container_name
         self.locations: dict[str, str] = {} if locations is None else locations
         self.warnings: list[Finding] = [] if warnings is None else warnings
+        self.locks: list[Lock] = [] if locks is None else locks
+        self.deprecated = deprecated
 
     def __repr__(self) -> str:
         return f"Fragment({self.profile!r}, layer={self.layer!r}, source={self.source!r})"
@@ -135,4 +168,6 @@ def fragment_from_body(name: str, layer: str, source: str, body: Any, document: 
     description = body.description
     if description is None and "description" in body.model_fields_set:
         description = ""  # `description: null` deletes the description below, like any null
-    return Fragment(name, layer, source, document, description, raw_elastic, patch, primary)
+    locks = locks_of(document, body.locked) if document is not None else []
+    return Fragment(name, layer, source, document, description, raw_elastic, patch, primary,
+                    locks=locks, deprecated=body.deprecated)

@@ -132,7 +132,48 @@ class _MergedChecker:
             self.shm(container, volumes)
         self.join_timeout()
         self.run_policy_of_a_single_pod()
+        self.file_store_on_several_nodes()
+        if primary is not None:
+            self.shutdown_after_grace(primary)
         return self.findings
+
+    def file_store_on_several_nodes(self) -> None:
+        """``store_type: file`` with more than one node: c10d takes the endpoint for a file path
+        (``c10d_rendezvous_backend._create_file_store``), on each pod's own disk, so the nodes never meet."""
+        elastic = self.merged.elastic_settings
+        rdzv = elastic.get("rdzv_configs") or {}
+        if isinstance(rdzv, dict) and rdzv.get("store_type") == "file" and elastic.get("nnodes") not in (1, None):
+            setters = (_setter(self.fragments, "elastic", ["rdzv_configs", "store_type"]),
+                       _setter(self.fragments, "elastic", ["nnodes"]))
+            self.warn(
+                "elastic.rdzv_configs.store_type",
+                f"`store_type: file` with nnodes {elastic.get('nnodes')}: the file store uses the rendezvous endpoint "
+                "as a file path on each pod's own disk, so the nodes never meet and each waits out join_timeout; "
+                "use tcp (the default)",
+                *setters,
+            )
+
+    def shutdown_after_grace(self, primary: dict[str, Any]) -> None:
+        """``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` at or above the pod's ``terminationGracePeriodSeconds`` (Kubernetes'
+        default 30): the kubelet's SIGKILL ends the agent before the agent's own SIGKILL ends the workers."""
+        env = {e.get("name"): e for e in primary.get("env") or [] if isinstance(e, dict)}
+        value = (env.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT") or {}).get("value")
+        if not isinstance(value, str) or not value.strip().isdigit():
+            return
+        spec = (self.merged.pod_template_spec or {}).get("spec") or {}
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+        if not isinstance(grace, int) or int(value) < grace:
+            return
+        name = primary.get("name")
+        steps = ["spec", "containers", ("name", name), "env", ("name", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"), "value"]
+        grace_setter = self.pod_setter(["spec", "terminationGracePeriodSeconds"])
+        self.warn(
+            _named("pod_template", steps),
+            f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT is {value} s but the pod's terminationGracePeriodSeconds is {grace} "
+            f"({_where(grace_setter) if grace_setter else 'the Kubernetes default'}): when the pod is deleted, the "
+            "kubelet kills the agent before it has stopped its workers; keep the grace period longer",
+            self.pod_setter(steps), grace_setter,
+        )
 
     def run_policy_of_a_single_pod(self) -> None:
         elastic = self.merged.elastic_settings
@@ -313,6 +354,8 @@ def check_merged(merged: Any) -> list[Finding]:
     * a container or init container, other than the primary container, without an image (a misspelt
       primary container name, most often).
     * a ``run_policy`` with ``nnodes: 1``: the plugin runs a plain pod and serializes no run policy.
+    * ``rdzv_configs.store_type: file`` with more than one node: the nodes never meet.
+    * ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` not below the pod's ``terminationGracePeriodSeconds``.
 
     Args:
         merged: A :class:`kfdefaults.Resolved` (anything with its ``name``, ``elastic_settings``,

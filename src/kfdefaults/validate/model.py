@@ -67,7 +67,14 @@ class ElasticSection(_Strict):
             ]
         },
     )
-    nproc_per_node: Optional[int] = Field(None, ge=1, le=_INT32, description="Worker processes per node (one per GPU).")
+    nproc_per_node: Optional[Union[int, Literal["auto"]]] = Field(
+        None,
+        description="Worker processes per node (one per GPU), or auto: the merged GPU limit of the primary container, "
+        "else its CPU request (at least 1), worked out when the profile is rendered.",
+        json_schema_extra={
+            "anyOf": [{"type": "integer", "minimum": 1, "maximum": _INT32}, {"const": "auto"}, {"type": "null"}]
+        },
+    )
     start_method: Optional[Literal["spawn", "fork"]] = Field(
         None, description="How torch elastic starts worker processes. flytekit only: Flyte 2 always spawns."
     )
@@ -136,6 +143,18 @@ class ElasticSection(_Strict):
             return f"{lo}:{hi}"
         raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX", got {type(v).__name__}')
 
+    @field_validator("nproc_per_node", mode="before")
+    @classmethod
+    def _nproc(cls, v: Any) -> Any:
+        if v is None or v == "auto" and isinstance(v, str):
+            return v
+        if isinstance(v, int) and not isinstance(v, bool):
+            if not 1 <= v <= _INT32:
+                raise ValueError(f"Input should be greater than or equal to 1 (and at most {_INT32}), or auto")
+            return v
+        hint = "; write it without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
+        raise ValueError(f"Input should be a valid integer or auto{hint}")
+
     # ``rdzv_configs`` keys and values are checked one by one, each at its own position, by
     # kfdefaults.validate.rdzv.check_rdzv_configs (called wherever a profile body is validated).
 
@@ -168,6 +187,15 @@ class ProfileFile(_Strict):
     )
     elastic: Optional[ElasticSection] = None
     pod_template: Optional[PodTemplateSection] = None
+    locked: Optional[List[str]] = Field(
+        None, description="Paths that the layers merged after this profile may not change (a platform's policy): "
+        '["pod_template.spec.tolerations", "elastic.rdzv_configs.join_timeout"]. A later layer may write the same '
+        "value; any other value, a deletion or a new item is an error at FILE:LINE."
+    )
+    deprecated: Optional[str] = Field(
+        None, min_length=1, description='Marks the profile deprecated, with what to use instead ("use gpu-large-v2"): '
+        "render, list, validate and Elastic(...) warn."
+    )
     delete: Optional[List[str]] = Field(
         None, description='Paths whose lower-layer values this profile deletes, as null would (TOML has no null): '
         '["elastic.run_policy", "pod_template.spec.containers[name=log-shipper]"].'

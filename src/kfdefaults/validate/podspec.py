@@ -61,6 +61,9 @@ from .suggest import closest, describe, unknown_key_message
 
 PathT = tuple
 
+EMPTY_DIR_DEF = "io.k8s.api.core.v1.EmptyDirVolumeSource"
+"""Its ``sizeLimit`` may be ``auto``: the memory request of the container that mounts the volume."""
+
 # --- the walker ---------------------------------------------------------------------------------------------
 
 
@@ -176,7 +179,8 @@ class FragmentChecker:
                 self.report(path, name, message + (f"; did you mean `{hint}`?" if hint else ""))
 
     def _quantity(self, value: Any, path: PathT, name: str, owner: str | None, field: str | None) -> None:
-
+        if value == "auto" and (owner, field) == (EMPTY_DIR_DEF, "sizeLimit"):
+            return  # worked out from the merged memory request when the profile is rendered (kfdefaults.merge.auto)
         problem = quantity_problem(value)
         if problem:
             self.report(path, name, problem)

@@ -16,25 +16,37 @@ from .suggest import closest, describe
 PathT = tuple
 
 RDZV_SETTINGS: dict[str, tuple[str, str]] = {
-    "join_timeout": ("seconds", "c10d: time for every node to join the rendezvous; torch's default 600 s "
-                     "(dynamic_rendezvous.RendezvousTimeout)"),
-    "last_call_timeout": ("seconds", "c10d: extra wait once nnodes MIN have joined; default 30 s"),
-    "close_timeout": ("seconds", "c10d: time for the rendezvous to close; default 30 s"),
-    "heartbeat_timeout": ("seconds", "c10d: time for a keep-alive heartbeat to complete; default 5 s"),
-    "keep_alive_interval": ("seconds", "c10d: seconds between keep-alive heartbeats; default 5"),
-    "keep_alive_max_attempt": ("count", "c10d: missed heartbeats before a node counts as dead; default 3"),
-    "read_timeout": ("seconds", "c10d TCPStore: time for a store read; default 60 s "
-                     "(c10d_rendezvous_backend._create_tcp_store)"),
-    "is_host": ("bool", "c10d TCPStore: whether this node hosts the store; guessed from the hostname if unset"),
-    "store_type": ("store", "c10d: the store, tcp (default) or file"),
-    "timeout": ("seconds", "torch.distributed.launcher.LaunchConfig (default 900 s); read by the static and "
-                "etcd backends, not by c10d, which the kfpytorch plugin uses"),
+    "join_timeout": ("seconds", "c10d: each node's own deadline for one rendezvous round, counted from when that "
+                     "node starts joining (again at every restart); the nodes that waited fail with an empty "
+                     "RendezvousTimeoutError; torch's default 600 s (dynamic_rendezvous.RendezvousTimeout)"),
+    "last_call_timeout": ("seconds", "c10d: with nnodes MIN:MAX, the extra wait once MIN nodes have joined (none "
+                          "once MAX have); the round then completes; default 30 s"),
+    "close_timeout": ("seconds", "c10d: time to close the rendezvous at shutdown; on expiry only a warning is "
+                      "logged; default 30 s"),
+    "heartbeat_timeout": ("seconds", "c10d: time for one keep-alive heartbeat; on expiry only a warning is logged; "
+                          "default 5 s"),
+    "keep_alive_interval": ("seconds", "c10d: seconds between keep-alive heartbeats after a round; default 5"),
+    "keep_alive_max_attempt": ("count", "c10d: another node counts as dead when its last heartbeat is older than "
+                               "keep_alive_interval x this (15 s by default), for the next round only; it stops no "
+                               "running worker; default 3"),
+    "read_timeout": ("seconds", "c10d TCPStore: how long a node waits to connect to the store's host "
+                     "(PET_RDZV_ENDPOINT; the connect is tried twice), then every blocking store call of the "
+                     "rendezvous and the agent; RendezvousConnectionError on expiry; default 60 s "
+                     "(c10d_rendezvous_backend.create_backend); not the process-group timeout"),
+    "is_host": ("bool", "c10d TCPStore: whether this node hosts the store; guessed from the hostname or IP address "
+                "if unset"),
+    "store_type": ("store", "c10d: the store, tcp (default) or file; file takes the endpoint for a file path on "
+                   "each pod's own disk, so it cannot work with nnodes > 1"),
+    "timeout": ("seconds", "not read by c10d, which the kfpytorch plugin uses: only the legacy etcd and the static "
+                "rendezvous read it (default 600 s there); LaunchConfig inserts 900 when it is absent. Not the "
+                "init_process_group timeout either"),
 }
 """Every ``rdzv_configs`` key that the rendezvous of a kfpytorch task reads, with its kind and what reads it.
 
 The plugin always uses the c10d backend (``rdzv_backend="c10d"``): ``DynamicRendezvousHandler`` reads the
 ``*_timeout`` keys through ``RendezvousParameters.get_as_int`` and the keep-alive settings;
-``C10dRendezvousBackend`` reads ``read_timeout``, ``is_host`` and ``store_type``. Kinds: ``seconds`` (an
+``C10dRendezvousBackend`` reads ``read_timeout``, ``is_host`` and ``store_type``. ``timeout`` is kept because
+``LaunchConfig`` writes it and other rendezvous backends read it; c10d never does. Kinds: ``seconds`` (an
 int > 0), ``count`` (an int >= 1), ``bool``, ``store`` (``tcp`` or ``file``)."""
 
 RDZV_INT_SECONDS = tuple(k for k, (kind, _) in RDZV_SETTINGS.items() if kind == "seconds")
@@ -103,8 +115,8 @@ def check_rdzv_configs(document: Document, rdzv: dict[str, Any], layer: str | No
         if problem is not None:
             add(key, problem)
     if rdzv.get("timeout") is not None and rdzv.get("join_timeout") is None:
-        add("timeout", "c10d does not read `timeout` (only the static and etcd rendezvous do): set `join_timeout` "
-            "to change how long nodes wait to join, or the join timeout stays what the layers below set",
+        add("timeout", "c10d does not read `timeout` (only the legacy etcd and the static rendezvous do): set "
+            "`join_timeout` to change how long nodes wait to join, or the join timeout stays what the layers below set",
             at_key=True, severity="warning")
     return findings
 

@@ -68,10 +68,11 @@ def task_fragment(
         return None
     if not isinstance(overrides, Mapping):
         raise TypeError(f"overrides must be a mapping in the shape of a profile file, not {type(overrides).__name__}")
-    file_only = [k for k in ("name", "extends") if k in overrides]
+    file_only = [k for k in ("name", "extends", "locked", "deprecated") if k in overrides]
     if file_only:
         raise ProfileError([Finding(Location(task_label(k, labels or {}) or source), k,
-                                    f"`{k}` belongs to a profile file; the task layer sets `elastic` and `pod_template`",
+                                    f"`{k}` belongs to a profile file; the task layer sets `elastic` and `pod_template`"
+                                    + (" (a lock holds against the task layer, which can lock nothing)" if k == "locked" else ""),
                                     layer="task") for k in file_only])
     problems = _shape_problems(overrides)
     if problems:

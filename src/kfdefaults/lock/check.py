@@ -1,0 +1,124 @@
+"""A profile as it resolves now, held against ``kfdefaults.lock``: what changed, each at the lock's line."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import Finding, Location
+from ..layers import Catalog
+from ..merge.result import Resolved
+from .entries import describe, entry_key, profile_files, project_path
+from .file import LOCK_FILE, Lock, sha256
+
+UPGRADE = "`kfdefaults lock --upgrade` records the change"
+
+
+def lock_findings(lock: Lock, profile: Resolved, catalog: Catalog, cluster_template: str | None,
+                  template_applies: bool = True) -> list[Finding]:
+    """What differs between ``profile`` (merged across its file layers and the cluster's template, the task layer
+    left out) and its entry in ``lock``; ``[]`` when it is what was locked.
+
+    Each finding says what changed, by layer: "platform layer missing: acme_platform 1.4.0, gpu-large.yaml",
+    "team file changed: profiles/gpu-large.yaml", a file added to a layer, the cluster's template; and, when the
+    files are the same, a merged result of another digest (another kfdefaults or Kubernetes version).
+
+    Args:
+        lock: The lock file.
+        profile: The profile as the pipeline resolves it now, without the task layer.
+        catalog: The folders it was found in.
+        cluster_template: The cluster's template file the profile was merged over, if any.
+        template_applies: Whether the target merges the cluster's template (Flyte 1's backend does; Flyte 2's
+            target is checked without it).
+    """
+    name, root = profile.name, os.path.dirname(os.path.abspath(lock.path))
+    entry = lock.profiles.get(name)
+    if entry is None:
+        return [Finding(lock.location(), "", f"profile {name!r} is not in {LOCK_FILE}, so what it resolves to has not "
+                        f"been reviewed: `kfdefaults lock {name}` adds it")]
+    findings = _file_findings(lock, name, entry, profile_files(profile, catalog, root))
+    if template_applies and (cluster_template is not None or "cluster_template" in lock.data):
+        findings += _template_findings(lock, cluster_template, root)
+    if findings:
+        return findings
+    target = profile.target.name
+    locked = entry.get(target)
+    if locked is None:
+        return [Finding(lock.location("profiles", name), f"profiles.{name}", f"profile {name!r} was locked for "
+                        f"{', '.join(k for k in entry if k != 'files') or 'no target'}, not {target}: {UPGRADE}")]
+    if locked != profile.digest():
+        return [Finding(lock.location("profiles", name, target), f"profiles.{name}.{target}", (
+            f"profile {name!r} merges to {profile.digest()} now, {locked} when it was locked, from the same files: "
+            f"another kfdefaults ({lock.data.get('kfdefaults', '?')} wrote the lock) or Kubernetes version "
+            f"({lock.data.get('kubernetes_version', '?')}) merges them otherwise; {UPGRADE}"))]
+    return []
+
+
+def _file_findings(lock: Lock, name: str, entry: dict[str, Any], now: list[dict[str, str]]) -> list[Finding]:
+    locked = {entry_key(item): (i, item) for i, item in enumerate(entry["files"])}
+    current = {entry_key(item): item for item in now}
+    findings = []
+    for key, (i, item) in locked.items():
+        where, path = lock.location("profiles", name, "files", i), f"profiles.{name}.files[{i}]"
+        found = current.get(key)
+        if found is None:
+            what = f"{item['layer']} layer missing" if item.get("package") else f"{item['layer']} file missing"
+            findings.append(Finding(where, path, f"{what}: {describe(item)}, which profile {name!r} was locked with, "
+                                    f"is not found now{_missing_hint(item)}; {UPGRADE}", layer=item["layer"]))
+        elif found["digest"] != item["digest"]:
+            versions = (f" ({item['package']} {item.get('version')} locked, {found.get('version')} now)"
+                        if item.get("package") and item.get("version") != found.get("version") else "")
+            findings.append(Finding(where, path, f"{item['layer']} file changed: {describe(found)}{versions}; {UPGRADE}",
+                                    layer=item["layer"]))
+    for key, item in current.items():
+        if key not in locked:
+            findings.append(Finding(lock.location("profiles", name), f"profiles.{name}", (
+                f"{item['layer']} file added: {describe(item)} is merged into profile {name!r} now, and was not when "
+                f"it was locked; {UPGRADE}"), layer=item["layer"]))
+    return findings
+
+
+def _missing_hint(item: dict[str, Any]) -> str:
+    if item.get("package"):
+        return f" (is {item['package']} installed in this environment?)"
+    if item["layer"] == "platform":
+        return " (is KFDEFAULTS_PLATFORM_PATH set, or the platform declared in [tool.kfdefaults]?)"
+    return ""
+
+
+def _template_findings(lock: Lock, cluster_template: str | None, root: str) -> list[Finding]:
+    locked = lock.data.get("cluster_template")
+    if cluster_template is None:
+        return [Finding(lock.location("cluster_template"), "cluster_template", (
+            f"the cluster's PodTemplate {locked['file']} was locked, and none is found now; {UPGRADE}"))]
+    try:
+        with open(cluster_template, "rb") as f:
+            digest = sha256(f.read())
+    except OSError:
+        digest = None  # reading it for the merge says what is wrong with it
+    file = project_path(cluster_template, root)
+    if locked is None:
+        return [Finding(lock.location(), "", f"the cluster's PodTemplate {file} is merged now, and was not when the "
+                        f"profiles were locked; {UPGRADE}")]
+    if digest != locked["digest"] or file != locked["file"]:
+        return [Finding(lock.location("cluster_template"), "cluster_template",
+                        f"the cluster's PodTemplate changed: {file}; {UPGRADE}", layer="cluster")]
+    return []
+
+
+def platform_fallback_warning(profile: Resolved, declared: list[str], lock: Lock | None) -> Finding | None:
+    """Without a lock file, a profile that a team (or the task) layer overrides while no platform layer defines
+    it, in a project that declares a platform (``[tool.kfdefaults] platform``): the override is layered on the
+    builtin profile of that name, which is rarely what the team wrote it against."""
+    if lock is not None or not declared:
+        return None
+    layers = [f.layer for f in profile.fragments if f.profile == profile.name]
+    if "platform" in layers or "builtin" not in layers or not {"team", "task"} & set(layers):
+        return None
+    top = next(f for f in reversed(profile.fragments) if f.profile == profile.name and f.layer in ("team", "task"))
+    where = top.document.location(()) if top.document is not None else Location(top.source)
+    return Finding(where, "", (
+        f"profile {profile.name!r} of the {top.layer} layer is layered on the builtin {profile.name!r}: no "
+        f"platform layer defines it, though the project declares the platform {', '.join(declared)}; if the "
+        f"platform should define it, check that it is the version you expect (a lock file, `kfdefaults lock`, "
+        f"turns this into an error)"), severity="warning", layer=top.layer)

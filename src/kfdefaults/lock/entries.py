@@ -1,0 +1,78 @@
+"""What the lock file records of one profile: the files merged into it, named the same on every machine."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from ..layers import Catalog
+from ..merge.result import Resolved
+from ..read import read_bytes
+from .file import sha256
+
+FILE_LAYERS = ("builtin", "platform", "team")
+"""The layers whose files a lock records (the task layer is code, the cluster layer is the lock's
+``cluster_template``)."""
+
+
+@functools.lru_cache(maxsize=None)
+def package_version(package: str) -> str:
+    """The installed version of ``package`` (a normalised distribution name), ``"unknown"`` when metadata lacks it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def file_entry(file: str, layer: str, catalog: Catalog, root: str | None) -> dict[str, str]:
+    """How the lock names ``file`` of ``layer``: ``{"layer", "file", "digest"}``, plus ``package`` and ``version``
+    for a file of an installed package (named then by its name in the package's folder).
+
+    ``file`` is a path relative to ``root`` (the project's folder) when it is inside it, else its name in its folder.
+
+    Raises:
+        ProfileError: the file cannot be read.
+    """
+    entry = {"layer": layer}
+    folder = catalog.folder_of(file)
+    if folder is not None and folder.package is not None:
+        entry.update(package=folder.package, version=package_version(folder.package), file=os.path.basename(file))
+    else:
+        entry["file"] = project_path(file, root)
+    entry["digest"] = sha256(read_bytes(file))
+    return entry
+
+
+def project_path(file: str, root: str | None) -> str:
+    """``file`` relative to ``root`` with ``/`` separators, or its name in its folder when outside ``root``."""
+    absolute = os.path.abspath(file)
+    if root is not None:
+        relative = os.path.relpath(absolute, root)
+        if not relative.startswith(os.pardir + os.sep) and relative != os.pardir and not os.path.isabs(relative):
+            return relative.replace(os.sep, "/")
+    return os.path.basename(absolute)
+
+
+def profile_files(resolved: Resolved, catalog: Catalog, root: str | None) -> list[dict[str, str]]:
+    """The :func:`file_entry` of every file merged into ``resolved``, lowest layer first, each once."""
+    out, seen = [], set()
+    for fragment in resolved.fragments:
+        if fragment.layer in FILE_LAYERS and fragment.source not in seen:
+            seen.add(fragment.source)
+            out.append(file_entry(fragment.source, fragment.layer, catalog, root))
+    return out
+
+
+def entry_key(entry: dict[str, Any]) -> tuple[str, str, str]:
+    """What identifies a file between the lock and now: its layer, package (or ``""``) and name."""
+    return entry["layer"], entry.get("package", ""), entry["file"]
+
+
+def describe(entry: dict[str, Any]) -> str:
+    """A file of the lock as messages name it: ``acme_platform 1.4.0, gpu-large.yaml`` or ``profiles/x.yaml``."""
+    if entry.get("package"):
+        return f"{entry['package']} {entry.get('version', '')}, {entry['file']}".replace(" ,", ",")
+    return entry["file"]
