@@ -1,6 +1,8 @@
 """Run one task the way ``pyflyte-execute`` runs it in a pod, recording its LaunchConfig.
 
-Usage: pod_runner.py RECORD_FILE WORKDIR TASK_MODULE TASK_NAME X
+Usage: pod_runner.py RECORD_FILE WORKDIR TASK_MODULE TASK_NAME X [--record-only]
+
+With ``--record-only`` the process ends once the LaunchConfig is recorded (no workers start).
 
 The task module is imported from the current directory by flytekit's default task resolver, exactly as in a
 pod; its inputs (``x``) are written to WORKDIR/inputs.pb and its outputs read from WORKDIR/out.
@@ -14,7 +16,7 @@ if __name__ == "__main__":
     import launch_recorder
 
     record, workdir, module, name, x = sys.argv[1:6]
-    launch_recorder.install(record)
+    launch_recorder.install(record, launch="--record-only" not in sys.argv[6:])
 
     from flyteidl.core import literals_pb2
     from flytekit.bin.entrypoint import _execute_task
