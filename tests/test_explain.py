@@ -77,7 +77,9 @@ def test_three_layer_profile_is_explained_from_all_three_layers_plain_text():
     assert result.exit_code == 0, result.output
     assert "\x1b[" not in result.stdout  # no colour when piped
     layers = set()
-    for line in result.stdout.splitlines():
+    *lines, note = result.stdout.splitlines()
+    assert note.startswith("note: image: registry.example.com/vision/train:2.1 (team ")  # which image, after the table
+    for line in lines:
         cells = re.split(r"\s{2,}", line)
         path, value, layer, where = cells[:4]
         layers.add(layer)

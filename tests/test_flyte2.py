@@ -142,7 +142,11 @@ def test_elastic_is_the_plugins_elastic_and_its_task_is_a_torch_function_task():
     assert (config.monitor_interval, config.nccl_heartbeat_timeout_sec, config.nccl_collective_timeout_sec) == (3, 300, None)
     assert repr(config).startswith("Elastic(profile='gpu-large', nnodes='1:4', nproc_per_node=8, ")
     assert isinstance(gpu_large, ProfileTorchFunctionTask) and isinstance(gpu_large, TorchFunctionTask)
-    assert not DEFINITION_WARNINGS
+    # the one thing worth saying: layered's environment names an image, and it wins over the team profile's
+    assert [str(w.message) for w in DEFINITION_WARNINGS] == [
+        f"TaskEnvironment(image=...) wins over profile gpu-large's image registry.example.com/vision/train:2.1 "
+        f"({TEAM}/gpu-large.yaml:14)"]
+    assert DEFINITION_WARNINGS[0].filename == __file__
 
 
 def test_resolve_for_flyte2_gives_flyte2s_objects():
@@ -227,6 +231,60 @@ def test_the_environments_pod_template_is_the_task_layer_and_is_not_changed():
     assert len(shm_mounts(template)) == 1
     assert USER_TEMPLATE.pod_spec.volumes is None and USER_TEMPLATE.pod_spec.containers[0].volume_mounts is None
     assert isinstance(layered.pod_template, ProfilePodTemplate) and layered.pod_template.task_layer is USER_TEMPLATE
+
+
+# --- images ----------------------------------------------------------------------------------------------------
+
+
+def test_the_environments_image_wins_over_the_profiles():
+    """TaskEnvironment(image=...) is the task layer (Flyte 2 alone would keep the pod template's image)."""
+    assert primary_of(spec(layered))["image"] == IMAGE
+    assert primary_of(spec(layered.override(pod_template=USER_TEMPLATE)))["image"] == IMAGE  # built again: the same
+    assert env_of(primary_of(spec(layered)))["NCCL_DEBUG"] == "INFO"  # the rest of the team's container stays
+
+
+def test_the_profiles_image_wins_over_the_auto_image_and_the_deployments_with_a_message():
+    from flyte._internal.image_cache import ImageCache
+
+    env = flyte.TaskEnvironment(name="auto-image", plugin_config=Elastic(profile="gpu-large", team=[TEAM]))
+    task, said = define(env, body)
+    assert said == []
+    context = SerializationContext(version="v1", project="p", domain="development", org="o", root_dir=HERE,
+                                   image_cache=ImageCache(image_lookup={"auto-image": "ghcr.io/example/deployed:3"}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        template = MessageToDict(translate_task_to_wire(task, context).task_template)
+    assert primary_of(template)["image"] == "registry.example.com/vision/train:2.1"
+    assert [str(w.message) for w in caught if issubclass(w.category, KfdefaultsWarning)] == [
+        f"image: profile gpu-large's registry.example.com/vision/train:2.1 ({TEAM}/gpu-large.yaml:14) wins over the "
+        "deployment's default image ghcr.io/example/deployed:3 (flyte deploy --image, else Flyte 2's \"auto\" image); "
+        "TaskEnvironment(image=...) would win over it"]
+    assert [w.filename for w in caught if issubclass(w.category, KfdefaultsWarning)] == [__file__]
+
+
+def test_an_environment_pod_template_image_is_the_task_layer_and_stays():
+    own = flyte.PodTemplate(pod_spec=V1PodSpec(containers=[V1Container(name="primary", image="own/template:1")]))
+    env = flyte.TaskEnvironment(name="own-image", image=IMAGE, pod_template=own,
+                                plugin_config=Elastic(profile="gpu-large", team=[TEAM]))
+    task, said = define(env, body)
+    assert said == [] and primary_of(spec(task))["image"] == "own/template:1"
+
+
+def test_override_pod_template_where_the_task_runs_on_registered_settings_is_refused(monkeypatch):
+    from kfdefaults.runtime import runtime_key
+
+    settings = {"nnodes": 1, "nproc_per_node": 1, "rdzv_backend": "c10d", "monitor_interval": 3, "max_restarts": 3,
+                "rdzv_configs": {}}
+    monkeypatch.setenv(RUNTIME_ENV, json.dumps({"key": runtime_key("flyte2", "gpu-large", {}),
+                                                "elastic": settings}))
+    monkeypatch.setenv("_U_RUN_BASE", "/tmp/run")  # what Flyte 2's backend sets in every task pod
+    config = Elastic(profile="gpu-large")
+    assert config.resolved is None
+    task = flyte.TaskEnvironment(name="in-pod", image=IMAGE, plugin_config=config).task(body)
+    with pytest.raises(KfdefaultsError, match=r"task.override\(pod_template=...\) on a task on profile 'gpu-large': "
+                                              "kfdefaults merges the template over the profile, and this process runs"):
+        task.override(pod_template=USER_TEMPLATE)
+    assert task.override(retries=2).retries.count == 2  # what does not need the profile still works
 
 
 # --- shared memory, resources, environment variables ---------------------------------------------------

@@ -37,6 +37,20 @@ def caller_stacklevel(skip: Iterable[str]) -> int:
     return 1
 
 
+def warn_at(message: str, function: Any) -> None:
+    """A :class:`KfdefaultsWarning` located at the definition of ``function`` (the line of its first decorator,
+    the ``@task`` line), as a warning raised there would be, once per place and message under Python's default
+    filter: an SDK serializes a task far from the user's code."""
+    import sys
+    import warnings
+
+    code = function.__code__
+    module = sys.modules.get(function.__module__)
+    registry = vars(module).setdefault("__warningregistry__", {}) if module is not None else None
+    warnings.warn_explicit(message, KfdefaultsWarning, code.co_filename, code.co_firstlineno,
+                           module=function.__module__, registry=registry)
+
+
 class MergeError(KfdefaultsError, ValueError):
     """A strategic merge patch that Kubernetes rejects.
 

@@ -13,7 +13,7 @@ import copy
 import json
 import os
 import warnings
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .cache import digest
 from .errors import (
@@ -214,11 +214,23 @@ class ProfileCall:
             KfdefaultsError: this call runs on registered settings (in a pod) and has no profile to merge.
             ProfileError: the pod template does not validate or merge.
         """
+        return self.with_pod_templates([(section, source)], resources, resources_source)
+
+    def with_pod_templates(self, sections: Sequence[tuple[Mapping[str, Any] | None, str]],
+                           resources: Mapping[str, Any] | None = None, resources_source: str = "") -> Resolved:
+        """The profile with task-layer pod templates on top, each merged over the one before it (a task's own
+        template, then a workflow node's override of it), each ``(section, source)`` as :meth:`with_pod_template`
+        takes them (empty sections add nothing), and the task's ``resources`` as there.
+
+        Raises:
+            KfdefaultsError: this call runs on registered settings (in a pod) and has no profile to merge.
+            ProfileError: a pod template does not validate or merge.
+        """
         if self.resolved is None or self.pipeline is None:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
         task = [self.task_layer]
-        if section:
-            task.append(self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source))
+        task += [self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source)
+                 for section, source in sections if section]
         resolved = self.pipeline.resolve(self.profile, task) if len(task) > 1 else self.resolved
         if resources and uses_auto(resolved.fragments):
             primary = resolved.primary_container_name
@@ -231,14 +243,16 @@ class ProfileCall:
             resolved = self.pipeline.resolve(self.profile, task)
         return resolved
 
-    def pod_template_section(self, pod_template: Any) -> dict[str, Any]:
+    def pod_template_section(self, pod_template: Any, primary: str | None = None) -> dict[str, Any]:
         """A task's ``PodTemplate`` (flytekit's or Flyte 2's: the same four fields) as a profile's ``pod_template``
-        section, its container named ``primary`` renamed to the profile's primary container
+        section, its container named ``primary`` renamed to the primary container below it: ``primary`` when
+        given (the name a lower task-layer template chose), else the profile's
         (:func:`~kfdefaults.merge.primary.name_primary_as_the_profile_does`). The template is not changed."""
         section: dict[str, Any] = {}
         if pod_template.pod_spec is not None:
             section["spec"] = to_plain(pod_template.pod_spec)
-            profile_primary = self.resolved.primary_container_name if self.resolved is not None else "primary"
+            profile_primary = primary or (self.resolved.primary_container_name if self.resolved is not None
+                                          else "primary")
             name_primary_as_the_profile_does(section["spec"], pod_template.primary_container_name, profile_primary)
         if pod_template.labels:
             section["labels"] = dict(pod_template.labels)

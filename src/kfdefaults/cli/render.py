@@ -41,7 +41,9 @@ def build(prog: str) -> argparse.ArgumentParser:
                         "flyte and pytorchjob define and serialize a real task: they import the SDK, which takes a "
                         "second or more.")
     p.add_argument("--image", metavar="IMAGE", default=None,
-                   help="With --as flyte or pytorchjob: the task's container image (default: the SDK's default image).")
+                   help="With --as flyte or pytorchjob: the registration's default image, as pyflyte register "
+                        "--image (flytekit) or flyte deploy --image (Flyte 2) give it (default: the SDK's default "
+                        "image). A profile's image wins over it; the task's own image argument would win over both.")
     add_target(p)
     add_cluster_template(p)
     add_kubernetes_version(p)
@@ -122,7 +124,9 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
 
     Importing the SDK takes a second or more: on a terminal, a line on standard error says so meanwhile."""
     import sys
+    import warnings
 
+    from ..errors import KfdefaultsWarning
     from ..settings import CLUSTER_TEMPLATE_ENV
     from ..show.output import output_encoding, to_json, to_yaml
 
@@ -139,7 +143,9 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
             from ..flyte2.preview import flyte2_task_template as task_template
         else:
             from ..flytekit.preview import flyte_task_template as task_template
-        data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
+        with warnings.catch_warnings(record=True) as said:  # which image wins, as registering the task says it
+            warnings.simplefilter("always", KfdefaultsWarning)
+            data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
     except ImportError as e:  # no SDK, or the plugin imports torch when a task is defined
         raise KfdefaultsError(f"render --as {args.as_} defines a task, which needs {e.name or 'a package'}: {e}") from None
     finally:
@@ -149,6 +155,11 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
             os.environ[CLUSTER_TEMPLATE_ENV] = saved
         else:
             os.environ.pop(CLUSTER_TEMPLATE_ENV, None)
+    for warning in said:
+        if issubclass(warning.category, KfdefaultsWarning):
+            err(f"kfdefaults: {warning.message}")
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if args.as_ == "pytorchjob":
         data = _pytorch_job(args.name, data, pipeline)
     encoding = output_encoding()

@@ -35,7 +35,9 @@ def flyte2_task_template(
         team: Extra team-layer folders.
         overrides: The task layer in profile shape: ``elastic`` becomes ``Elastic(...)`` keyword arguments,
             ``pod_template`` the environment's ``pod_template``.
-        image: Container image; Flyte 2's default image when ``None``.
+        image: The deployment's default image (what ``flyte deploy --image IMAGE`` gives an environment whose
+            image is ``"auto"``: it loses to a profile's image, docs/flyte2.md); Flyte 2's ``"auto"`` image when
+            ``None``.
 
     Returns:
         ``{"id": ..., "type": "pytorch" | "python-task", "custom": ..., "k8sPod": {"podSpec": ...}, ...}``, the
@@ -43,6 +45,7 @@ def flyte2_task_template(
         ``metadata.runtime`` (the installed flyte's version).
     """
     import flyte
+    from flyte._internal.image_cache import ImageCache
     from flyte._internal.runtime.task_serde import get_proto_task
     from flyte.models import SerializationContext
     from google.protobuf.json_format import MessageToDict
@@ -54,11 +57,13 @@ def flyte2_task_template(
     if section:
         pod_template = flyte_pod_template(section.get("spec") or {}, section.get("primary_container_name") or "primary",
                                           section.get("labels") or {}, section.get("annotations") or {})
-    env = flyte.TaskEnvironment(name=name, image=image or "auto", plugin_config=config, pod_template=pod_template)
+    env = flyte.TaskEnvironment(name=name, image="auto", plugin_config=config, pod_template=pod_template)
     defined = env.task(task_body)
     package_root = pathlib.Path(__file__).resolve().parents[2]  # the folder holding kfdefaults/, for the resolver
+    # flyte deploy --image IMAGE: the image cache names IMAGE for every environment whose image is "auto"
+    cache = ImageCache(image_lookup={env.name: image}) if image is not None else None
     context = SerializationContext(version="preview", project="project", domain="development", org="org",
-                                   root_dir=package_root)
+                                   root_dir=package_root, image_cache=cache)
     template = MessageToDict(get_proto_task(defined, context))
     template.get("metadata", {}).pop("runtime", None)
     return stable_task_template(template)

@@ -14,6 +14,12 @@ What this module absorbs so that the task gets what ``kfdefaults render --target
   a profile request above the task's limit, the profile's ``nvidia.com/gpu`` beside the task's ``gpu``).
 * Flyte 2 lists the task's ``env_vars`` before the pod template's container environment, so the template's value
   of a variable both set would win; the task layer wins here, as everywhere.
+* Flyte 2 keeps a pod template's image over the environment's: ``TaskEnvironment(image=...)`` (any image but
+  ``"auto"``) is the task layer and wins over the profile's image, which wins over the deployment's default image
+  (``flyte deploy --image``, else the ``"auto"`` image); a :class:`~kfdefaults.KfdefaultsWarning` says which won
+  (:mod:`kfdefaults.show.image`).
+* ``task.override(pod_template=...)`` builds the task again with the new template as its own, merged over the
+  profile; where the profile cannot be merged (a pod running on the registered settings) it is refused.
 * In the pod, ``a0`` imports the task's module again, and the image may not hold the profile files. The settings
   resolved at registration travel in the primary container's environment (:mod:`kfdefaults.runtime`), and
   ``Elastic(...)`` uses them there instead of reading files. A profile that cannot be read in a pod is an error
@@ -31,13 +37,14 @@ import flyte
 from flyte.extend import TaskPluginRegistry
 from flyteplugins.pytorch.task import TorchFunctionTask
 
-from ..errors import KfdefaultsError, KfdefaultsWarning, caller_stacklevel
+from ..errors import KfdefaultsError, KfdefaultsWarning, caller_stacklevel, warn_at
 from ..k8s.mounts import SHM_PATH
 from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
 from ..runtime import for_task
 from ..settings import RUNTIME_ENV
+from ..show.image import ProfileImage, profile_image, profile_image_wins, task_image_wins
 from .elastic import Elastic
 from .objects import flyte_pod_template, task_resources
 
@@ -61,6 +68,8 @@ class ProfilePodTemplate(flyte.PodTemplate):
     """
 
     task_layer: Optional[flyte.PodTemplate] = field(default=None, repr=False, compare=False)
+    profile_image: Optional[ProfileImage] = field(default=None, repr=False, compare=False)
+    """The profile's image the task registers (the environment gives none of its own), to say so when serialized."""
 
 
 @dataclass(kw_only=True)
@@ -103,6 +112,13 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
                 )
             _check_shm_volume_is_free(spec, primary_name, config.profile)
         primary = primary_container(spec, primary_name)
+        found = profile_image(resolved)
+        found = found if found is not None and not found.by_task else None
+        if found is not None and self._environment_gives_image():
+            del primary["image"]  # Flyte 2 fills in the environment's image where the template has none
+            warnings.warn(task_image_wins("flyte2", config.profile, found), KfdefaultsWarning,
+                          stacklevel=caller_stacklevel(_CALLERS))
+            found = None
         own_resources = task_resources(resources)
         if own_resources and primary.get("resources"):
             primary["resources"] = merge_task_resources(primary["resources"], own_resources)
@@ -111,7 +127,30 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         set_env(primary, RUNTIME_ENV, config.runtime_env_value())
         annotations = {**resolved.annotations, **config.provenance()}  # which profile made the pod
         return flyte_pod_template(spec, primary_name, resolved.labels, annotations, cls=ProfilePodTemplate,
-                                  task_layer=own)
+                                  task_layer=own, profile_image=found)
+
+    def _environment_gives_image(self) -> bool:
+        """Whether the task's ``TaskEnvironment`` names an image of its own (not ``"auto"``, not ``None``): read on
+        the environment, since the task holds ``"auto"`` as an image already once built."""
+        env = self.parent_env() if self.parent_env is not None else None
+        image = env.image if env is not None else self.image
+        return image is not None and not (isinstance(image, str) and image == "auto")
+
+    def override(self, **kwargs: Any) -> Any:
+        """Flyte 2's ``TaskTemplate.override``: the task built again, a ``pod_template`` given as its own, merged
+        over the profile.
+
+        Raises:
+            KfdefaultsError: a ``pod_template`` is given where this process runs the task on the settings
+                registered with it (a Flyte pod), with no profile to merge it with.
+        """
+        config = kwargs.get("plugin_config") or self.plugin_config
+        if kwargs.get("pod_template") is not None and isinstance(config, Elastic) and config.resolved is None:
+            why = (f"its profile cannot be read here ({config.deferred_error})" if config.deferred_error is not None
+                   else "this process runs the task on the settings registered with it and reads no profile file")
+            raise KfdefaultsError(f"task.override(pod_template=...) on a task on profile {config.profile!r}: "
+                                  f"kfdefaults merges the template over the profile, and {why}")
+        return super().override(**kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -133,7 +172,31 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
         """The plugin's custom config; raises the profile error kept at import when this task, whose profile
         could not be read in this pod, is serialized (a parent task submitting it)."""
         self._raise_deferred()
+        self._say_the_profile_image_wins(sctx)
         return super().custom_config(sctx)
+
+    def _say_the_profile_image_wins(self, sctx: Any) -> None:
+        """Once per default image: the profile's image wins over the deployment's default image (the environment's
+        in the serialization's image cache, ``flyte deploy --image``; else the ``"auto"`` image's reference)."""
+        template = self.pod_template
+        found = template.profile_image if isinstance(template, ProfilePodTemplate) else None
+        if found is None or self.func is None:
+            return
+        cache = getattr(sctx, "image_cache", None)
+        default = (getattr(cache, "image_lookup", None) or {}).get(self.parent_env_name or "")
+        if default is None and self.image is not None and not isinstance(self.image, str):
+            try:
+                default = self.image.uri
+            except Exception:  # an image that must be built first: named by its reference alone
+                default = None
+        default = default or "(to be built)"
+        said = self.__dict__.setdefault("_kfdefaults_said", set())
+        if default == found.image or default in said:
+            return
+        said.add(default)
+        config = self.plugin_config
+        warn_at(profile_image_wins("flyte2", config.profile, found,
+                                   f"{default} (flyte deploy --image, else Flyte 2's \"auto\" image)"), self.func)
 
     async def execute(self, *args: Any, **kwargs: Any) -> Any:
         """Run the task; in a Flyte pod, only on the settings registered for it (:meth:`_raise_deferred`)."""

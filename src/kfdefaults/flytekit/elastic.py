@@ -107,8 +107,10 @@ class Elastic(PluginElastic):
         """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
         return self._call.pipeline
 
-    def resolve_with_pod_template(self, pod_template: Any, requests: Any = None, limits: Any = None) -> Resolved:
-        """The profile with ``@task(pod_template=...)`` added to the task layer.
+    def resolve_with_pod_template(self, pod_template: Any, requests: Any = None, limits: Any = None,
+                                  node_override: Any = None) -> Resolved:
+        """The profile with ``@task(pod_template=...)`` added to the task layer, and a workflow node's
+        ``with_overrides(pod_template=...)`` over it.
 
         When the profile has ``auto`` values (:mod:`kfdefaults.merge.auto`), the task's ``requests`` and
         ``limits`` count too: they are merged into the primary container's resources as the task's pod will have
@@ -119,20 +121,26 @@ class Elastic(PluginElastic):
             pod_template: A ``flytekit.PodTemplate`` or ``None``. Not modified.
             requests: The task's ``flytekit.Resources`` requests, or ``None``.
             limits: The task's ``flytekit.Resources`` limits, or ``None``.
+            node_override: A ``flytekit.PodTemplate`` or ``None``. Not modified.
 
         Raises:
             KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
+            ProfileError: a pod template does not validate or merge.
+            TypeError: a template is not a ``flytekit.PodTemplate``.
         """
-        if pod_template is None:
-            section = None
-        else:
-            from flytekit import PodTemplate
+        from flytekit import PodTemplate
 
-            if not isinstance(pod_template, PodTemplate):
-                raise TypeError(f"@task(pod_template=...) takes a flytekit.PodTemplate, not {type(pod_template).__name__}")
-            section = self._call.pod_template_section(pod_template)
-        return self._call.with_pod_template(section, "@task(pod_template=...)", task_resources(requests, limits),
-                                            "@task(requests=..., limits=...)")
+        sections: list[tuple[dict[str, Any], str]] = []
+        for template, source in ((pod_template, "@task(pod_template=...)"),
+                                 (node_override, "with_overrides(pod_template=...)")):
+            if template is None:
+                continue
+            if not isinstance(template, PodTemplate):
+                raise TypeError(f"{source} takes a flytekit.PodTemplate, not {type(template).__name__}")
+            below = self._call.with_pod_templates(sections).primary_container_name if sections else None
+            sections.append((self._call.pod_template_section(template, below), source))
+        return self._call.with_pod_templates(sections, task_resources(requests, limits),
+                                             "@task(requests=..., limits=...)")
 
     def with_resolved(self, resolved: Resolved) -> Elastic:
         """This config, or a copy of it whose plugin settings are those of ``resolved`` (the profile merged with

@@ -10,8 +10,13 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
   the task, so defining it is an error.
 * The pod spec lists the primary container first (:func:`kfdefaults.backend.registered.registered_pod_spec`): Flyte's
   PyTorch plugin gives the worker's name to whichever container is first.
-* flytekit replaces the primary container's resources wholesale when the task sets requests or limits;
-  :meth:`ProfileElasticTask.get_k8s_pod` merges them per resource name instead, the task winning per key.
+* flytekit replaces the primary container's resources wholesale when the task sets requests or limits; they
+  merge per resource name instead, the task winning per key (:class:`~kfdefaults.flytekit.pod.PrimaryContainer`).
+* ``@task(container_image=...)`` wins over the profile's image, and the profile's image over the registration's
+  default image (``pyflyte --image``), each time with a :class:`~kfdefaults.KfdefaultsWarning` saying which won
+  (:mod:`kfdefaults.show.image`).
+* A workflow node's ``with_overrides(pod_template=...)`` merges over the profile and ``@task(pod_template=...)``
+  instead of replacing them (:mod:`kfdefaults.flytekit.overrides`).
 * flytekit writes ``@task(environment=...)`` before the pod template's own variables in the primary
   container, and Kubernetes gives the last of two variables of one name: the profile's would win. The task
   layer wins instead: a profile variable the task sets again is left out of the pod template.
@@ -29,41 +34,18 @@ from __future__ import annotations
 import copy
 import os
 import warnings
+from dataclasses import replace
 from typing import Any, Callable
 
 from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
 
-from ..backend.avoid import template_shm_mount
-from ..backend.registered import registered_pod_spec
-from ..errors import Finding, KfdefaultsWarning, ProfileError, caller_stacklevel
-from ..k8s.mounts import SHM_PATH
-from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
-from ..k8s.resources import merge_task_resources
+from ..errors import KfdefaultsWarning, caller_stacklevel, warn_at
 from ..merge.result import Resolved
 from ..runtime import for_task
-from ..settings import RUNTIME_ENV
+from ..show.image import ProfileImage, profile_image_wins, task_image_wins
 from .elastic import Elastic
-from .objects import flytekit_pod_template
-
-_CALLERS = ("kfdefaults", "flytekit", "flytekitplugins")
-"""Packages whose frames a warning skips to point at the user's ``@task`` line."""
-
-
-def _refuse_second_shm(config: Elastic, primary: str) -> None:
-    """``@task(shared_memory=...)`` where the cluster's default PodTemplate gives the primary container a
-    ``/dev/shm``: Flyte's backend adds its shared-memory volume after merging the template, and fails the task
-    (``ApplySharedMemory``: "/dev/shm is already mounted in container").
-
-    Raises:
-        ProfileError: located at the template's mount.
-    """
-    cluster = config.pipeline.cluster if config.pipeline is not None else None
-    cause = template_shm_mount(cluster, "containers", primary, primary) if cluster is not None else None
-    if cause is not None:
-        raise ProfileError([Finding(cause, "@task(shared_memory=...)", (
-            f"the cluster's default PodTemplate already mounts {SHM_PATH} in the primary container, and Flyte's backend "
-            f"fails a task that adds its own (\"{SHM_PATH} is already mounted in container\"): drop shared_memory=, the "
-            f"task gets the cluster's {SHM_PATH}"), layer="cluster")])
+from .overrides import NodeOverrides, auto_differs, node_of, not_resolved_here
+from .pod import CALLERS, TaskArguments, image_of_a_profile, registered_pod_template
 
 
 class ProfileElasticTask(PytorchElasticFunctionTask):
@@ -77,49 +59,86 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
     def __init__(self, task_config: Elastic, task_function: Callable[..., Any], **kwargs: Any) -> None:
         user_template = kwargs.pop("pod_template", None)
         self.kfdefaults_resolved: Resolved | None = None
+        self._kfdefaults_own_template = user_template  # node overrides merge over the profile and this
+        self._kfdefaults_arguments = TaskArguments.of_task(kwargs)
+        self._kfdefaults_resources = (kwargs.get("requests"), kwargs.get("limits"))
+        self._kfdefaults_image: ProfileImage | None = None  # a profile's image the task registers, to say so
+        self._kfdefaults_said: set[str] = set()
         if task_config.resolved is not None:
-            resolved = task_config.resolve_with_pod_template(user_template, kwargs.get("requests"), kwargs.get("limits"))
+            resolved = task_config.resolve_with_pod_template(user_template, *self._kfdefaults_resources)
             task_config = task_config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
             self.kfdefaults_resolved = resolved
-            spec = registered_pod_spec(resolved)
-            primary_name = resolved.primary_container_name
-            if kwargs.get("shared_memory"):
-                _refuse_second_shm(task_config, primary_name)
-                dropped = drop_shm_mounts(spec, primary_name)
-                if dropped:
-                    warnings.warn(
-                        f"@task(shared_memory=...) wins over the {SHM_PATH} volume {', '.join(map(repr, dropped))} of "
-                        f"profile {task_config.profile!r}: the task gets Flyte's shared-memory volume instead",
-                        KfdefaultsWarning,
-                        stacklevel=caller_stacklevel(_CALLERS),
-                    )
-            # the task layer wins: flytekit puts the task's variables first, and Kubernetes takes the last of a name
-            drop_env(primary_container(spec, primary_name), set(kwargs.get("environment") or {}) - {RUNTIME_ENV})
-            set_env(primary_container(spec, primary_name), RUNTIME_ENV, task_config.runtime_env_value())
-            annotations = {**resolved.annotations, **task_config.provenance()}  # which profile made the pod
-            kwargs["pod_template"] = flytekit_pod_template(spec, primary_name, resolved.labels, annotations)
+            kwargs["pod_template"] = registered_pod_template(task_config, resolved, self._kfdefaults_arguments)
+            found = image_of_a_profile(resolved)
+            if found is not None and self._kfdefaults_arguments.container_image:
+                warnings.warn(task_image_wins("flytekit", task_config.profile, found), KfdefaultsWarning,
+                              stacklevel=caller_stacklevel(CALLERS))
+            elif found is not None:
+                self._kfdefaults_image = found
         elif user_template is not None:
             kwargs["pod_template"] = copy.deepcopy(user_template)
         super().__init__(task_config=task_config, task_function=task_function, **kwargs)
 
-    def get_k8s_pod(self, settings: Any) -> Any:
-        """flytekit's pod, with the profile's resources kept where the task sets no value for that resource.
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the task: run it (a local run), or, in a workflow being compiled, add a node that runs it
+        (flytekit's ``flyte_entity_call_handler``, which creates the node itself: ``PythonTask.compile`` is not
+        called), whose ``with_overrides(pod_template=...)`` merges over the profile
+        (:mod:`kfdefaults.flytekit.overrides`). ``create_node(task)`` and imperative workflows call the task too."""
+        outputs = super().__call__(*args, **kwargs)
+        node = node_of(outputs)
+        if node is not None and not isinstance(getattr(node, "with_overrides", None), NodeOverrides):
+            node.with_overrides = NodeOverrides(self, node.with_overrides)
+        return outputs
 
-        flytekit replaces the primary container's ``resources`` wholesale when the task has requests or limits;
-        here they merge as :func:`merge_task_resources` says.
+    def node_pod_template(self, override: Any, shared_memory: bool) -> Any:
+        """The pod template of a workflow node running this task: the profile, ``@task(pod_template=...)`` and the
+        node's ``with_overrides(pod_template=...)`` merged in that order, and built as the task's own is
+        (:func:`~kfdefaults.flytekit.pod.registered_pod_template`).
+
+        Args:
+            override: The node's ``flytekit.PodTemplate``, or ``None``.
+            shared_memory: The node asks for Flyte's shared memory (``with_overrides(shared_memory=...)``).
+
+        Raises:
+            KfdefaultsError: no profile to merge with in this process (a Flyte pod running on registered settings),
+                or the override changes what the profile's ``auto`` values give (the GPUs behind
+                ``nproc_per_node: auto``), which the task registers once for every node.
+            ProfileError: the override does not validate or merge.
+            TypeError: the override is not a ``flytekit.PodTemplate``.
         """
+        config = self.task_config
+        if config.resolved is None:
+            raise not_resolved_here(config.profile, config.deferred_error)
+        resolved = config.resolve_with_pod_template(self._kfdefaults_own_template, *self._kfdefaults_resources,
+                                                    node_override=override)
+        if resolved.elastic_settings != config.resolved.elastic_settings:
+            raise auto_differs(config.profile, config.resolved.elastic_settings, resolved.elastic_settings)
+        task_shm = self._kfdefaults_arguments.shared_memory
+        arguments = replace(self._kfdefaults_arguments, shared_memory=task_shm or shared_memory)
+        return registered_pod_template(config, resolved, arguments,
+                                       shared_memory_by=None if task_shm else "with_overrides(shared_memory=...)")
+
+    def get_k8s_pod(self, settings: Any) -> Any:
+        """flytekit's pod (the task's requests and limits merged into the profile's per resource name:
+        :class:`~kfdefaults.flytekit.pod.PrimaryContainer`); says once per default image when the profile's image
+        wins over the registration's default image (``settings.image_config.default_image``)."""
         pod = super().get_k8s_pod(settings)
-        resolved = self.kfdefaults_resolved
-        if pod is None or resolved is None:
-            return pod
-        profile_containers = {c.get("name"): c for c in resolved.pod_spec.get("containers", [])}
-        profile_resources = (profile_containers.get(resolved.primary_container_name) or {}).get("resources") or {}
-        if not profile_resources:
-            return pod
-        for container in pod.pod_spec.get("containers", []):
-            if container.get("name") == resolved.primary_container_name:
-                container["resources"] = merge_task_resources(profile_resources, container.get("resources") or {})
+        found = self._kfdefaults_image
+        if pod is not None and found is not None:
+            self._say_the_profile_image_wins(found, settings)
         return pod
+
+    def _say_the_profile_image_wins(self, found: ProfileImage, settings: Any) -> None:
+        from flytekit.configuration.default_images import DefaultImages
+
+        image = getattr(getattr(settings, "image_config", None), "default_image", None)
+        default = getattr(image, "full", None) or DefaultImages.default_image()
+        if default == found.image or default in self._kfdefaults_said:
+            return
+        self._kfdefaults_said.add(default)
+        given = "flytekit's default" if default == DefaultImages.default_image() else "pyflyte --image"
+        message = profile_image_wins("flytekit", self.task_config.profile, found, f"{default} ({given})")
+        warn_at(message, self.task_function)
 
     def execute(self, **kwargs: Any) -> Any:
         """Run the task. In a Flyte pod where no settings were registered for its ``Elastic(...)``, raise
@@ -152,5 +171,6 @@ def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int) -> None:
         f"({join} s) for nodes that never come and then fails. To run it locally, give it one node: "
         f"Elastic(profile={config.profile!r}, nnodes=1)",
         KfdefaultsWarning,
-        stacklevel=caller_stacklevel(_CALLERS),
+        stacklevel=caller_stacklevel(CALLERS),
     )
+

@@ -7,13 +7,14 @@ from typing import Any, Sequence
 
 from ..paths import Select, format_path
 from .explain import Entry, explain
+from .image import explain_note
 from .leaves import format_value
 from .output import output_encoding, to_json, to_yaml, writable
 
 
-def explain_document(name: str, entries: Sequence[Entry]) -> dict[str, Any]:
-    """The JSON / YAML form: ``{"name": NAME, "leaves": [Entry.to_dict(), ...]}``."""
-    return {"name": name, "leaves": [e.to_dict() for e in entries]}
+def explain_document(name: str, entries: Sequence[Entry], notes: Sequence[str] = ()) -> dict[str, Any]:
+    """The JSON / YAML form: ``{"name": NAME, "leaves": [Entry.to_dict(), ...], "notes": [LINE, ...]}``."""
+    return {"name": name, "leaves": [e.to_dict() for e in entries], "notes": list(notes)}
 
 
 def explain_lines(entries: Sequence[Entry]) -> list[str]:
@@ -197,7 +198,8 @@ _LAYER_STYLE = {"default": "dim", "builtin": "cyan", "platform": "magenta", "tea
 
 
 def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None = None) -> None:
-    """Print the provenance of a resolved profile.
+    """Print the provenance of a resolved profile, and the notes that follow from it (which image the task gets:
+    :func:`kfdefaults.show.image.explain_note`).
 
     Args:
         resolved: A :class:`~kfdefaults.Resolved`.
@@ -207,12 +209,17 @@ def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None =
     import sys
 
     entries = explain(resolved, kubernetes_version=kubernetes_version)
+    notes = [note for note in (explain_note(resolved, entries),) if note]
     if output == "table":
         print_explain_table(resolved.name, entries)
+        from rich.console import Console
+
+        for note in notes:
+            Console(highlight=False).print(writable(note, output_encoding()), markup=False, soft_wrap=True)
     elif output in ("json", "yaml"):
-        document = explain_document(resolved.name, entries)
+        document = explain_document(resolved.name, entries, notes)
         encoding = output_encoding()
         sys.stdout.write(to_json(document, encoding=encoding) if output == "json" else to_yaml(document, encoding=encoding))
     else:
-        for line in explain_lines(entries):
+        for line in explain_lines(entries) + notes:
             sys.stdout.write(line + "\n")
