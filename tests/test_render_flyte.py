@@ -95,3 +95,26 @@ def test_a_progress_line_on_a_terminal():
 
     screen = on_terminal(100, "render", "cpu-small", "--as", "flyte", stderr_too=True)
     assert "loading flytekit to serialize the task" in screen
+
+
+def test_the_preview_reads_the_project_of_the_working_folder_with_its_lock(tmp_path):
+    """The console script lives in a virtualenv that may sit in another project (kfdefaults' own clone, a
+    workspace root): the task the preview defines reads the project of the working folder, as registering
+    from there does, lock file included."""
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "vision"\n\n[tool.kfdefaults]\nteam = ["profiles"]\n')
+    (tmp_path / "profiles" / "gpu-large.yaml").write_text("pod_template:\n  labels:\n    team: vision\n")
+    script = os.path.join(os.path.dirname(sys.executable), "kfdefaults")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") or k == "KFDEFAULTS_CACHE_DIR"}
+    env["KFDEFAULTS_TARGET"] = "flytekit"
+    subprocess.run([script, "lock", "gpu-large"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    proc = subprocess.run([script, "render", "gpu-large", "--as", "flyte", "-o", "json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    metadata = json.loads(proc.stdout)["k8sPod"]["metadata"]
+    from kfdefaults.lock import read_lock
+
+    lock = read_lock(str(tmp_path / "kfdefaults.lock"))
+    assert metadata["labels"] == {"team": "vision"}
+    assert metadata["annotations"]["kfdefaults.io/lock"] == lock.digest
+    assert metadata["annotations"]["kfdefaults.io/digest"] == lock.profiles["gpu-large"]["flytekit"]

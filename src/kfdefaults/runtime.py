@@ -13,6 +13,7 @@ import copy
 import json
 import os
 import warnings
+from contextvars import ContextVar
 from typing import Any, Mapping, Sequence
 
 from .cache import digest
@@ -86,6 +87,12 @@ def for_task(error: ProfileError, task: str) -> ProfileError:
     wf.train: no settings were registered for Elastic(...)...``."""
     return ProfileError([Finding(Location(f"task {task}"), f.path, f.message, f.severity, layer=f.layer)
                          for f in error.findings])
+
+
+PROJECT_FROM: ContextVar[tuple[str, ...] | None] = ContextVar("kfdefaults_project_from", default=None)
+"""Set by a preview that defines a task on the user's behalf (``render --as flyte``): the folders the project is
+looked for from, as the command line looks (the working directory, then the folders given), in place of the
+calling module's folder, which is kfdefaults' own or the console script's."""
 
 
 def caller_folder() -> str | None:
@@ -174,9 +181,10 @@ class ProfileCall:
 
     def _resolve(self, platform: list[str], team: list[str], overrides: dict[str, Any], labels: Mapping[str, str],
                  sdk: SdkObjects) -> dict[str, Any]:
-        here = caller_folder()
+        given = PROJECT_FROM.get()
+        here = caller_folder() if given is None else None
         self.pipeline = pipeline = shared_pipeline(platform, team, sdk=sdk, target=self.target,
-                                                   project=(here,) if here else ())
+                                                   project=given if given is not None else (here,) if here else ())
         # key order kept: rdzv_configs={"a": 1, "b": 2} and {"b": 2, "a": 1} merge to dictionaries of other orders
         memo_key = (self.target.name, self.profile, json.dumps(overrides, default=repr))
         hit = _RESOLVED.get(memo_key)

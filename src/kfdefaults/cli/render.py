@@ -127,6 +127,7 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
     import warnings
 
     from ..errors import KfdefaultsWarning
+    from ..runtime import PROJECT_FROM
     from ..settings import CLUSTER_TEMPLATE_ENV
     from ..show.output import output_encoding, to_json, to_yaml
 
@@ -145,7 +146,12 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
             from ..flytekit.preview import flyte_task_template as task_template
         with warnings.catch_warnings(record=True) as said:  # which image wins, as registering the task says it
             warnings.simplefilter("always", KfdefaultsWarning)
-            data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
+            # the project of the command line (its folder, then the folders given), not kfdefaults' own
+            project = PROJECT_FROM.set((os.getcwd(), *args.team, *args.platform))
+            try:
+                data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
+            finally:
+                PROJECT_FROM.reset(project)
     except ImportError as e:  # no SDK, or the plugin imports torch when a task is defined
         raise KfdefaultsError(f"render --as {args.as_} defines a task, which needs {e.name or 'a package'}: {e}") from None
     finally:
