@@ -142,11 +142,14 @@ def test_elastic_is_the_plugins_elastic_and_its_task_is_a_torch_function_task():
     assert (config.monitor_interval, config.nccl_heartbeat_timeout_sec, config.nccl_collective_timeout_sec) == (3, 300, None)
     assert repr(config).startswith("Elastic(profile='gpu-large', nnodes='1:4', nproc_per_node=8, ")
     assert isinstance(gpu_large, ProfileTorchFunctionTask) and isinstance(gpu_large, TorchFunctionTask)
-    # the one thing worth saying: layered's environment names an image, and it wins over the team profile's
-    assert [str(w.message) for w in DEFINITION_WARNINGS] == [
-        f"TaskEnvironment(image=...) wins over profile gpu-large's image registry.example.com/vision/train:2.1 "
-        f"({TEAM}/gpu-large.yaml:14)"]
-    assert DEFINITION_WARNINGS[0].filename == __file__
+    # what is worth saying: USER_TEMPLATE's tolerations replace the profile's (a list without a merge key), and
+    # layered's environment names an image, which wins over the team profile's
+    said = [str(w.message) for w in DEFINITION_WARNINGS]
+    assert len(said) == 2 and said[0].startswith("pod_template=flyte.PodTemplate(...) replaces the profile's "
+                                                 "`tolerations` whole (a list without a merge key): its 2 items")
+    assert said[1] == (f"TaskEnvironment(image=...) wins over profile gpu-large's image "
+                       f"registry.example.com/vision/train:2.1 ({TEAM}/gpu-large.yaml:14)")
+    assert {w.filename for w in DEFINITION_WARNINGS} == {__file__}
 
 
 def test_resolve_for_flyte2_gives_flyte2s_objects():
@@ -362,7 +365,9 @@ def test_override_merges_the_new_task_layer_over_the_profile_again():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         bigger = task.override(resources=flyte.Resources(cpu="16", shm="32Gi"))
-    assert [str(w.message)[:40] for w in caught] == ["flyte.Resources(shm=...) wins over the /"]
+    assert [str(w.message)[:40] for w in caught] == ["pod_template=flyte.PodTemplate(...) repl",
+                                                     "flyte.Resources(shm=...) wins over the /"]
+    assert {w.filename for w in caught} == {__file__}
     template = spec(bigger)
     assert shm_mounts(template) == [] and primary_of(template)["resources"]["requests"]["cpu"] == "16"
     assert env_of(primary_of(template))["TASK_ONLY"] == "1"  # the environment's template is still the task layer

@@ -146,8 +146,10 @@ def test_a_multi_node_task_run_locally_warns_before_it_waits(monkeypatch):
     t, _ = define(body, task_config=Elastic(profile="cpu-small", nnodes=2))
     with pytest.warns(KfdefaultsWarning, match=r"asks for at least 2 nodes \(nnodes: 2\), but this run is not part of "
                                                r"a PyTorchJob .* waits join_timeout \(300 s\) for nodes that never "
-                                               r"come .* Elastic\(profile='cpu-small', nnodes=1\)"):
+                                               r"come .* Elastic\(profile='cpu-small', nnodes=1\)") as said:
         assert t.execute() == "launched"
+    # at the task's own line, though pyflyte run calls it from click
+    assert (said[0].filename, said[0].lineno) == (body.__code__.co_filename, body.__code__.co_firstlineno)
     for config, env in ((Elastic(profile="cpu-small"), {}), (Elastic(profile="cpu-small", nnodes="1:2"), {}),
                         (Elastic(profile="cpu-small", nnodes=2), {"PET_NNODES": "2"})):
         for key, value in env.items():

@@ -83,9 +83,11 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
     path = os.path.join(project.root, LOCK_FILE)
     existing = read_lock(path) if os.path.lexists(path) else None
     report = LockReport(path, uses=profiles_used(project.root))
-    report.findings += [Finding(Location(os.path.join(project.root, u.file), u.line), "", (
-        "Elastic(profile=...) does not name its profile as a string: the lock cannot see which profile it uses; "
-        "name it on the command line (`kfdefaults lock NAME`)"), severity="warning") for u in report.uses if u.profile is None]
+    if not names:  # names given may be the ones these calls use: nothing to say then
+        report.findings += [Finding(Location(os.path.join(project.root, u.file), u.line, u.column), "", (
+            "Elastic(profile=...) does not name its profile as a string: the lock cannot see which profile it uses; "
+            "name it on the command line (`kfdefaults lock NAME`)"), severity="warning")
+            for u in report.uses if u.profile is None]
     wanted = set(names) | {u.profile for u in report.uses if u.profile} | set(existing.profiles if existing else ())
     if not wanted:
         raise KfdefaultsError(f"no profile to lock: the code under {project.root} calls no Elastic(profile=\"...\"); "
@@ -99,6 +101,10 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
         report.findings += _changes(existing, checked, project, kubernetes_version, path)
         if mode == "check" or report.errors:
             return report
+    if mode == "upgrade" and existing is not None:  # say what the new lock file gives up or takes in
+        report.findings += [Finding(f.location, f.path, f"recorded: {f.message.split('; ')[0]}", "warning",
+                                    layer=f.layer) for f in _changes(existing, sorted(existing.profiles), project,
+                                                                     kubernetes_version, path)]
     data = _lock_data(report.profiles, pipelines, project, report)
     if not report.errors and (existing is None or data != existing.data):
         write_lock(path, data)
@@ -114,6 +120,8 @@ def _changes(existing: Lock | None, names: list[str], project: Project, kubernet
         return [Finding(Location(path), "", f"no {LOCK_FILE}: `kfdefaults lock` writes it")]
     pipelines = {name: Pipeline.discover(project=project, target=target, kubernetes_version=kubernetes_version)
                  for name, target in TARGETS.items()}
+    for pipeline in pipelines.values():
+        pipeline.require_locked = True  # a profile the code uses must be locked
     found: list[Finding] = []
     for name in names:
         locked = existing.profiles.get(name, {})

@@ -35,7 +35,14 @@ from .layers import (
     nearest_pyproject,
 )
 from .layers.pyproject import project_file_bytes
-from .lock import LOCK_FILE, Lock, lock_findings, platform_fallback_warning, read_lock
+from .lock import (
+    LOCK_FILE,
+    Lock,
+    lock_findings,
+    locked_but_missing,
+    platform_fallback_warning,
+    read_lock,
+)
 from .lock.file import MAX_LOCK_BYTES
 from .merge.expand import expand
 from .merge.fold import merge_fragments
@@ -73,7 +80,11 @@ class Pipeline:
             (:func:`kfdefaults.layers.find_cluster_template`), or ``None`` when the cluster has none. Flyte 1's
             backend lays it under the task's pod: it counts for the flytekit target only.
         project: The project whose ``pyproject.toml`` named folders (:class:`~kfdefaults.layers.Project`).
-        lock: The project's ``kfdefaults.lock``: every profile resolved is held to it (:mod:`kfdefaults.lock`).
+        lock: The project's ``kfdefaults.lock``: every profile it lists is held to it (:mod:`kfdefaults.lock`).
+
+    Attributes:
+        require_locked: A profile the lock does not list is an error too (``Elastic(...)``, ``lock --check``: the
+            project uses it unreviewed); ``False`` for ``render`` and ``validate``, which any profile may be shown by.
 
     Raises:
         ValueError: no schema for ``kubernetes_version``.
@@ -91,6 +102,7 @@ class Pipeline:
         self._cluster: ClusterTemplate | None = None
         self.project = project
         self.lock = lock
+        self.require_locked = False
         self.loader = DefinitionLoader(self.kubernetes_version)
         self.expanded: dict[str, list[Fragment]] = {}
         cache.load_patch_schema(self.kubernetes_version)
@@ -210,7 +222,14 @@ class Pipeline:
                 what ``kfdefaults.lock`` records (each change at the lock's line).
         """
         task = [f for f in task if f is not None]
-        resolved = merge_fragments(name, self.fragments(name, task), kubernetes_version=self.kubernetes_version,
+        try:
+            fragments = self.fragments(name, task)
+        except ProfileError as e:  # a profile the lock lists that no layer defines: say what it was made of
+            missing = locked_but_missing(self.lock, name) if self.lock is not None else []
+            if missing:
+                raise ProfileError(missing + e.findings) from None
+            raise
+        resolved = merge_fragments(name, fragments, kubernetes_version=self.kubernetes_version,
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
             resolved = leave_out_duplicate_shm(resolved, self.cluster, kubernetes_version=self.kubernetes_version)
@@ -222,7 +241,8 @@ class Pipeline:
         if self.lock is not None and check_lock:
             profile = self.resolve(name, remember=remember, check_lock=False) if task else resolved
             held = lock_findings(self.lock, profile, self.catalog, self.cluster_template.path if self.cluster_template
-                                 else None, template_applies=self.target.name == "flytekit")
+                                 else None, template_applies=self.target.name == "flytekit",
+                                 require_locked=self.require_locked)
             if held:
                 raise ProfileError(held)
         return resolved
@@ -312,6 +332,7 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
             return pipeline
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk, target=target,
                                  flags=("platform=", "team="), project=starts)
+    pipeline.require_locked = True  # a registration uses the profile: it must have been locked
     signature = pipeline.catalog.signature()
     _SHARED[key] = ((tuple(f for f, _ in signature), signature, _stamp(starts, pipeline)), pipeline)
     return pipeline

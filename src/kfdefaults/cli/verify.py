@@ -82,7 +82,10 @@ def _verify(args: argparse.Namespace) -> int:
             now = profiles[(target.name, name)] = ProfileNow(resolved, digest, pipeline.kubernetes_version)
         report = verify_object(obj, name, named_by, now)
         lock_now = _lock_digest(pipeline)
-        if report.lock is not None and lock_now is not None and report.lock != lock_now:
+        if report.lock is not None and lock_now is None:
+            report.notes.append(f"made in a project with a kfdefaults.lock ({short_digest(report.lock)}), and none is "
+                                "found from here: run verify in that project's folder, whose layers made the pod")
+        elif report.lock is not None and report.lock != lock_now:
             report.notes.append(f"made under kfdefaults.lock {short_digest(report.lock)}; the project's "
                                 f"kfdefaults.lock is {short_digest(lock_now)} now")
         reports.append(report)

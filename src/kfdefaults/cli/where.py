@@ -72,6 +72,7 @@ def _source(source: Any) -> dict[str, Any]:
 
 def describe(source: Any) -> str:
     """How a source is named: ``--team``, ``KFDEFAULTS_TEAM_PATH``, ``pyproject.toml above DIR``..."""
+    from ..errors import ProfileError
     from ..layers import (
         BuiltinSource,
         DeclaredPlatformSource,
@@ -80,6 +81,7 @@ def describe(source: Any) -> str:
         FlagSource,
         PyprojectSource,
     )
+    from ..layers.pyproject import declares_a_folder
 
     if isinstance(source, BuiltinSource):
         return "kfdefaults' own profiles"
@@ -94,8 +96,16 @@ def describe(source: Any) -> str:
         return f"[tool.kfdefaults] team in {found}" if found else "[tool.kfdefaults] team (no pyproject.toml here or above)"
     if isinstance(source, DeclaredPlatformSource):
         found = source.project.pyproject
-        return (f"[tool.kfdefaults] platform in {found}" if found
-                else "[tool.kfdefaults] platform (no pyproject.toml here or above)")
+        if not found:
+            return "[tool.kfdefaults] platform (no pyproject.toml here or above)"
+        try:
+            declared = [entry for _, entry in source.project.paths("platform", "")]
+        except ProfileError:
+            declared = []
+        packages = [entry for entry in declared if not declares_a_folder(source.project, entry)]
+        required = (f"; requires the installed packages {', '.join(packages)} (their folders are listed above)"
+                    if packages else "")
+        return f"[tool.kfdefaults] platform in {found}{required}"
     return type(source).__name__
 
 

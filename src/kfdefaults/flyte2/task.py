@@ -44,7 +44,12 @@ from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
 from ..runtime import for_task
 from ..settings import RUNTIME_ENV
-from ..show.image import ProfileImage, profile_image, profile_image_wins, task_image_wins
+from ..show.image import (
+    ProfileImage,
+    profile_image,
+    profile_image_wins,
+    task_image_wins,
+)
 from .elastic import Elastic
 from .objects import flyte_pod_template, task_resources
 

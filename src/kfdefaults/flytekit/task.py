@@ -121,7 +121,8 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
     def get_k8s_pod(self, settings: Any) -> Any:
         """flytekit's pod (the task's requests and limits merged into the profile's per resource name:
         :class:`~kfdefaults.flytekit.pod.PrimaryContainer`); says once per default image when the profile's image
-        wins over the registration's default image (``settings.image_config.default_image``)."""
+        wins over the registration's default image given with ``pyflyte --image``
+        (``settings.image_config.default_image``; flytekit's own default, which nobody chose, goes without saying)."""
         pod = super().get_k8s_pod(settings)
         found = self._kfdefaults_image
         if pod is not None and found is not None:
@@ -133,11 +134,11 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
 
         image = getattr(getattr(settings, "image_config", None), "default_image", None)
         default = getattr(image, "full", None) or DefaultImages.default_image()
-        if default == found.image or default in self._kfdefaults_said:
+        # flytekit's own default image is what nobody chose: the profile's winning over it goes without saying
+        if default in (found.image, DefaultImages.default_image()) or default in self._kfdefaults_said:
             return
         self._kfdefaults_said.add(default)
-        given = "flytekit's default" if default == DefaultImages.default_image() else "pyflyte --image"
-        message = profile_image_wins("flytekit", self.task_config.profile, found, f"{default} ({given})")
+        message = profile_image_wins("flytekit", self.task_config.profile, found, f"{default} (pyflyte --image)")
         warn_at(message, self.task_function)
 
     def execute(self, **kwargs: Any) -> Any:
@@ -149,12 +150,13 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         if isinstance(config, Elastic) and (config.unregistered or config.deferred_error) is not None:
             raise for_task(config.unregistered or config.deferred_error, self.name)
         if isinstance(config, Elastic):
-            warn_of_nodes_that_never_come(config, self.min_nodes)
+            warn_of_nodes_that_never_come(config, self.min_nodes, self.task_function)
         return super().execute(**kwargs)
 
 
-def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int) -> None:
-    """Warn when a task of at least two nodes runs outside a PyTorchJob, which is to say locally.
+def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int, function: Callable[..., Any]) -> None:
+    """Warn when a task of at least two nodes runs outside a PyTorchJob, which is to say locally; the warning is
+    placed at the task's ``@task`` line (``function``): ``pyflyte run`` calls the task from its own code.
 
     The plugin then starts one node whose rendezvous listens on ``localhost:0`` (``PET_RDZV_ENDPOINT`` unset),
     where no other node can join: c10d waits ``join_timeout`` (torch's default 600 s) and fails with
@@ -165,12 +167,8 @@ def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int) -> None:
     if min_nodes <= 1 or os.environ.get("PET_NNODES") is not None:
         return
     join = (config.rdzv_configs or {}).get("join_timeout", 600)
-    warnings.warn(
-        f"profile {config.profile!r} asks for at least {min_nodes} nodes (nnodes: {config.nnodes}), but this run is "
-        f"not part of a PyTorchJob (PET_NNODES is unset): it starts one node, whose rendezvous waits join_timeout "
-        f"({join} s) for nodes that never come and then fails. To run it locally, give it one node: "
-        f"Elastic(profile={config.profile!r}, nnodes=1)",
-        KfdefaultsWarning,
-        stacklevel=caller_stacklevel(CALLERS),
-    )
+    warn_at(f"profile {config.profile!r} asks for at least {min_nodes} nodes (nnodes: {config.nnodes}), but this run "
+            f"is not part of a PyTorchJob (PET_NNODES is unset): it starts one node, whose rendezvous waits "
+            f"join_timeout ({join} s) for nodes that never come and then fails. To run it locally, give it one node: "
+            f"Elastic(profile={config.profile!r}, nnodes=1)", function)
 

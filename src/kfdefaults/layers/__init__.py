@@ -143,9 +143,9 @@ def discover_folders(sources: Mapping[str, list[Source]], errors: list[Finding] 
                 real = os.path.realpath(folder.path)
                 problem = path_problem(folder.path, "folder")
                 if problem is not None:
-                    findings.append(
-                        Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}): {problem}", layer=layer)
-                    )
+                    where = "" if os.path.isabs(folder.path) else f" ({os.path.abspath(folder.path)}, from this folder)"
+                    findings.append(Finding(Location(folder.path), "", f"{layer} folder (from {folder.origin}): "
+                                            f"{problem}{where}", layer=layer))
                     continue
                 if real in seen.get(layer, set()):
                     continue

@@ -5,10 +5,10 @@ they merge to; a merge that differs from it is an error, not a different result.
 compares a profile as it resolves now with its entry, :mod:`.scan` finds the profiles a project's code uses.
 """
 
-from .check import lock_findings, platform_fallback_warning
+from .check import lock_findings, locked_but_missing, platform_fallback_warning
 from .entries import profile_files
 from .file import LOCK_FILE, Lock, read_lock, sha256, write_lock
 from .scan import Use, profiles_used
 
-__all__ = ["LOCK_FILE", "Lock", "Use", "lock_findings", "platform_fallback_warning", "profile_files", "profiles_used",
+__all__ = ["LOCK_FILE", "Lock", "Use", "lock_findings", "locked_but_missing", "platform_fallback_warning", "profile_files", "profiles_used",
            "read_lock", "sha256", "write_lock"]

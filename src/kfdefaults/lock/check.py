@@ -15,7 +15,7 @@ UPGRADE = "`kfdefaults lock --upgrade` records the change"
 
 
 def lock_findings(lock: Lock, profile: Resolved, catalog: Catalog, cluster_template: str | None,
-                  template_applies: bool = True) -> list[Finding]:
+                  template_applies: bool = True, require_locked: bool = True) -> list[Finding]:
     """What differs between ``profile`` (merged across its file layers and the cluster's template, the task layer
     left out) and its entry in ``lock``; ``[]`` when it is what was locked.
 
@@ -30,9 +30,13 @@ def lock_findings(lock: Lock, profile: Resolved, catalog: Catalog, cluster_templ
         cluster_template: The cluster's template file the profile was merged over, if any.
         template_applies: Whether the target merges the cluster's template (Flyte 1's backend does; Flyte 2's
             target is checked without it).
+        require_locked: Whether a profile the lock does not list is an error (a registration, ``lock --check``),
+            or simply not held to it (``render`` and ``validate`` of a profile the project does not use).
     """
     name, root = profile.name, os.path.dirname(os.path.abspath(lock.path))
     entry = lock.profiles.get(name)
+    if entry is None and not require_locked:
+        return []
     if entry is None:
         return [Finding(lock.location(), "", f"profile {name!r} is not in {LOCK_FILE}, so what it resolves to has not "
                         f"been reviewed: `kfdefaults lock {name}` adds it")]
@@ -64,7 +68,8 @@ def _file_findings(lock: Lock, name: str, entry: dict[str, Any], now: list[dict[
         if found is None:
             what = f"{item['layer']} layer missing" if item.get("package") else f"{item['layer']} file missing"
             findings.append(Finding(where, path, f"{what}: {describe(item)}, which profile {name!r} was locked with, "
-                                    f"is not found now{_missing_hint(item)}; {UPGRADE}", layer=item["layer"]))
+                                    f"is not found now{_missing_hint(item)}; only if the profile should no longer "
+                                    "use it, `kfdefaults lock --upgrade` records that", layer=item["layer"]))
         elif found["digest"] != item["digest"]:
             versions = (f" ({item['package']} {item.get('version')} locked, {found.get('version')} now)"
                         if item.get("package") and item.get("version") != found.get("version") else "")
@@ -80,10 +85,10 @@ def _file_findings(lock: Lock, name: str, entry: dict[str, Any], now: list[dict[
 
 def _missing_hint(item: dict[str, Any]) -> str:
     if item.get("package"):
-        return f" (is {item['package']} installed in this environment?)"
+        return f": install {item['package']} in this environment"
     if item["layer"] == "platform":
-        return " (is KFDEFAULTS_PLATFORM_PATH set, or the platform declared in [tool.kfdefaults]?)"
-    return ""
+        return ": name its folder (KFDEFAULTS_PLATFORM_PATH, --platform, or [tool.kfdefaults] platform)"
+    return ": restore the file"
 
 
 def _template_findings(lock: Lock, cluster_template: str | None, root: str) -> list[Finding]:
@@ -121,4 +126,18 @@ def platform_fallback_warning(profile: Resolved, declared: list[str], lock: Lock
         f"profile {profile.name!r} of the {top.layer} layer is layered on the builtin {profile.name!r}: no "
         f"platform layer defines it, though the project declares the platform {', '.join(declared)}; if the "
         f"platform should define it, check that it is the version you expect (a lock file, `kfdefaults lock`, "
-        f"turns this into an error)"), severity="warning", layer=top.layer)
+        f"records the layers of each profile, so that one missing later is an error)"), severity="warning", layer=top.layer)
+
+
+def locked_but_missing(lock: Lock, name: str) -> list[Finding]:
+    """Why profile ``name``, which ``lock`` lists, is defined by no layer now: the files it was locked with,
+    those of a package first (``[]`` when the lock does not list it)."""
+    entry = lock.profiles.get(name)
+    if entry is None:
+        return []
+    files = [item for item in entry["files"] if item["layer"] != "builtin"]
+    packages = sorted({item["package"] for item in files if item.get("package")})
+    fix = f"install {', '.join(packages)} in this environment" if packages else "name the folders that hold them"
+    made_of = "; ".join(f"{item['layer']} {describe(item)}" for item in files) or "no file"
+    return [Finding(lock.location("profiles", name), f"profiles.{name}", (
+        f"profile {name!r} was locked with {made_of}, and no layer defines it now: {fix}"))]

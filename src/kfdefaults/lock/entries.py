@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from typing import Any
 
 from ..layers import Catalog
@@ -17,14 +18,16 @@ FILE_LAYERS = ("builtin", "platform", "team")
 
 
 @functools.lru_cache(maxsize=None)
-def package_version(package: str) -> str:
-    """The installed version of ``package`` (a normalised distribution name), ``"unknown"`` when metadata lacks it."""
-    from importlib.metadata import PackageNotFoundError, version
+def installed_package(package: str) -> tuple[str, str]:
+    """The name (as ``pip install`` takes it: ``acme-platform-profiles``) and version of the installed
+    distribution ``package`` (a normalised name); ``(package, "unknown")`` when its metadata cannot be read."""
+    from importlib.metadata import PackageNotFoundError, metadata
 
     try:
-        return version(package)
+        found = metadata(package)
     except PackageNotFoundError:
-        return "unknown"
+        return package, "unknown"
+    return found.get("Name") or package, found.get("Version") or "unknown"
 
 
 def file_entry(file: str, layer: str, catalog: Catalog, root: str | None) -> dict[str, str]:
@@ -39,7 +42,8 @@ def file_entry(file: str, layer: str, catalog: Catalog, root: str | None) -> dic
     entry = {"layer": layer}
     folder = catalog.folder_of(file)
     if folder is not None and folder.package is not None:
-        entry.update(package=folder.package, version=package_version(folder.package), file=os.path.basename(file))
+        name, version = installed_package(folder.package)
+        entry.update(package=name, version=version, file=os.path.basename(file))
     else:
         entry["file"] = project_path(file, root)
     entry["digest"] = sha256(read_bytes(file))
@@ -67,8 +71,10 @@ def profile_files(resolved: Resolved, catalog: Catalog, root: str | None) -> lis
 
 
 def entry_key(entry: dict[str, Any]) -> tuple[str, str, str]:
-    """What identifies a file between the lock and now: its layer, package (or ``""``) and name."""
-    return entry["layer"], entry.get("package", ""), entry["file"]
+    """What identifies a file between the lock and now: its layer, package (its normalised name, or ``""``) and
+    name."""
+    package = re.sub(r"[-_.]+", "_", entry.get("package", "")).lower()
+    return entry["layer"], package, entry["file"]
 
 
 def describe(entry: dict[str, Any]) -> str:
