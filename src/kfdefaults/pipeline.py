@@ -44,6 +44,7 @@ from .lock import (
     read_lock,
 )
 from .lock.file import MAX_LOCK_BYTES
+from .read.files import read_regular_file
 from .merge.expand import expand
 from .merge.fold import merge_fragments
 from .merge.result import Resolved, SdkObjects
@@ -352,10 +353,10 @@ def _stamp(starts: Sequence[str], pipeline: Pipeline) -> tuple:
         out.append((path, str(e)))
     lock = os.path.join(os.path.dirname(path), LOCK_FILE) if path is not None else None
     for file in (lock, pipeline.cluster_template.path if pipeline.cluster_template else None):
-        try:
-            with open(file, "rb") as f:  # type: ignore[arg-type]
-                out.append((file, cache.digest(f.read(MAX_LOCK_BYTES + 1))))
-        except (OSError, TypeError):  # TypeError: no such file named
-            out.append((file, None))
+        try:  # never waiting on a pipe put in its place: what is wrong with it is said when it is read
+            out.append((file, cache.digest(read_regular_file(file, MAX_LOCK_BYTES)) if file and os.path.lexists(file)
+                        else None))
+        except ProfileError as e:
+            out.append((file, str(e)))
     out += [os.path.lexists(os.path.join(f.path, CLUSTER_TEMPLATE_FILE)) for f in pipeline.catalog.folders.get("platform", [])]
     return tuple(out)

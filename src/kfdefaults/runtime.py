@@ -62,7 +62,7 @@ def registered_settings(sdk: SdkObjects) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not what registration writes: no settings registered here
         return None
     return data if isinstance(data, dict) and isinstance(data.get("elastic"), dict) else None
 

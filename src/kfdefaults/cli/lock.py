@@ -41,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
         count = f"{len(result.profiles)} profile{'s' * (len(result.profiles) != 1)} ({', '.join(result.profiles)})"
         if result.errors:
             hint = "" if args.mode == "check" else "; `kfdefaults lock --upgrade` writes it from the profiles as they are"
-            err(f"kfdefaults lock: {shown} differs from the profiles now{hint}" if args.mode != "upgrade"
-                else f"kfdefaults lock: {shown} not written")
+            err(f"kfdefaults lock: {shown} differs from the profiles now{hint}" if result.changed
+                else f"kfdefaults lock: {shown} not written" if args.mode != "check" else f"kfdefaults lock: {shown}: "
+                f"{len(result.errors)} error{'s' * (len(result.errors) != 1)}")
             return 1
         if result.written:
             err(f"kfdefaults lock: wrote {shown}: {count}")

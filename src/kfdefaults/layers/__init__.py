@@ -136,8 +136,8 @@ def discover_folders(sources: Mapping[str, list[Source]], errors: list[Finding] 
         for source in layer_sources_:
             try:
                 found = source.folders()
-            except ProfileError as e:  # a broken installed package or pyproject.toml
-                findings.extend(e.findings)
+            except ProfileError as e:  # a broken installed package or pyproject.toml (said once, read by two sources)
+                findings.extend(f for f in e.findings if f not in findings)
                 continue
             for folder in found:
                 real = os.path.realpath(folder.path)

@@ -25,17 +25,22 @@ FOLDER_LAYERS = LAYERS[:-1]
 """The layers whose profiles come from folders."""
 
 
+NOT_PROFILES = (CLUSTER_TEMPLATE_FILE, "pyproject.toml")
+"""File names a profile folder may hold that are not profiles."""
+
+
 def profile_file_names(folder: str) -> list[str]:
     """The names of the entries directly in ``folder`` named like profile files, sorted; no ``stat`` per entry.
 
     Every such entry counts, a broken symbolic link or a folder named ``x.yaml`` too: loading it then fails with
     a located error, where leaving it out would hide a profile without a word. The cluster's PodTemplate
-    (``_cluster-template.yaml``, :mod:`.cluster`) is not a profile.
+    (``_cluster-template.yaml``, :mod:`.cluster`) and a project's ``pyproject.toml`` (a team folder may be the
+    project's own) are not profiles.
     """
     try:
         with os.scandir(folder) as entries:
             return sorted(e.name for e in entries if e.name.endswith(PROFILE_SUFFIXES) and not e.name.startswith(".")
-                          and e.name != CLUSTER_TEMPLATE_FILE)
+                          and e.name not in NOT_PROFILES)
     except OSError:
         return []
 

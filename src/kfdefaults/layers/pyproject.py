@@ -186,8 +186,11 @@ class Project:
         return self.doc.location(("tool", "kfdefaults") + path)
 
     def resolve(self, relative: str) -> str:
-        """A path written in the file, relative to its folder."""
-        return os.path.normpath(os.path.join(self.root or os.getcwd(), relative))
+        """A path written in the file, relative to its folder, as the file system names it: the file is UTF-8,
+        and under a locale whose file-system encoding is not (``LC_ALL=C`` without Python's UTF-8 mode) its bytes
+        are the file's name all the same (``os.fsdecode``)."""
+        written = os.fsdecode(relative.encode("utf-8", "surrogateescape"))
+        return os.path.normpath(os.path.join(self.root or os.getcwd(), written))
 
 
 NO_PROJECT = Project(None)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import Finding, Location
+from ..errors import Finding, Location, ProfileError
+from ..read.files import read_regular_file
 from ..layers import Catalog
 from ..merge.result import Resolved
 from .entries import describe, entry_key, profile_files, project_path
-from .file import LOCK_FILE, Lock, sha256
+from .file import LOCK_FILE, MAX_LOCK_BYTES, Lock, sha256
 
 UPGRADE = "`kfdefaults lock --upgrade` records the change"
 
@@ -97,9 +98,8 @@ def _template_findings(lock: Lock, cluster_template: str | None, root: str) -> l
         return [Finding(lock.location("cluster_template"), "cluster_template", (
             f"the cluster's PodTemplate {locked['file']} was locked, and none is found now; {UPGRADE}"))]
     try:
-        with open(cluster_template, "rb") as f:
-            digest = sha256(f.read())
-    except OSError:
+        digest = sha256(read_regular_file(cluster_template, MAX_LOCK_BYTES, "cluster's PodTemplate"))
+    except ProfileError:
         digest = None  # reading it for the merge says what is wrong with it
     file = project_path(cluster_template, root)
     if locked is None:

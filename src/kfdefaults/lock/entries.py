@@ -43,21 +43,28 @@ def file_entry(file: str, layer: str, catalog: Catalog, root: str | None) -> dic
     folder = catalog.folder_of(file)
     if folder is not None and folder.package is not None:
         name, version = installed_package(folder.package)
-        entry.update(package=name, version=version, file=os.path.basename(file))
+        entry.update(package=name, version=version, file=as_text(os.path.basename(file)))
     else:
         entry["file"] = project_path(file, root)
     entry["digest"] = sha256(read_bytes(file))
     return entry
 
 
+def as_text(name: str) -> str:
+    """A file name as the lock writes it: its bytes read as UTF-8 whatever the locale (a name that is not UTF-8
+    written with backslash escapes), so that every machine writes the same lock."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def project_path(file: str, root: str | None) -> str:
-    """``file`` relative to ``root`` with ``/`` separators, or its name in its folder when outside ``root``."""
+    """``file`` relative to ``root`` with ``/`` separators, or its name in its folder when outside ``root``
+    (:func:`as_text`)."""
     absolute = os.path.abspath(file)
     if root is not None:
         relative = os.path.relpath(absolute, root)
         if not relative.startswith(os.pardir + os.sep) and relative != os.pardir and not os.path.isabs(relative):
-            return relative.replace(os.sep, "/")
-    return os.path.basename(absolute)
+            return as_text(relative.replace(os.sep, "/"))
+    return as_text(os.path.basename(absolute))
 
 
 def profile_files(resolved: Resolved, catalog: Catalog, root: str | None) -> list[dict[str, str]]:

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import re
 from typing import Any
 
 from ..errors import Finding, KfdefaultsError, Location, ProfileError
 from ..read import Document
 from ..read.document import error
+from ..read.files import read_regular_file
 from ..read.toml import load_toml, toml_positions
 from ..targets import TARGETS
 
@@ -43,8 +44,9 @@ LOCK_FILE = "kfdefaults.lock"
 FORMAT = 1
 """The ``version`` of the file's shape this code reads and writes."""
 
-MAX_LOCK_BYTES = 8 << 20
-"""Largest lock file read (8 MiB: a profile takes a few hundred bytes)."""
+MAX_LOCK_BYTES = 2 << 20
+"""Largest lock file read (2 MiB: a profile takes about a kilobyte, so some two thousand profiles; tomllib, which
+is pure Python, reads it in about a second)."""
 
 HEADER = (
     "# kfdefaults.lock: the layers and files each profile of this project is made of, and what they merge to.\n"
@@ -91,13 +93,7 @@ def read_lock(path: str) -> Lock:
         ProfileError: it cannot be read, is larger than :data:`MAX_LOCK_BYTES`, is not UTF-8 TOML, or is not of
             the shape above, each at its ``FILE:LINE:COLUMN``.
     """
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_LOCK_BYTES + 1)
-    except OSError as e:
-        raise error(path, 1, 1, f"cannot read the lock file: {e.strerror or e}") from None
-    if len(raw) > MAX_LOCK_BYTES:
-        raise error(path, 1, 1, f"the lock file is larger than {MAX_LOCK_BYTES >> 20} MiB")
+    raw = read_regular_file(path, MAX_LOCK_BYTES, "lock file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -116,53 +112,68 @@ def _shape_problems(data: dict[str, Any], doc: Document) -> list[Finding]:
         return Finding(doc.location(path), ".".join(str(p) for p in path), message + "; `kfdefaults lock --upgrade` "
                        "writes the file again")
 
-    if data.get("version") != FORMAT:
+    if type(data.get("version")) is not int or data["version"] != FORMAT:
         return [bad(("version",), f"not a lock file this kfdefaults reads (version {FORMAT} expected)")]
+    out = [bad((key,), "must be a string") for key in ("kfdefaults", "kubernetes_version")
+           if key in data and not isinstance(data[key], str)]
     profiles = data.get("profiles", {})
     if not isinstance(profiles, dict):
-        return [bad(("profiles",), "must be a table of profiles")]
-    out = []
+        return out + [bad(("profiles",), "must be a table of profiles")]
     for name, entry in profiles.items():
         files = entry.get("files") if isinstance(entry, dict) else None
         if not isinstance(files, list):
             out.append(bad(("profiles", name), "must be a table with a `files` list"))
             continue
         for key, value in entry.items():
-            if key != "files" and (key not in TARGETS or not isinstance(value, str)):
-                out.append(bad(("profiles", name, key), f"unknown key; a profile's entry holds `files` and a digest "
-                                                        f"per target ({', '.join(TARGETS)})"))
+            if key != "files" and (key not in TARGETS or not _is_digest(value)):
+                out.append(bad(("profiles", name, key), f"must be a digest per target ({', '.join(TARGETS)}: "
+                                                        "`sha256:` and 64 hex digits) or `files`"))
         for i, item in enumerate(files):
             if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k, need in _FILE_KEYS.items() if need)
-                    and all(k in _FILE_KEYS and isinstance(v, str) for k, v in item.items())):
+                    and all(k in _FILE_KEYS and isinstance(v, str) for k, v in item.items())
+                    and item["layer"] in ("builtin", "platform", "team") and _is_digest(item["digest"])):
                 out.append(bad(("profiles", name, "files", i), "must be a table of `layer`, `file`, `digest` (and "
                                                               "`package`, `version` for a file of a package)"))
     template = data.get("cluster_template")
     if template is not None and not (isinstance(template, dict) and isinstance(template.get("file"), str)
-                                     and isinstance(template.get("digest"), str)):
+                                     and _is_digest(template.get("digest"))):
         out.append(bad(("cluster_template",), "must be a table of `file` and `digest`"))
     return out
 
 
+def _is_digest(value: Any) -> bool:
+    """Whether ``value`` is a digest as :func:`sha256` writes it."""
+    return isinstance(value, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", value) is not None
+
+
 def write_lock(path: str, data: dict[str, Any]) -> None:
-    """Write ``data`` (the shape :class:`Lock` reads) to ``path``, whole or not at all: a temporary file beside it,
-    renamed over it.
+    """Write ``data`` (the shape :class:`Lock` reads) to ``path``, whole or not at all: a temporary file beside it
+    (``.kfdefaults.lock.tmp``, the one name every run uses, so that a run killed mid-write leaves nothing more
+    behind), renamed over it. A lock file that is a link is written where the link points; its mode is kept.
 
     Raises:
-        KfdefaultsError: the folder cannot be written.
+        KfdefaultsError: the folder cannot be written, or a name in ``data`` cannot be written as UTF-8.
     """
     import tomli_w
 
-    text = HEADER + "\n" + tomli_w.dumps(data, multiline_strings=False)
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, temporary = tempfile.mkstemp(prefix=".kfdefaults.lock.", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
+        text = (HEADER + "\n" + tomli_w.dumps(data, multiline_strings=False)).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise KfdefaultsError(f"cannot write {path}: a file name is not UTF-8 text ({e.object[e.start:e.end]!r})") from None
+    target = os.path.realpath(path)
+    temporary = os.path.join(os.path.dirname(target), ".kfdefaults.lock.tmp")
+    try:
+        mode = os.stat(target).st_mode & 0o777 if os.path.exists(target) else None
+        if mode is None:
             umask = os.umask(0)
             os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)  # as any file the user writes, not mkstemp's 0600
-            os.replace(temporary, path)
+            mode = 0o666 & ~umask  # as any file the user writes
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(text)
+            os.chmod(temporary, mode)
+            os.replace(temporary, target)
         except BaseException:
             os.unlink(temporary)
             raise

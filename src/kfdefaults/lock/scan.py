@@ -7,6 +7,9 @@ import ast
 import os
 from typing import Iterator, NamedTuple
 
+from ..errors import ProfileError
+from ..read.files import read_regular_file
+
 SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist", "venv", "env"})
 """Folders never searched, besides those whose name starts with a dot (``.venv``, ``.git``, ``.tox``)."""
 
@@ -27,18 +30,38 @@ class Use(NamedTuple):
     profile: str | None
 
 
-def profiles_used(root: str) -> list[Use]:
+MAX_SOURCE_BYTES = 1 << 20
+"""Largest Python file read (1 MiB): a module that calls ``Elastic(...)`` is code; a larger one (generated
+data) is skipped, with a warning."""
+
+
+def profiles_used(root: str, skipped: list[tuple[str, str]] | None = None) -> list[Use]:
     """Every ``Elastic(...)`` call (``Elastic``, ``kfdefaults.Elastic``, ``kfdefaults.flyte2.Elastic``, any
-    ``x.Elastic``) in the ``*.py`` files under ``root``, in file and line order. A file that does not parse is
-    skipped: ``kfdefaults lock`` is not a linter of the project's code."""
+    ``x.Elastic``) in the ``*.py`` files under ``root``, in file and line order.
+
+    Only regular files of at most :data:`MAX_SOURCE_BYTES` that mention ``Elastic`` are parsed, each opened
+    without waiting (a FIFO in a source folder never blocks the scan). A file that cannot be read, is too large,
+    or does not parse (a syntax error, nesting deeper than Python's parser goes) is left out, with the reason
+    appended to ``skipped`` as ``(file, reason)``: ``kfdefaults lock`` is not a linter of the project's code, but
+    it says which files it could not read.
+    """
     out = []
     for path in _python_files(root):
-        try:
-            with open(path, "rb") as f:
-                tree = ast.parse(f.read(), filename=path)
-        except (OSError, SyntaxError, ValueError):
-            continue
         relative = os.path.relpath(path, root).replace(os.sep, "/")
+        try:
+            raw = read_regular_file(path, MAX_SOURCE_BYTES, "Python file")
+        except ProfileError as e:
+            if skipped is not None:
+                skipped.append((relative, e.findings[0].message))
+            continue
+        if b"Elastic" not in raw:
+            continue
+        try:
+            tree = ast.parse(raw, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            if skipped is not None and not isinstance(e, SyntaxError):
+                skipped.append((relative, f"Python's parser cannot read it ({type(e).__name__})"))
+            continue
         for node in ast.walk(tree):
             if _is_elastic_call(node):
                 found, profile = _profile_of(node)

@@ -71,6 +71,30 @@ def path_problem(path: str, want: str) -> str | None:
     return None
 
 
+def read_regular_file(file: str, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``file``, which must be a regular file of at most ``limit`` bytes: opened without waiting
+    (a FIFO or a device put in its place is refused, never read), read at most ``limit + 1`` bytes.
+
+    Raises:
+        ProfileError: at ``FILE:1:1``: it cannot be opened, is not a regular file, or is larger than ``limit``.
+    """
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise error(file, 1, 1, f"cannot read the {what}: {e.strerror or e}") from None
+    with open(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(file, 1, 1, f"the {what} is {_kind_of(mode)}, not a regular file")
+        try:
+            raw = f.read(limit + 1)
+        except OSError as e:
+            raise error(file, 1, 1, f"cannot read the {what}: {e.strerror or e}") from None
+    if len(raw) > limit:
+        raise error(file, 1, 1, f"the {what} is larger than {limit >> 10} KiB")
+    return raw
+
+
 def read_bytes(file: str) -> bytes:
     """A profile file's bytes.
 

@@ -156,6 +156,8 @@ def _registered(obj: LiveObject, path: tuple, value: Any) -> Registered:
         data = json.loads(value if isinstance(value, str) else "")
     except ValueError as e:
         raise _bad(obj, path, f"{RUNTIME_ENV} is not JSON ({e})") from None
+    except RecursionError:  # deeper than Python's JSON decoder goes: no settings kfdefaults ever wrote
+        raise _bad(obj, path, f"{RUNTIME_ENV} nests deeper than JSON settings ever do") from None
     if not isinstance(data, dict) or not isinstance(data.get("elastic"), dict):
         raise _bad(obj, path, f"{RUNTIME_ENV} holds no elastic settings: it is not what kfdefaults registers")
     profile, target = data.get("profile"), data.get("target")
