@@ -24,16 +24,17 @@ Where: ``$KFDEFAULTS_CACHE_DIR``, else ``$XDG_CACHE_HOME/kfdefaults``, else ``~/
 from __future__ import annotations
 
 import functools
-import json
+import marshal
 import os
-import re
 import stat
 import time
-from typing import Any, Callable
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
 from . import __version__
 from .settings import CACHE_DIR_ENV, NO_CACHE_ENV, flag
-from .smp import schema
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 try:  # the C module hashlib itself uses for BLAKE2; importing hashlib also loads OpenSSL, a few ms more
     from _blake2 import blake2b as _blake2b
@@ -67,9 +68,16 @@ STALE_TEMPORARY_SECONDS = 600
 
 _HEADER = b"kfdefaults-cache"
 _SWEPT = ".swept"  # the file whose modification time is that of the last sweep
-_SHARD = re.compile(r"[0-9a-f]{2}")
-_ENTRY = re.compile(r"[0-9a-f]{62}\.json")
-_TEMPORARY = re.compile(r"(?:[0-9a-f]{62}\..*|tmp[a-z0-9_]{8})\.tmp")  # and the names of earlier versions
+
+
+@functools.lru_cache(maxsize=1)
+def _names() -> tuple:
+    """The patterns of the names the cache gives: a shard folder, an entry, a temporary file (and the names of
+    earlier versions' temporary files). Compiled when a sweep needs them: the replay of a render imports no ``re``."""
+    import re
+
+    return (re.compile(r"[0-9a-f]{2}"), re.compile(r"[0-9a-f]{62}\.json"),
+            re.compile(r"(?:[0-9a-f]{62}\..*|tmp[a-z0-9_]{8})\.tmp"))
 
 
 def cache_dir() -> str | None:
@@ -95,16 +103,26 @@ def source_files() -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _code_fingerprint() -> str:
-    """kfdefaults' version, every one of its source files (path, size, time) and the kubernetes-validate version:
-    a change to any module of the package is a new key for every entry."""
+def source_stamp() -> str:
+    """kfdefaults' version and every one of its source files (path, size, time), as one line per part: what
+    says that the code is the same as when something was cached (a few hundred ``stat`` calls, no import)."""
     parts = [f"kfdefaults {__version__}", f"format {FORMAT}"]
     here = os.path.dirname(os.path.abspath(__file__))
     for relative in source_files():
         st = os.stat(os.path.join(here, relative))
         parts.append(f"{relative} {st.st_size} {st.st_mtime_ns}")
-    parts.append(f"kubernetes-validate {schema.schema_package_version()}")
-    return digest("\n".join(parts).encode("utf-8", "surrogatepass"))
+    return "\n".join(parts)
+
+
+@functools.lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """:func:`source_stamp` and the kubernetes-validate version: a change to any module of the package or a new
+    schema is a new key for every entry."""
+    # lazy: the schema module imports json and re, which the replay of a render (through source_stamp) skips
+    from .smp import schema
+
+    stamp = f"{source_stamp()}\nkubernetes-validate {schema.schema_package_version()}"
+    return digest(stamp.encode("utf-8", "surrogatepass"))
 
 
 def key(content: bytes, *context: str) -> str:
@@ -117,7 +135,7 @@ def _path(entry_key: str) -> str | None:
     return None if folder is None else os.path.join(folder, entry_key[:2], entry_key[2:] + ".json")
 
 
-def load(entry_key: str, valid: Callable[[Any], bool] | None = None) -> Any | None:
+def load(entry_key: str, valid: Callable[[Any], bool] | None = None, *, fast: bool = False) -> Any | None:
     """The value stored under ``entry_key``, or ``None`` (missing, unreadable, not this key's, damaged, of
     another shape, or the cache is off).
 
@@ -125,6 +143,7 @@ def load(entry_key: str, valid: Callable[[Any], bool] | None = None) -> Any | No
         entry_key: A key from :func:`key`.
         valid: Says whether a value read back has the shape its user stores; a value it refuses (or raises on)
             is a miss.
+        fast: The entry was stored with ``fast=True`` (:func:`store`).
     """
     path = _path(entry_key)
     if path is None:
@@ -143,14 +162,24 @@ def load(entry_key: str, valid: Callable[[Any], bool] | None = None) -> Any | No
             if time.time() - st.st_mtime > 86400:
                 _refresh(fd)
         header, _, body = raw.partition(b"\n")
-        if header.split(b" ") != [_HEADER, str(FORMAT).encode(), entry_key.encode(), digest(body).encode()]:
+        if header.split(b" ") != [_HEADER, _format(fast), entry_key.encode(), digest(body).encode()]:
             return None
-        value = json.loads(body)
+        value = marshal.loads(body) if fast else _json().loads(body)
         if valid is not None and not valid(value):
             return None
         return value
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError, EOFError):
         return None
+
+
+def _format(fast: bool) -> bytes:
+    return f"{FORMAT}{'-marshal' if fast else ''}".encode()
+
+
+def _json() -> Any:
+    import json  # with ``re``, about 5 ms of start-up a replayed render does without
+
+    return json
 
 
 def _refresh(fd: int) -> None:
@@ -161,16 +190,22 @@ def _refresh(fd: int) -> None:
         pass
 
 
-def store(entry_key: str, value: Any) -> None:
+def store(entry_key: str, value: Any, *, fast: bool = False) -> None:
     """Store plain JSON data under ``entry_key``; failures are ignored (the next run is a miss). A value over
-    :data:`MAX_ENTRY_BYTES` is not stored."""
+    :data:`MAX_ENTRY_BYTES` is not stored.
+
+    ``fast=True`` stores it with :mod:`marshal` instead (the interpreter's own format, read without importing
+    anything; the digest in the entry's first line is checked before a byte of it is decoded), for the
+    replay of a render, where the few milliseconds of importing :mod:`json` count.
+    """
     path = _path(entry_key)
     if path is None:
         return
     import tempfile
 
     try:
-        body = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        body = (marshal.dumps(value) if fast else
+                _json().dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if len(body) > MAX_ENTRY_BYTES - 256:
             return
         folder = os.path.dirname(path)
@@ -178,7 +213,7 @@ def store(entry_key: str, value: Any) -> None:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=entry_key[2:] + ".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(b" ".join([_HEADER, str(FORMAT).encode(), entry_key.encode(), digest(body).encode()]) + b"\n")
+                f.write(b" ".join([_HEADER, _format(fast), entry_key.encode(), digest(body).encode()]) + b"\n")
                 f.write(body)  # one write, not one per token
             os.replace(tmp, path)
         except BaseException:
@@ -211,14 +246,16 @@ def _own_files(folder: str) -> list[tuple[str, os.stat_result | None, str]]:
     named as the cache names them, in the folders it names; nothing else in ``folder`` is touched."""
     found: list[tuple[str, os.stat_result | None, str]] = []
     try:
-        shards = [e.path for e in os.scandir(folder) if _SHARD.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+        shard_name, entry_name, temporary_name = _names()
+        shards = [e.path for e in os.scandir(folder) if shard_name.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return found
     for shard in shards:
         try:
             with os.scandir(shard) as listing:
                 for item in listing:
-                    kind = "entry" if _ENTRY.fullmatch(item.name) else "temporary" if _TEMPORARY.fullmatch(item.name) else None
+                    kind = ("entry" if entry_name.fullmatch(item.name) else
+                            "temporary" if temporary_name.fullmatch(item.name) else None)
                     if kind is None:
                         continue
                     try:
@@ -265,7 +302,7 @@ def clear(folder: str | None = None) -> int:
         return 0
     removed = sum(_remove(path) for path, _, _ in _own_files(folder))
     for name in os.listdir(folder) if os.path.isdir(folder) else []:
-        if _SHARD.fullmatch(name):
+        if _names()[0].fullmatch(name):
             try:
                 os.rmdir(os.path.join(folder, name))  # only if empty
             except OSError:
@@ -302,6 +339,9 @@ def load_patch_schema(kubernetes_version: str | None) -> None:
     Raises:
         ValueError: no schema for that version.
     """
+    # lazy: as in _code_fingerprint
+    from .smp import schema
+
     minor = schema.normalize_version(kubernetes_version)
     if cache_dir() is None:
         return

@@ -22,7 +22,10 @@ KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary cont
 from __future__ import annotations
 
 import os
-from typing import Mapping
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: settings are read on the fastest paths
+if TYPE_CHECKING:
+    from typing import Mapping
 
 PLATFORM_ENV = "KFDEFAULTS_PLATFORM_PATH"
 TEAM_ENV = "KFDEFAULTS_TEAM_PATH"

@@ -12,7 +12,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Sequence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from .replay import Recording
 
 COMMANDS = {
     "render": ("render", "Print a profile merged across its layers (builtin, platform, team, --set)."),
@@ -59,15 +64,31 @@ def _usage() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run ``kfdefaults`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status."""
-    from .common import escape_what_the_locale_cannot_write
+    """Run ``kfdefaults`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status.
 
+    A ``render`` whose inputs have not changed since it last ran with the same arguments here is replayed
+    (:mod:`.replay`): its output written again without importing the pipeline.
+    """
+    from .replay import Recording, command_key, replay
+    from .streams import escape_what_the_locale_cannot_write
+
+    args = list(sys.argv[1:] if argv is None else argv)
     escape_what_the_locale_cannot_write()
-    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+    key = command_key(args)
+    if key is None:
+        sys.exit(run(args))
+    if replay(key):
+        sys.exit(0)
+    with Recording(key) as recording:
+        status = run(args, recording)
+    if status == 0:
+        recording.store()
+    sys.exit(status)
 
 
-def run(argv: list[str]) -> int:
-    """Run ``kfdefaults`` with ``argv``; return the exit status (argparse exits 2 itself on a usage mistake)."""
+def run(argv: list[str], recording: Recording | None = None) -> int:
+    """Run ``kfdefaults`` with ``argv``; return the exit status (argparse exits 2 itself on a usage mistake).
+    A ``recording`` learns whether the command may be replayed (its module's ``replayable(args)``)."""
     while argv and argv[0].startswith("-"):
         option = argv.pop(0)
         if option in ("-h", "--help"):
@@ -93,6 +114,8 @@ def run(argv: list[str]) -> int:
         return _usage_mistake(f"no such command {name!r}" + (f"; did you mean {hint!r}?" if hint else ""))
     module = importlib.import_module(f".{COMMANDS[name][0]}", __name__)
     args = module.build(f"kfdefaults {name}").parse_args(rest)
+    if recording is not None:
+        recording.replayable = getattr(module, "replayable", lambda _: False)(args)
     return module.run(args)
 
 

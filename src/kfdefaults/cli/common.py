@@ -104,44 +104,6 @@ def add_cluster_template(p: argparse.ArgumentParser) -> None:
                         "a platform folder's _cluster-template.yaml.")
 
 
-def escape_what_the_locale_cannot_write() -> None:
-    """Let standard output and standard error write any text, whatever the locale's encoding.
-
-    A character the encoding cannot hold (a ``description`` in Japanese under ``de_DE.ISO-8859-1``, or under
-    the ``C`` locale without Python's UTF-8 mode) is written as a backslash escape (``\\u65e5``) instead of
-    ending the command with a ``UnicodeEncodeError``; bytes a file name could not decode (Python's
-    ``surrogateescape``) are written back as they were. JSON and YAML output escapes them in its own syntax
-    first (:func:`kfdefaults.show.output.output_encoding`), so that it reads back as the same data; this is
-    for text (tables, messages).
-    """
-    import codecs
-
-    try:
-        codecs.lookup_error(_ESCAPE)
-    except LookupError:
-        codecs.register_error(_ESCAPE, _escape)
-    for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(stream, "reconfigure"):
-            try:
-                stream.reconfigure(errors=_ESCAPE)
-            except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
-                pass
-
-
-_ESCAPE = "kfdefaults-escape"
-
-
-def _escape(error: UnicodeError) -> tuple[str | bytes, int]:
-    """The codec error handler of :func:`escape_what_the_locale_cannot_write`, one character at a time."""
-    if not isinstance(error, UnicodeEncodeError):
-        raise error
-    code = ord(error.object[error.start])
-    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's: the byte it stands for
-        return bytes([code - 0xDC00]), error.start + 1
-    escape = f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-    return escape, error.start + 1
-
-
 def out(text: str) -> None:
     """Write ``text`` to standard output as it is (it ends with a newline where one is wanted)."""
     sys.stdout.write(text)

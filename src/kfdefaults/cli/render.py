@@ -53,6 +53,12 @@ def build(prog: str) -> argparse.ArgumentParser:
     return p
 
 
+def replayable(args: argparse.Namespace) -> bool:
+    """Whether this render may be replayed when its inputs are unchanged (:mod:`.replay`): all but those that
+    define a real task with the SDK, whose output follows from the SDK's code too."""
+    return args.as_ in ("profile", "podtemplate")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.explain and args.as_ != "profile":
         build("kfdefaults render").error(f"--explain shows the merged profile; it does not combine with --as {args.as_}")

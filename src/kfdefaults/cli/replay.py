@@ -1,0 +1,264 @@
+"""Replay of ``kfdefaults render``: a render whose inputs have not changed prints again what it printed, without
+importing the pipeline.
+
+What a render prints follows from the command (its arguments, working folder, environment, interpreter and
+kfdefaults' own code) and from what it reads: profile files, folder listings, and paths it looks for that may
+or may not be there (``pyproject.toml``, ``kfdefaults.lock``, a cluster template, the folders of a layer). The
+first run of a command records those inputs as it goes, whoever reads them:
+
+* every file opened for reading (Python's audit event ``open``): kept as the digest of its bytes;
+* every folder listed (``os.listdir``, ``os.scandir``, and so ``os.walk``, ``glob`` and the import system):
+  kept as its sorted names and which of them are folders;
+* every path looked at (``os.stat``, ``os.lstat``, and so ``os.path.exists``, ``isfile``, ``isdir``,
+  ``realpath`` and ``pathlib``): kept as its kind, size and modification time, or as missing.
+
+It stores them in the cache (:mod:`kfdefaults.cache`) beside the text written to standard output and standard
+error. A later run of the same command replays that text only if every input is still what it was: each file
+read again and its digest compared (an edit that keeps the size and the time is seen), each folder listed
+again, each path looked at again. Anything else runs the command and records it anew.
+
+Left out of the inputs, on purpose: Python modules read by imports (kfdefaults' own are in the command's key
+through :func:`kfdefaults.cache.source_stamp`; an install or removal of a package changes the listing of a
+``sys.path`` folder, recorded when it was listed), the cache's own files, and the Kubernetes schema files
+(their package's version file is recorded instead).
+
+A run is replayed or recorded only when neither standard output nor standard error is a terminal (hooks, CI,
+scripts and pipes: on a terminal the output may follow the terminal's width, and a person does not notice
+the difference), only for a render that exits 0, and only for the renders that need no SDK (``--as profile``
+and ``--as podtemplate``; ``--as flyte`` and ``pytorchjob`` define a real task). A run is not stored when an
+input was modified during it or less than :data:`RACE_SECONDS` before it began, as a time stamp is coarse and
+an edit in the same tick would go unseen. ``KFDEFAULTS_NO_CACHE=1`` turns it off with the cache.
+
+Only the standard library's always-loaded modules and :mod:`kfdefaults.cache` are imported here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+
+from .streams import Kept
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+FORMAT = 1
+"""Version of the stored layout; part of every key."""
+
+COMMANDS = frozenset({"render"})
+"""The commands that may be replayed; each also decides per run, by its module's ``replayable(args)``."""
+
+RACE_SECONDS = 2.0
+"""An input modified less than this before the run began (or during it) keeps the run from being stored."""
+
+_SHELL_BOOKKEEPING = frozenset({"_", "OLDPWD", "SHLVL"})
+"""Environment variables a shell changes between two runs of the same command; nothing reads them."""
+
+_MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd", ".pth")
+
+
+def command_key(argv: list[str]) -> str | None:
+    """The cache key of running ``kfdefaults`` with ``argv`` here and now, or ``None`` when the command is not
+    one that is replayed, a stream is a terminal, or the cache is off.
+
+    The key covers the arguments, the working folder, the environment (but for :data:`_SHELL_BOOKKEEPING`),
+    the interpreter (its path, version, flags and ``sys.path``), the encodings of the two streams and
+    kfdefaults' code; what the command reads is checked separately (:func:`replay`).
+    """
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in COMMANDS or any(_is_terminal(s) for s in (sys.stdout, sys.stderr)):
+        return None
+    from .. import cache
+
+    if cache.cache_dir() is None:
+        return None
+    try:
+        here = os.getcwd()
+    except OSError:  # the working folder was removed
+        return None
+    environment = "\0".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k not in _SHELL_BOOKKEEPING)
+    streams = [f"{getattr(s, 'encoding', None)} {getattr(s, 'errors', None)}" for s in (sys.stdout, sys.stderr)]
+    parts = [f"replay {FORMAT}", cache.source_stamp(), sys.executable, sys.version, repr(sys.flags),
+             "\0".join(sys.path), here, "\0".join(argv), environment, *streams]
+    return cache.digest(*(p.encode("utf-8", "surrogatepass") for p in parts))
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return stream is None or stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return True  # a stream of unknown kind: no replay
+
+
+def replay(key: str) -> bool:
+    """Write what the command stored under ``key`` wrote, if every input it read is unchanged; return whether
+    it did (``False``: run the command)."""
+    from .. import cache
+
+    stored = cache.load(key, _is_stored_run, fast=True)
+    if stored is None:
+        return False
+    for kind, path, seen in stored["inputs"]:
+        if _state(kind, path) != seen:
+            return False
+    sys.stdout.write(stored["out"])
+    sys.stderr.write(stored["err"])
+    return True
+
+
+def _is_stored_run(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("out"), str) and isinstance(value.get("err"), str)
+            and isinstance(value.get("inputs"), list)
+            and all(isinstance(i, list) and len(i) == 3 and i[0] in _STATES and isinstance(i[1], str)
+                    for i in value["inputs"]))
+
+
+def _file(path: str) -> Any:
+    from ..cache import digest
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as f:  # a pipe put in the file's place opens without waiting, and is not read
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "!not a regular file"
+        return digest(f.read())
+
+
+def _folder(path: str) -> Any:
+    from ..cache import digest
+
+    with os.scandir(path) as listing:
+        names = sorted(e.name + ("/" if e.is_dir() else "") for e in listing)
+    return digest("\0".join(names).encode("utf-8", "surrogateescape"))
+
+
+def _looked_at(follow: bool) -> Any:
+    def state(path: str) -> Any:
+        st = os.stat(path) if follow else os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):  # that it is a folder: what it holds is an input of its own when listed
+            return [stat.S_IFDIR]
+        return [stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns]
+    return state
+
+
+_STATES = {"file": _file, "folder": _folder, "stat": _looked_at(True), "lstat": _looked_at(False)}
+
+
+def _state(kind: str, path: str) -> Any:
+    """What ``path`` holds now, as the kind of input ``kind`` keeps it (plain JSON data); an error is a state."""
+    try:
+        return _STATES[kind](path)
+    except OSError as e:
+        return f"!{e.errno}"
+    except (ValueError, UnicodeError) as e:  # a name the file system cannot take
+        return f"!{type(e).__name__}"
+
+
+class Recording:
+    """The inputs and output of one run of a command, recorded while it runs (a context manager).
+
+    Inside the ``with``, standard output and standard error are :class:`~.streams.Kept`, ``os.stat`` and
+    ``os.lstat`` note the paths they are given, and an audit hook notes the files opened for reading and the
+    folders listed. :meth:`store` then keeps the run in the cache under its key.
+    """
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.replayable = False
+        """Set by the command once it has parsed its arguments: whether this run may be replayed."""
+        self.inputs: dict[tuple[str, str], None] = {}
+        self.began = time.time()
+
+    def note(self, kind: str, path: Any) -> None:
+        try:
+            path = os.fsdecode(os.fspath("." if path is None else path))
+        except TypeError:  # a file descriptor
+            return
+        self.inputs.setdefault((kind, path), None)
+
+    def __enter__(self) -> Recording:
+        global _recording
+        _install_hook()
+        self._stat, self._lstat = os.stat, os.lstat
+        os.stat, os.lstat = self._noting(self._stat, "stat"), self._noting(self._lstat, "lstat")
+        self.out, self.err = Kept(sys.stdout), Kept(sys.stderr)
+        sys.stdout, sys.stderr = self.out, self.err
+        _recording = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _recording
+        _recording = None
+        os.stat, os.lstat = self._stat, self._lstat
+        sys.stdout, sys.stderr = self.out.stream, self.err.stream
+
+    def _noting(self, function: Any, kind: str) -> Any:
+        def noted(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if not isinstance(path, int) and kwargs.get("dir_fd") is None:
+                self.note(kind if kwargs.get("follow_symlinks", True) else "lstat", path)
+            return function(path, *args, **kwargs)
+        return noted
+
+    def store(self) -> None:
+        """Keep the run in the cache, unless the command said it may not be replayed, its output was written
+        around the kept streams, or an input changed during the run or just before it."""
+        if not (self.replayable and self.out.complete and self.err.complete):
+            return
+        from .. import cache
+
+        left_out = [os.path.abspath(cache.cache_dir() or os.sep)]
+        inputs = []
+        schema = sys.modules.get("kfdefaults.smp.schema")
+        if schema is not None:  # the schema files, by their package's version file
+            root = os.path.dirname(schema._schema_root())
+            left_out.append(root)
+            self.inputs.setdefault(("file", os.path.join(root, "version.py")), None)
+        for kind, path in self.inputs:
+            if kind == "file" and (path.endswith(_MODULE_SUFFIXES) or "__pycache__" in path):
+                continue
+            absolute = os.path.abspath(path)
+            if any(absolute == f or absolute.startswith(f + os.sep) for f in left_out):
+                continue
+            if absolute.startswith(("/proc/", "/dev/", "/sys/")):
+                return  # the state of the system, not of a file
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            # a folder only looked at is kept as being a folder (its time changes with every file made in it)
+            timed = st is not None and (kind in ("file", "folder") or not stat.S_ISDIR(st.st_mode))
+            if timed and st.st_mtime >= self.began - RACE_SECONDS:
+                return
+            inputs.append([kind, path, _state(kind, path)])
+        cache.store(self.key, {"inputs": inputs, "out": self.out.text(), "err": self.err.text()}, fast=True)
+
+
+_recording: Recording | None = None
+_hooked = False
+
+
+def _install_hook() -> None:
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Python's audit hook (it cannot be removed; it does nothing outside a recording): note the files opened
+    for reading and the folders listed."""
+    recording = _recording
+    if recording is None:
+        return
+    try:
+        if event == "open":
+            path, mode, flags = args
+            writes = any(c in mode for c in "wax+") if isinstance(mode, str) else bool(flags & (os.O_WRONLY | os.O_RDWR))
+            if not writes:
+                recording.note("file", path)
+        elif event in ("os.listdir", "os.scandir"):
+            recording.note("folder", args[0])
+    except Exception:  # an audit hook that raises would fail the operation it watches
+        pass

@@ -1,0 +1,162 @@
+"""The replay of an unchanged ``render``: it prints exactly what a render prints, and any change to what the
+render read, looked for or was given makes it render again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+# Runs the command line as the console script does, then says on a file of its own whether the pipeline was
+# imported: a replay never imports it.
+PROBE = textwrap.dedent("""\
+    import atexit, os, sys
+    def said():
+        with open(os.environ["PROBE_OUT"], "w") as f:
+            f.write("rendered" if "kfdefaults.pipeline" in sys.modules else "replayed")
+    atexit.register(said)
+    from kfdefaults.cli import main
+    main()
+""")
+
+TEAM = """\
+description: the team's GPU profile
+extends: elastic-gpu-default
+elastic:
+  nnodes: 2
+pod_template:
+  labels: {team: vision}
+  spec:
+    containers:
+      - name: primary
+        image: registry.example.com/vision/train:2.1
+"""
+
+LONG_AGO = time.time() - 3600
+
+
+def age(*paths: Path) -> None:
+    """Date files and folders an hour back, as files committed long ago are: a recent time keeps a run from
+    being stored (an edit in the same tick as the recording would go unseen)."""
+    for path in paths:
+        for p in [path, *(path.rglob("*") if path.is_dir() else [])]:
+            os.utime(p, (LONG_AGO, LONG_AGO), follow_symlinks=False)
+
+
+@pytest.fixture
+def case(tmp_path: Path) -> dict:
+    work = tmp_path / "work"
+    team = work / "team"
+    team.mkdir(parents=True)
+    (team / "vision.yaml").write_text(TEAM)
+    age(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    env.update(KFDEFAULTS_CACHE_DIR=str(tmp_path / "cache"), KFDEFAULTS_NO_ENTRY_POINTS="1",
+               PROBE_OUT=str(tmp_path / "probe"))
+    return {"work": work, "team": team, "env": env, "probe": tmp_path / "probe"}
+
+
+def render(case: dict, *args: str, env: dict | None = None) -> tuple[str, str, str, int]:
+    """(stdout, stderr, "rendered" or "replayed", exit status) of ``kfdefaults ARGS`` in the case's folder."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=case["work"], env=env or case["env"],
+                          capture_output=True, text=True, timeout=120)
+    return proc.stdout, proc.stderr, case["probe"].read_text(), proc.returncode
+
+
+ARGS = ("render", "vision", "--team", "team", "--as", "podtemplate")
+
+
+def test_an_unchanged_render_is_replayed_with_the_same_output(case: dict) -> None:
+    first = render(case, *ARGS)
+    second = render(case, *ARGS)
+    assert first[2] == "rendered" and second[2] == "replayed"
+    assert second == (first[0], first[1], "replayed", 0)
+    assert "registry.example.com/vision/train:2.1" in first[0]
+    assert "kfdefaults: target" in first[1]
+
+
+def test_an_edit_that_keeps_size_and_time_is_seen(case: dict) -> None:
+    render(case, *ARGS)
+    assert render(case, *ARGS)[2] == "replayed"
+    profile = case["team"] / "vision.yaml"
+    profile.write_text(TEAM.replace("train:2.1", "train:2.2"))  # same size
+    age(profile)  # and the same time, as rsync -t or cp -p leave it
+    out, _, how, status = render(case, *ARGS)
+    assert (how, status) == ("rendered", 0)
+    assert "train:2.2" in out and "train:2.1" not in out
+
+
+def test_a_new_profile_file_in_a_folder_is_seen(case: dict) -> None:
+    render(case, *ARGS)
+    (case["team"] / "elastic-gpu-default.yaml").write_text("pod_template:\n  labels: {shadowed: 'yes'}\n")
+    age(case["team"])
+    out, _, how, _ = render(case, *ARGS)
+    assert how == "rendered" and "shadowed" in out
+
+
+def test_a_pyproject_toml_that_appears_is_seen(case: dict) -> None:
+    """A render looks for pyproject.toml in the working folder and above: one that appears later declares the
+    team folder, and the same command now renders with it."""
+    args = ("render", "vision", "--as", "podtemplate")
+    out, err, how, status = render(case, *args)
+    assert status == 1 and "vision" in err  # no such profile without the team folder
+    (case["work"] / "pyproject.toml").write_text('[tool.kfdefaults]\nteam = ["team"]\n')
+    age(case["work"])
+    out, err, how, status = render(case, *args)
+    assert (how, status) == ("rendered", 0), err
+    assert render(case, *args)[2] == "replayed"
+    (case["work"] / "pyproject.toml").unlink()
+    age(case["work"])
+    assert render(case, *args)[3] == 1
+
+
+def test_another_environment_or_argument_renders_again(case: dict) -> None:
+    render(case, *ARGS)
+    assert render(case, *ARGS, "--set", "elastic.nnodes=3")[2] == "rendered"
+    assert render(case, *ARGS, env={**case["env"], "KFDEFAULTS_TARGET": "flyte2"})[2] == "rendered"
+    assert render(case, *ARGS)[2] == "replayed"
+
+
+def test_a_damaged_entry_is_a_miss(case: dict) -> None:
+    first = render(case, *ARGS)
+    entries = [p for p in Path(case["env"]["KFDEFAULTS_CACHE_DIR"]).rglob("*.json") if b"-marshal " in p.read_bytes()[:40]]
+    assert len(entries) == 1
+    raw = entries[0].read_bytes()
+    entries[0].write_bytes(raw[:-20] + bytes(b ^ 0xFF for b in raw[-20:]))
+    assert render(case, *ARGS)[:2] == first[:2]
+    entries[0].write_bytes(b"\xff" * 100)
+    again = render(case, *ARGS)
+    assert again[:2] == first[:2] and again[2] == "rendered"
+
+
+def test_a_file_changed_just_now_is_not_stored(case: dict) -> None:
+    (case["team"] / "vision.yaml").write_text(TEAM)  # modified now: a second edit within the same tick is possible
+    assert render(case, *ARGS)[2] == "rendered"
+    assert render(case, *ARGS)[2] == "rendered"
+
+
+def test_a_failed_render_is_not_replayed(case: dict) -> None:
+    for args in (("render", "nothing-here", "--team", "team"), ARGS[:4] + ("--set", "elastic.nnodes=zero")):
+        first = render(case, *args)
+        assert first[3] == 1
+        assert render(case, *args)[2] == "rendered"
+
+
+@pytest.mark.parametrize("as_, replayable", [("profile", True), ("podtemplate", True), ("flyte", False),
+                                              ("pytorchjob", False)])
+def test_only_renders_without_an_sdk_are_replayed(as_: str, replayable: bool) -> None:
+    """--as flyte and pytorchjob define a real task: their output follows from the SDK's code as well."""
+    from kfdefaults.cli import render as command
+
+    assert command.replayable(command.build("kfdefaults render").parse_args(["x", "--as", as_])) is replayable
+
+
+def test_without_the_cache_nothing_is_replayed(case: dict) -> None:
+    env = {**case["env"], "KFDEFAULTS_NO_CACHE": "1"}
+    render(case, *ARGS, env=env)
+    assert render(case, *ARGS, env=env)[2] == "rendered"
