@@ -9,7 +9,7 @@ KFDEFAULTS_NO_ENTRY_POINTS a yes/no flag: ignore the platform folders of install
 KFDEFAULTS_CLUSTER_TEMPLATE
                            the cluster's default PodTemplate manifest, or ``none`` (:mod:`kfdefaults.layers.cluster`)
 KFDEFAULTS_CACHE_DIR       where the cache lives (default ``$XDG_CACHE_HOME/kfdefaults``, ``~/.cache/kfdefaults``)
-KFDEFAULTS_NO_CACHE        a yes/no flag: no cache, no in-process memo
+KFDEFAULTS_NO_CACHE        a yes/no flag: no cache, no replay of a render, no in-process memo
 KFDEFAULTS_DEBUG           a yes/no flag: print the traceback of an internal error
 KFDEFAULTS_TARGET          the SDK to render and validate for when ``--target`` is not given: ``flytekit`` or
                            ``flyte2`` (:mod:`kfdefaults.targets`; default: the installed one)

@@ -75,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     escape_what_the_locale_cannot_write()
     key = command_key(args)
+    # pydantic looks for its plugins in every installed distribution's entry points when the first model is
+    # built (tens of ms); the command line's models are its own, and no plugin of them is wanted
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if key is None:
         sys.exit(run(args))
     if replay(key):
