@@ -18,7 +18,7 @@ import importlib
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _WHERE = {
     "Elastic": ".flytekit",
