@@ -160,3 +160,27 @@ def test_without_the_cache_nothing_is_replayed(case: dict) -> None:
     env = {**case["env"], "KFDEFAULTS_NO_CACHE": "1"}
     render(case, *ARGS, env=env)
     assert render(case, *ARGS, env=env)[2] == "rendered"
+
+
+def test_both_streams_into_one_read_the_same_when_replayed(case: dict) -> None:
+    """`2>&1`: the replay makes the writes in the order the render made them."""
+    def combined() -> tuple[str, str]:
+        proc = subprocess.run([sys.executable, "-c", PROBE, *ARGS], cwd=case["work"], env=case["env"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+        return proc.stdout, case["probe"].read_text()
+
+    first, second = combined(), combined()
+    assert (first[1], second[1]) == ("rendered", "replayed")
+    assert first[0] == second[0] and first[0].index("kfdefaults: target") < first[0].index("apiVersion")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_replay_that_cannot_write_says_so(case: dict) -> None:
+    render(case, *ARGS)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-c", PROBE, *ARGS], cwd=case["work"], env=case["env"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert case["probe"].read_text() == "replayed"
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == "kfdefaults: No space left on device"
+    assert "Traceback" not in proc.stderr

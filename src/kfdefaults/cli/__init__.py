@@ -80,8 +80,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if key is None:
         sys.exit(run(args))
-    if replay(key):
-        sys.exit(0)
+    replayed = replay(key)
+    if replayed is not None:
+        sys.exit(replayed)
     with Recording(key) as recording:
         status = run(args, recording)
     if status == 0:

@@ -93,24 +93,39 @@ def _is_terminal(stream: Any) -> bool:
         return True  # a stream of unknown kind: no replay
 
 
-def replay(key: str) -> bool:
-    """Write what the command stored under ``key`` wrote, if every input it read is unchanged; return whether
-    it did (``False``: run the command)."""
+def replay(key: str) -> int | None:
+    """Write again what the command stored under ``key`` wrote, if every input it read is unchanged, and return
+    its exit status; ``None``: run the command.
+
+    The writes are made in their order, each to its stream, so that both streams led into one pipe or file
+    (``2>&1``) read as the command's own did. An output that cannot be written (a full disk) is said on
+    standard error, exit status 1, as a command that runs says it.
+    """
     from .. import cache
 
     stored = cache.load(key, _is_stored_run, fast=True)
     if stored is None:
-        return False
+        return None
     for kind, path, seen in stored["inputs"]:
         if _state(kind, path) != seen:
-            return False
-    sys.stdout.write(stored["out"])
-    sys.stderr.write(stored["err"])
-    return True
+            return None
+    streams = (sys.stdout, sys.stderr)
+    try:
+        for stream, text in stored["writes"]:
+            streams[stream].write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # as when the command runs
+    except OSError as e:
+        sys.stderr.write(f"kfdefaults: {e.strerror or e}\n")
+        return 1
+    return 0
 
 
 def _is_stored_run(value: Any) -> bool:
-    return (isinstance(value, dict) and isinstance(value.get("out"), str) and isinstance(value.get("err"), str)
+    return (isinstance(value, dict) and isinstance(value.get("writes"), list)
+            and all(isinstance(w, list) and len(w) == 2 and w[0] in (0, 1) and isinstance(w[1], str)
+                    for w in value["writes"])
             and isinstance(value.get("inputs"), list)
             and all(isinstance(i, list) and len(i) == 3 and i[0] in _STATES and isinstance(i[1], str)
                     for i in value["inputs"]))
@@ -183,7 +198,8 @@ class Recording:
         _install_hook()
         self._stat, self._lstat = os.stat, os.lstat
         os.stat, os.lstat = self._noting(self._stat, "stat"), self._noting(self._lstat, "lstat")
-        self.out, self.err = Kept(sys.stdout), Kept(sys.stderr)
+        self.writes: list[list] = []
+        self.out, self.err = Kept(sys.stdout, 0, self.writes), Kept(sys.stderr, 1, self.writes)
         sys.stdout, sys.stderr = self.out, self.err
         _recording = self
         return self
@@ -232,7 +248,7 @@ class Recording:
             if timed and st.st_mtime >= self.began - RACE_SECONDS:
                 return
             inputs.append([kind, path, _state(kind, path)])
-        cache.store(self.key, {"inputs": inputs, "out": self.out.text(), "err": self.err.text()}, fast=True)
+        cache.store(self.key, {"inputs": inputs, "writes": self.writes}, fast=True)
 
 
 _recording: Recording | None = None

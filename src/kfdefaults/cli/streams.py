@@ -50,7 +50,8 @@ def _escape(error: UnicodeError) -> tuple[str | bytes, int]:
 
 
 class Kept:
-    """A text stream that writes through to ``stream`` and keeps every string written, in order.
+    """A text stream that writes through to ``stream`` and keeps every string written, in order, as
+    ``[number, text]`` in ``writes``, a list the two standard streams share (0 for output, 1 for error).
 
     Anything written around it (through ``.buffer``, or by another file object on the same descriptor) is not
     kept: a command whose output is kept writes only with ``write`` (:func:`kfdefaults.cli.common.out` and
@@ -58,18 +59,16 @@ class Kept:
     replayed.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, number: int, writes: list[list]) -> None:
         self.stream = stream
-        self.parts: list[str] = []
+        self.number = number
+        self.writes = writes
         self.complete = True
 
     def write(self, text: str) -> int:
         written = self.stream.write(text)
-        self.parts.append(text)
+        self.writes.append([self.number, text])
         return written
-
-    def text(self) -> str:
-        return "".join(self.parts)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("buffer", "fileno", "writelines"):
