@@ -195,3 +195,22 @@ def test_the_list_table_prints_descriptions_as_written(tmp_path):
     result = run_cli(["list", "--team", str(tmp_path), "-o", "table"])
     assert result.exit_code == 0
     assert "[/]oops [bold]x" in result.output
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    """`kfdefaults render gpu-large | true`: the output has nowhere to go; exit 1, no traceback."""
+    proc = subprocess.Popen(KFDEFAULTS + ["render", "gpu-large"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command writes: its write fails
+    assert proc.stderr.read().decode().splitlines()[1:] == []  # the target line alone
+    assert proc.wait(timeout=60) == 1
+
+
+@pytest.mark.parametrize("closed, said", [(1, b"kfdefaults: standard output is closed\n"), (2, b"")])
+def test_a_closed_stream_is_not_an_internal_error(closed: int, said: bytes) -> None:
+    other = {1: "stderr", 2: "stdout"}[closed]
+    proc = subprocess.run(KFDEFAULTS + ["render", "gpu-large"], pass_fds=(), capture_output=False,
+                          **{other: subprocess.PIPE}, preexec_fn=lambda: os.close(closed), timeout=60)
+    if closed == 1:
+        assert (proc.returncode, proc.stderr) == (1, said)
+    else:
+        assert proc.returncode == 0 and b"name: gpu-large" in proc.stdout

@@ -13,14 +13,32 @@ from pathlib import Path
 import pytest
 
 # Runs the command line as the console script does, then says on a file of its own whether the pipeline was
-# imported: a replay never imports it.
+# imported: a replay never imports it. PROBE_RACE sets the window before a run in which a changed input keeps
+# it from being stored (two seconds; 0 here, so that files a test has just written are not held against it);
+# when the file PROBE_EDIT names exists, the file it names is edited between the run that reads it and the
+# storing of that run, keeping its old modification time, as `cp -p` or `rsync -t` would (once: the request
+# is removed).
 PROBE = textwrap.dedent("""\
     import atexit, os, sys
     def said():
         with open(os.environ["PROBE_OUT"], "w") as f:
             f.write("rendered" if "kfdefaults.pipeline" in sys.modules else "replayed")
     atexit.register(said)
-    from kfdefaults.cli import main
+    from kfdefaults.cli import main, replay
+    if "PROBE_RACE" in os.environ:
+        replay.RACE_SECONDS = float(os.environ["PROBE_RACE"])
+    if os.path.exists(os.environ["PROBE_EDIT"]):
+        store = replay.Recording.store
+        def edited_then_stored(self):
+            with open(os.environ["PROBE_EDIT"]) as request:
+                path = request.read()
+            os.unlink(os.environ["PROBE_EDIT"])
+            st = os.stat(path)
+            with open(path, "a") as f:
+                f.write("# edited while the render ran\\n")
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+            store(self)
+        replay.Recording.store = edited_then_stored
     main()
 """)
 
@@ -57,7 +75,7 @@ def case(tmp_path: Path) -> dict:
     age(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
     env.update(KFDEFAULTS_CACHE_DIR=str(tmp_path / "cache"), KFDEFAULTS_NO_ENTRY_POINTS="1",
-               PROBE_OUT=str(tmp_path / "probe"))
+               PROBE_OUT=str(tmp_path / "probe"), PROBE_RACE="0", PROBE_EDIT=str(tmp_path / "edit"))
     return {"work": work, "team": team, "env": env, "probe": tmp_path / "probe"}
 
 
@@ -135,9 +153,21 @@ def test_a_damaged_entry_is_a_miss(case: dict) -> None:
 
 
 def test_a_file_changed_just_now_is_not_stored(case: dict) -> None:
+    env = {k: v for k, v in case["env"].items() if k != "PROBE_RACE"}  # the two seconds of every run
     (case["team"] / "vision.yaml").write_text(TEAM)  # modified now: a second edit within the same tick is possible
+    assert render(case, *ARGS, env=env)[2] == "rendered"
+    assert render(case, *ARGS, env=env)[2] == "rendered"
+
+
+def test_a_file_changed_during_the_run_is_not_stored(case: dict) -> None:
+    """Edited after the render read it and before the run is stored, its modification time set back: its change
+    time says so, and the next run renders the file as it is now."""
+    profile = case["team"] / "vision.yaml"
+    Path(case["env"]["PROBE_EDIT"]).write_text(str(profile))
     assert render(case, *ARGS)[2] == "rendered"
+    assert profile.read_text().endswith("# edited while the render ran\n")
     assert render(case, *ARGS)[2] == "rendered"
+    assert render(case, *ARGS)[2] == "replayed"
 
 
 def test_a_failed_render_is_not_replayed(case: dict) -> None:
@@ -184,3 +214,67 @@ def test_a_replay_that_cannot_write_says_so(case: dict) -> None:
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[-1] == "kfdefaults: No space left on device"
     assert "Traceback" not in proc.stderr
+
+
+def stored_inputs(case: dict) -> list[list]:
+    """The inputs of every replay entry in the case's cache (the entry's first line is checked first)."""
+    import marshal
+
+    from kfdefaults import cache
+
+    found = []
+    for entry in Path(case["env"]["KFDEFAULTS_CACHE_DIR"]).glob("??/*.json"):
+        header, _, body = entry.read_bytes().partition(b"\n")
+        if b"-marshal " in header and header.split(b" ")[-1] == cache.digest(body).encode():
+            found += marshal.loads(body)["inputs"]
+    return found
+
+
+def test_a_package_installed_since_is_seen(case: dict) -> None:
+    """A folder of sys.path changes when a package is installed in it: the SDK or platform package that
+    appears may change the render, which runs again."""
+    site = case["work"].parent / "site"
+    site.mkdir()
+    age(site)
+    env = {**case["env"], "PYTHONPATH": str(site)}
+    render(case, *ARGS, env=env)
+    assert render(case, *ARGS, env=env)[2] == "replayed"
+    (site / "acme_platform").mkdir()
+    assert render(case, *ARGS, env=env)[2] == "rendered"
+
+
+def test_the_schema_package_version_is_an_input(case: dict) -> None:
+    import importlib.util
+
+    render(case, *ARGS)
+    origin = importlib.util.find_spec("kubernetes_validate").origin
+    assert ["file", os.path.join(os.path.dirname(origin), "version.py")] in [i[:2] for i in stored_inputs(case)]
+
+
+def test_a_project_inside_the_cache_folder_is_still_read(case: dict) -> None:
+    env = {**case["env"], "KFDEFAULTS_CACHE_DIR": str(case["work"].parent)}  # the project below it
+    render(case, *ARGS, env=env)
+    assert render(case, *ARGS, env=env)[2] == "replayed"
+    profile = case["team"] / "vision.yaml"
+    profile.write_text(TEAM.replace("train:2.1", "train:2.2"))
+    age(profile)
+    out, _, how, _ = render(case, *ARGS, env=env)
+    assert how == "rendered" and "train:2.2" in out
+
+
+def test_a_link_pointed_elsewhere_with_its_time_kept_is_seen(case: dict) -> None:
+    other = case["work"] / "other"
+    other.mkdir()
+    (other / "vision.yaml").write_text(TEAM.replace("vision}", "speech}"))
+    link = case["work"] / "linked"
+    link.symlink_to("team")
+    age(case["work"])
+    os.utime(link, (LONG_AGO, LONG_AGO), follow_symlinks=False)
+    args = ("render", "vision", "--team", "linked", "--as", "podtemplate")
+    render(case, *args)
+    assert render(case, *args)[2] == "replayed"
+    link.unlink()
+    link.symlink_to("other")
+    os.utime(link, (LONG_AGO, LONG_AGO), follow_symlinks=False)
+    out, _, how, _ = render(case, *args)
+    assert how == "rendered" and "team: speech" in out

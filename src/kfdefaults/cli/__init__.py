@@ -67,27 +67,45 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run ``kfdefaults`` with ``argv`` (default: ``sys.argv[1:]``) and exit with its status.
 
     A ``render`` whose inputs have not changed since it last ran with the same arguments here is replayed
-    (:mod:`.replay`): its output written again without importing the pipeline.
+    (:mod:`.replay`): its output written again without importing the pipeline. A reader that goes away
+    (``| head``) ends the command quietly, exit status 1, as Python's documentation advises; a closed
+    standard output is said on standard error, exit status 1.
     """
-    from .replay import Recording, command_key, replay
     from .streams import escape_what_the_locale_cannot_write
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if sys.stderr is None:  # closed (2>&-): nowhere to say anything, but the output may still be wanted
+        sys.stderr = open(os.devnull, "w")
+    if sys.stdout is None:  # closed (>&-)
+        sys.stderr.write("kfdefaults: standard output is closed\n")
+        sys.exit(1)
     escape_what_the_locale_cannot_write()
+    try:
+        status = _main(args)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush at exit has nowhere to fail
+        status = 1
+    sys.exit(status)
+
+
+def _main(args: list[str]) -> int:
+    from .replay import Recording, command_key, replay
+
     key = command_key(args)
     # pydantic looks for its plugins in every installed distribution's entry points when the first model is
     # built (tens of ms); the command line's models are its own, and no plugin of them is wanted
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if key is None:
-        sys.exit(run(args))
+        return run(args)
     replayed = replay(key)
     if replayed is not None:
-        sys.exit(replayed)
+        return replayed
     with Recording(key) as recording:
         status = run(args, recording)
     if status == 0:
         recording.store()
-    sys.exit(status)
+    return status
 
 
 def run(argv: list[str], recording: Recording | None = None) -> int:

@@ -17,17 +17,19 @@ error. A later run of the same command replays that text only if every input is 
 read again and its digest compared (an edit that keeps the size and the time is seen), each folder listed
 again, each path looked at again. Anything else runs the command and records it anew.
 
-Left out of the inputs, on purpose: Python modules read by imports (kfdefaults' own are in the command's key
-through :func:`kfdefaults.cache.source_stamp`; an install or removal of a package changes the listing of a
-``sys.path`` folder, recorded when it was listed), the cache's own files, and the Kubernetes schema files
-(their package's version file is recorded instead).
+Also kept: the modification time of every ``sys.path`` folder (an install or removal of a package changes
+it), the size and time of the source of every module imported from outside the installed environment (an
+editable platform package's entry point), and the Kubernetes schema package's version file. Left out on
+purpose: modules of the installed environment (kfdefaults' own are in the command's key through
+:func:`kfdefaults.cache.source_stamp`), and the cache's own files.
 
 A run is replayed or recorded only when neither standard output nor standard error is a terminal (hooks, CI,
 scripts and pipes: on a terminal the output may follow the terminal's width, and a person does not notice
 the difference), only for a render that exits 0, and only for the renders that need no SDK (``--as profile``
-and ``--as podtemplate``; ``--as flyte`` and ``pytorchjob`` define a real task). A run is not stored when an
-input was modified during it or less than :data:`RACE_SECONDS` before it began, as a time stamp is coarse and
-an edit in the same tick would go unseen. ``KFDEFAULTS_NO_CACHE=1`` turns it off with the cache.
+and ``--as podtemplate``; ``--as flyte`` and ``pytorchjob`` define a real task). Each input's state is read
+when the run ends; a run is not stored when an input changed during it or less than :data:`RACE_SECONDS`
+before it began, by its change time (which ``cp -p``, ``rsync -t`` or ``tar`` do not set back as they do the
+modification time), as a time stamp is coarse and an edit in the same tick would go unseen. ``KFDEFAULTS_NO_CACHE=1`` turns it off with the cache.
 
 Only the standard library's always-loaded modules and :mod:`kfdefaults.cache` are imported here.
 """
@@ -154,11 +156,21 @@ def _looked_at(follow: bool) -> Any:
         st = os.stat(path) if follow else os.lstat(path)
         if stat.S_ISDIR(st.st_mode):  # that it is a folder: what it holds is an input of its own when listed
             return [stat.S_IFDIR]
+        if stat.S_ISLNK(st.st_mode):  # where it points, whatever its time says
+            return [stat.S_IFLNK, os.readlink(path)]
         return [stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns]
     return state
 
 
-_STATES = {"file": _file, "folder": _folder, "stat": _looked_at(True), "lstat": _looked_at(False)}
+def _time(path: str) -> Any:
+    return os.stat(path).st_mtime_ns
+
+
+_STATES = {"file": _file, "folder": _folder, "stat": _looked_at(True), "lstat": _looked_at(False), "time": _time}
+"""Each kind of input and how its state is read: ``file`` the digest of its bytes, ``folder`` its names,
+``stat``/``lstat`` the kind, size and time of what is there (a folder's kind alone, a link's target), ``time`` a
+folder's modification time (the ``sys.path`` folders, whose time changes when a package is installed or
+removed)."""
 
 
 def _state(kind: str, path: str) -> Any:
@@ -224,31 +236,96 @@ class Recording:
             return
         from .. import cache
 
-        left_out = [os.path.abspath(cache.cache_dir() or os.sep)]
-        inputs = []
+        inputs = self._inputs(os.path.abspath(cache.cache_dir() or os.sep))
+        if inputs is None or any(self._changed_lately(kind, path) for kind, path in inputs):
+            return
+        cache.store(self.key, {"inputs": [[kind, path, _state(kind, path)] for kind, path in inputs],
+                               "writes": self.writes}, fast=True)
+
+    def _inputs(self, cache_folder: str) -> list[tuple[str, str]] | None:
+        """The inputs to keep, in the order first met: files read but for the cache's own and the schema files,
+        the source files of modules imported from outside the installed environment (kfdefaults' own are in
+        the key), the schema package's version file and the ``sys.path`` folders' times; ``None`` when the run
+        read the state of the system (``/proc``, ``/dev``, ``/sys``)."""
+        kept: dict[tuple[str, str], None] = {}
         schema = sys.modules.get("kfdefaults.smp.schema")
-        if schema is not None:  # the schema files, by their package's version file
-            root = os.path.dirname(schema._schema_root())
-            left_out.append(root)
-            self.inputs.setdefault(("file", os.path.join(root, "version.py")), None)
+        schema_root = os.path.dirname(schema._schema_root()) if schema is not None else None
         for kind, path in self.inputs:
-            if kind == "file" and (path.endswith(_MODULE_SUFFIXES) or "__pycache__" in path):
-                continue
             absolute = os.path.abspath(path)
-            if any(absolute == f or absolute.startswith(f + os.sep) for f in left_out):
+            if kind == "file" and (absolute.endswith(_MODULE_SUFFIXES) or f"{os.sep}__pycache__{os.sep}" in absolute):
+                source = _module_source(absolute)
+                if source is not None:
+                    kept.setdefault(("stat", source), None)
+                continue
+            if _is_cache_file(absolute, cache_folder) or (schema_root and _inside(absolute, schema_root)):
                 continue
             if absolute.startswith(("/proc/", "/dev/", "/sys/")):
-                return  # the state of the system, not of a file
+                return None
+            kept.setdefault((kind, path), None)
+        if schema_root is not None:  # the schema files, by their package's version
+            kept.setdefault(("file", os.path.join(schema_root, "version.py")), None)
+        for entry in sys.path:
+            if os.path.isdir(entry or "."):
+                kept.setdefault(("time", entry or "."), None)
+        return list(kept)
+
+    def _changed_lately(self, kind: str, path: str) -> bool:
+        """Whether ``path`` (or what it links to, or, gone, its folder) changed during the run or in the
+        :data:`RACE_SECONDS` before it, by its change time, which no tool sets back (``cp -p``, ``rsync -t`` and
+        ``tar`` restore the modification time, not this): its state is read now, at the end of the run, and
+        must be what the run read."""
+        found = []
+        for look in (os.lstat, os.stat):
             try:
-                st = os.lstat(path)
+                found.append(look(path))
             except OSError:
-                st = None
-            # a folder only looked at is kept as being a folder (its time changes with every file made in it)
-            timed = st is not None and (kind in ("file", "folder") or not stat.S_ISDIR(st.st_mode))
-            if timed and st.st_mtime >= self.began - RACE_SECONDS:
-                return
-            inputs.append([kind, path, _state(kind, path)])
-        cache.store(self.key, {"inputs": inputs, "writes": self.writes}, fast=True)
+                pass
+        since = self.began - RACE_SECONDS
+        if not found:  # gone: a file or folder the run read was removed, which changed its folder
+            if kind not in ("file", "folder"):
+                return False  # a path looked for and not there: one that appears is found above next time
+            try:
+                parent = os.stat(os.path.dirname(os.path.abspath(path)))
+            except OSError:
+                return False
+            return max(parent.st_mtime, parent.st_ctime) >= since
+        for st in found:
+            if kind in ("stat", "lstat") and stat.S_ISDIR(st.st_mode):
+                continue  # a folder only looked at is kept as being a folder: its times change with every file made in it
+            if max(st.st_mtime, st.st_ctime) >= since:
+                return True
+        return False
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _is_cache_file(path: str, cache_folder: str) -> bool:
+    """Whether ``path`` is one of the cache's own: the folder, a shard folder, an entry or temporary file in
+    one, or the sweep's stamp (a project inside the cache folder is not)."""
+    if not _inside(path, cache_folder):
+        return False
+    parts = os.path.relpath(path, cache_folder).split(os.sep)
+    if parts == ["."] or parts == [".swept"]:
+        return True
+    shard = len(parts[0]) == 2 and all(c in "0123456789abcdef" for c in parts[0])
+    return shard and len(parts) <= 2
+
+
+def _module_source(path: str) -> str | None:
+    """The source file an imported module was read from (a ``.pyc`` of ``__pycache__`` stands for its ``.py``),
+    or ``None`` for a module of the installed environment (the prefix: the standard library and the
+    ``site-packages`` whose folder time is an input) or of kfdefaults itself (in the key)."""
+    folder, name = os.path.split(path)
+    if os.path.basename(folder) == "__pycache__" and name.endswith(".pyc"):
+        path = os.path.join(os.path.dirname(folder), name.split(".", 1)[0] + ".py")
+    if any(_inside(path, p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, _PACKAGE}):
+        return None
+    return path
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _recording: Recording | None = None
