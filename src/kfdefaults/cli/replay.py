@@ -154,11 +154,11 @@ def _folder(path: str) -> Any:
 def _looked_at(follow: bool) -> Any:
     def state(path: str) -> Any:
         st = os.stat(path) if follow else os.lstat(path)
-        if stat.S_ISDIR(st.st_mode):  # that it is a folder: what it holds is an input of its own when listed
-            return [stat.S_IFDIR]
+        if stat.S_ISDIR(st.st_mode):  # a folder and its permissions: what it holds is an input of its own when listed
+            return [st.st_mode]
         if stat.S_ISLNK(st.st_mode):  # where it points, whatever its time says
-            return [stat.S_IFLNK, os.readlink(path)]
-        return [stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns]
+            return [st.st_mode, os.readlink(path)]
+        return [st.st_mode, st.st_size, st.st_mtime_ns]  # kind and permissions (os.access), size, time
     return state
 
 
@@ -168,7 +168,8 @@ def _time(path: str) -> Any:
 
 _STATES = {"file": _file, "folder": _folder, "stat": _looked_at(True), "lstat": _looked_at(False), "time": _time}
 """Each kind of input and how its state is read: ``file`` the digest of its bytes, ``folder`` its names,
-``stat``/``lstat`` the kind, size and time of what is there (a folder's kind alone, a link's target), ``time`` a
+``stat``/``lstat`` the kind, permissions, size and time of what is there (a folder's kind and permissions
+alone, a link's target), ``time`` a
 folder's modification time (the ``sys.path`` folders, whose time changes when a package is installed or
 removed)."""
 
