@@ -310,7 +310,7 @@ def _expanded_size(node: Any, memo: dict[int, tuple[int, int]], budget: Budget =
             if values > budget.values or size > budget.expanded_bytes:
                 break
     else:
-        text = str(node.value)
+        text = _scalar_text(node)
         values, size = 1, len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     memo[id(node)] = (values, size)
     return values, size
@@ -337,6 +337,13 @@ def _overflowing(node: Any, memo: dict[int, tuple[int, int]], budget: Budget = P
     return node
 
 
+def _scalar_text(node: Any) -> str:
+    """The text of a scalar node. In a folded block scalar (``>``), the round-trip reader marks each place where
+    it folded a line break with a BEL character (``\\a``), for its own writer; the value has none (a BEL cannot be
+    written in a block scalar: it is not printable), as every other YAML reader says."""
+    return node.value.replace("\a", "") if node.style == ">" else str(node.value)
+
+
 class _YamlConverter:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
@@ -350,7 +357,7 @@ class _YamlConverter:
         self.doc.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, ScalarNode):
             if node.ctag is not _PLAIN_TAG:  # quoted (tags were refused while composing)
-                return node.value
+                return _scalar_text(node)
             try:
                 value = resolve_plain_scalar(node.value)
             except AmbiguousScalar as e:
@@ -365,7 +372,7 @@ class _YamlConverter:
             for key_node, value_node in node.value:
                 if not isinstance(key_node, ScalarNode):
                     raise self.fail(key_node, "mapping keys must be plain strings")
-                key = key_node.value
+                key = _scalar_text(key_node)
                 if key_node.style is None and key == "<<":
                     raise self.fail(key_node, "YAML merge keys (<<) are not supported; write the keys out")
                 if key in out:
