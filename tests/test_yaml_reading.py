@@ -24,3 +24,12 @@ def test_folded_block_scalars_read_as_every_yaml_reader_reads_them(text):
     doc = parse_text(text, "f.yaml")
     assert doc.data == pyyaml.safe_load(text)
     assert "\a" not in repr(doc.data)
+
+
+def test_a_comment_before_a_block_scalar_on_the_next_line_is_read():
+    """ruamel.yaml's round-trip reader gives up on this valid file ("overlap in comment", an internal error of
+    kfdefaults before); it is read without the round-trip reader's comments, as YAML means it."""
+    text = "n: 1\nroot:\n  k:\n    k:\n      k:  # c\n        |-\n            a\n          \n          \n"
+    doc = parse_text(text, "f.yaml")
+    assert doc.data == pyyaml.safe_load(text)
+    assert doc.plain_text == {("n",): "1"} and doc.values[("root", "k", "k", "k")] == (6, 9)

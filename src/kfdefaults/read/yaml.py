@@ -30,7 +30,9 @@ _PLAIN_TAG: Any = None
 """The tag object the YAML reader gives plain (unquoted, untagged) scalars, to tell them from tagged ones."""
 
 
-def _yaml_loader(budget: Budget) -> Any:
+def _yaml_loader(budget: Budget, round_trip: bool = True) -> Any:
+    """ruamel.yaml's reader, its composer held to ``budget``: the round-trip reader (``round_trip``), or the one
+    that keeps no comments."""
     global _PLAIN_TAG
     from ruamel.yaml import YAML
     from ruamel.yaml.composer import Composer
@@ -74,7 +76,7 @@ def _yaml_loader(budget: Budget) -> Any:
             finally:
                 self._depth -= 1
 
-    yaml = YAML(typ="rt", pure=True)
+    yaml = YAML(typ="rt" if round_trip else "safe", pure=True)
     yaml.Resolver = _PlainResolver
     yaml.Composer = _BudgetComposer
     return yaml
@@ -140,9 +142,13 @@ def _compose(text: str, file: str, budget: Budget) -> list[Any]:
     if overrun is not None:
         raise error(file, *overrun, f"values nest deeper than {MAX_DEPTH} levels")
     _check_yaml_version(text, file)
-    yaml = _yaml_loader(budget)
     try:
-        nodes = list(yaml.compose_all(io.StringIO(text)))
+        try:
+            nodes = list(_yaml_loader(budget).compose_all(io.StringIO(text)))
+        except NotImplementedError:
+            # the round-trip reader's bookkeeping of comments gives up on some valid files ("overlap in comment":
+            # a comment before a block scalar on the next line); read them again without it
+            nodes = list(_yaml_loader(budget, round_trip=False).compose_all(io.StringIO(text)))
     except _Rejected as e:
         raise error(file, e.mark.line + 1, e.mark.column + 1, e.message) from None
     except RecursionError:
