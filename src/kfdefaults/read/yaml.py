@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ProfileError
 from .document import MAX_DEPTH, PROFILE_BUDGET, Budget, Document, Path, error
+from .fast_yaml import fast_document
 from .scalars import AmbiguousScalar, resolve_plain_scalar
 
 
@@ -107,6 +108,17 @@ def parse_yaml(text: str, file: str) -> Document:
     Raises:
         ProfileError: not valid YAML 1.2, a second document, a tag, a duplicate or merge key, or over a budget,
             with the line and column of the problem.
+    """
+    doc = fast_document(text, file, PROFILE_BUDGET)  # None: outside what libyaml is known to read alike
+    return doc if doc is not None else parse_yaml_of_record(text, file)
+
+
+def parse_yaml_of_record(text: str, file: str) -> Document:
+    """Parse YAML profile text with ruamel.yaml, the reader of record, which :func:`parse_yaml` uses for every
+    file :mod:`.fast_yaml` leaves to it (and for every error).
+
+    Raises:
+        ProfileError: as :func:`parse_yaml`.
     """
     nodes = _compose(text, file, PROFILE_BUDGET)
     if len(nodes) > 1:
