@@ -136,6 +136,7 @@ def test_every_yaml_file_of_the_repository_reads_alike():
     "a: 1\n---\nb: 2\n",                   # a second document
     "a: [1\n",                             # broken
     "a: " + "[" * 70 + "]" * 70 + "\n",    # nesting deeper than the limit
+    "a: [" + "1, " * 6_000 + "]\n",        # over 16 KiB
 ])
 def test_what_the_fast_path_leaves_to_the_reader_of_record(text):
     fast, record = outcome(text)

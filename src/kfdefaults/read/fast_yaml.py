@@ -5,7 +5,7 @@ The YAML reader of record is ruamel.yaml (:mod:`.yaml`): pure Python, about 2.5 
 microseconds. It reads YAML 1.1 syntax, and its parser is not ruamel's, so it is used only where the two are
 known to agree, and for nothing else:
 
-* the text is printable ASCII and newlines only (no tab, no carriage return, no control or non-ASCII
+* the text is at most :data:`MAX_FAST_BYTES`, printable ASCII and newlines only (no tab, no carriage return, no control or non-ASCII
   character: the places where YAML 1.1 and 1.2 treat characters differently), and no line starts with ``%``
   (a directive);
 * the file is one document whose root is a mapping, with no anchor, alias nor tag, no duplicate key, no merge
@@ -35,6 +35,11 @@ _BLOCK_HEADER = re.compile(r"[|>](?:[-+]?[1-9]?|[1-9][-+])(?: +#[^\n]*| *)(?:\n|
 """A block scalar's header as the fast path takes it: an indicator, chomping and indentation, then a comment
 after a space, or nothing."""
 
+MAX_FAST_BYTES = 16 << 10
+"""Largest text the fast path reads (16 KiB; a profile is a few KiB). A larger file goes straight to the reader of
+record: a file built to exhaust the budgets (10,000 values in 30 KB) costs what it cost before, not that plus
+the fast path's reading up to the budget."""
+
 _C: Any = None
 """``(CParser, the event classes, YAMLError)`` once loaded; ``False`` when libyaml is not there."""
 
@@ -59,7 +64,7 @@ class _Decline(Exception):
 def fast_document(text: str, file: str, budget: Budget) -> Document | None:
     """The :class:`Document` of profile ``text``, read by libyaml, or ``None`` when the reader of record must read
     it (see the module's description): never an error of its own."""
-    if _OUTSIDE.search(text) is not None:
+    if len(text) > MAX_FAST_BYTES or _OUTSIDE.search(text) is not None:
         return None
     c = _libyaml()
     if not c:
