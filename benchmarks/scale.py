@@ -174,8 +174,10 @@ def measure(tmp: str, runs: int) -> list[tuple[str, float, float, str]]:
         ``(label, value, limit, unit)`` for each target: validate of 1,000 files cold (seconds, both ways), and the
         render ratio (``x``). A figure meets its target when ``value <= limit``.
     """
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"scale: {VALIDATE_FILES:,} files validated; {RENDER_FILES:,} files per layer rendered among "
-          f"({' '.join(kfdefaults_command())})")
+          f"({' '.join(kfdefaults_command())})" + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+                                                   if load else ""))
     return measure_validate(tmp, runs) + measure_render(tmp, runs)
 
 
@@ -183,10 +185,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-          f"Python {platform.python_version()}" + (f", load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-                                                   if load else ""))
+          f"Python {platform.python_version()}")
     with tempfile.TemporaryDirectory(prefix="kfdefaults-scale-") as tmp:
         results = measure(tmp, args.runs)
     met = 0
