@@ -137,7 +137,7 @@ def measure_validate(tmp: str, runs: int) -> list[tuple[str, float, float, str]]
     results = []
     for mode, walls in figures.items():
         print(f"  validate of {VALIDATE_FILES:,} files, {mode}: median {statistics.median(walls):.3f} s, "
-              f"min {min(walls):.3f} s, max {max(walls):.3f} s ({runs} runs)")
+              f"min {min(walls):.3f} s, max {max(walls):.3f} s ({runs} run{'s' * (runs != 1)})")
         results.append((f"validate of {VALIDATE_FILES:,} files, cold ({mode})", statistics.median(walls),
                          VALIDATE_LIMIT, "s"))
     return results
@@ -159,7 +159,7 @@ def measure_render(tmp: str, runs: int) -> list[tuple[str, float, float, str]]:
             walls[count].append(run(commands[count], env, tmp))
     for count, values in walls.items():
         print(f"  render with {count:,} files per layer folder (cache warm): median {statistics.median(values) * 1000:.1f}"
-              f" ms, min {min(values) * 1000:.1f} ms, max {max(values) * 1000:.1f} ms ({runs} runs)")
+              f" ms, min {min(values) * 1000:.1f} ms, max {max(values) * 1000:.1f} ms ({runs} run{'s' * (runs != 1)})")
     ratios = [big / small for big, small in zip(walls[RENDER_FILES], walls[SMALL_FILES])]
     print(f"  pair ratios: min {min(ratios):.2f}x, max {max(ratios):.2f}x")
     return [(f"render with {RENDER_FILES:,} files per layer / with {SMALL_FILES}", statistics.median(ratios),
@@ -167,13 +167,14 @@ def measure_render(tmp: str, runs: int) -> list[tuple[str, float, float, str]]:
 
 
 def measure(tmp: str, runs: int) -> list[tuple[str, float, float, str]]:
-    """Every figure of this benchmark, measured in the folder ``tmp`` (which must exist; files are written in it)
-    with ``runs`` runs each.
+    """Every figure of this benchmark, measured in a new folder inside ``tmp`` (which must exist) with ``runs`` runs
+    each.
 
     Returns:
         ``(label, value, limit, unit)`` for each target: validate of 1,000 files cold (seconds, both ways), and the
         render ratio (``x``). A figure meets its target when ``value <= limit``.
     """
+    tmp = tempfile.mkdtemp(prefix="scale-", dir=tmp)  # its own folder: the caller's may hold folders of these names
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"scale: {VALIDATE_FILES:,} files validated; {RENDER_FILES:,} files per layer rendered among "
           f"({' '.join(kfdefaults_command())})" + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
