@@ -5,12 +5,13 @@ The YAML reader of record is ruamel.yaml (:mod:`.yaml`): pure Python, about 2.5 
 microseconds. It reads YAML 1.1 syntax, and its parser is not ruamel's, so it is used only where the two are
 known to agree, and for nothing else:
 
-* the text is at most :data:`MAX_FAST_BYTES`, printable ASCII and newlines only (no tab, no carriage return, no control or non-ASCII
-  character: the places where YAML 1.1 and 1.2 treat characters differently), and no line starts with ``%``
-  (a directive);
+* the text is at most :data:`MAX_FAST_BYTES`, printable ASCII and newlines only (no tab, no carriage return, no
+  control or non-ASCII character: the places where YAML 1.1 and 1.2 treat characters differently), no line
+  starts with ``%`` (a directive) and none is of spaces only;
 * the file is one document whose root is a mapping, with no anchor, alias nor tag, no duplicate key, no merge
-  key, no key that is not a scalar, no plain scalar the YAML 1.2 core schema refuses (``0755``), and it keeps
-  the budgets of values, bytes and depth.
+  key, no key that is not a scalar, no empty value (``key:``: the two place it differently), no block scalar
+  header but the plain forms, no plain scalar the YAML 1.2 core schema refuses (``0755``), and it keeps the
+  budgets of values, bytes and depth.
 
 Anything else, an error of libyaml's included, returns ``None``, and the caller reads the file with ruamel.yaml:
 every error message and its location comes from the reader of record, unchanged. A file taken here gives the
