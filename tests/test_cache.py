@@ -348,3 +348,29 @@ def test_the_shared_pipeline_sees_a_pyproject_edit_that_keeps_size_and_time(tmp_
     assert shared_pipeline().resolve("p").description == "aa"
     same_size_same_time(str(project), '[tool.kfdefaults]\nteam = ["bb"]\n')
     assert shared_pipeline().resolve("p").description == "bb"
+
+
+def test_validate_reads_the_cache_and_fills_none_of_it(tmp_path, cache, monkeypatch):
+    """validate checks each file once: it stores no file and no merge (creating a thousand cache files costs more
+    than it saves), and uses what render stored."""
+    from kfdefaults.api import validate_paths
+
+    team = team_with(tmp_path)
+    report = validate_paths([team])
+    assert not report.errors and entries(cache) == [entry for entry in entries(cache) if _is_schema(entry)]
+    kfdefaults.resolve("p", team=[team])  # render's walk stores the file and the merge
+    stored = entries(cache)
+
+    def no_parsing(raw, file):
+        raise AssertionError(f"{file} parsed again")
+
+    monkeypatch.setattr("kfdefaults.validate.files.parse_bytes", no_parsing)
+    assert not validate_paths([team]).errors
+    assert entries(cache) == stored
+
+
+def _is_schema(entry: str) -> bool:
+    """Whether a cache entry holds the patch schema's definitions (stored by every pipeline, once)."""
+    with open(entry, encoding="utf-8") as f:
+        f.readline()
+        return "io.k8s.api.core.v1.PodTemplate" in f.read(200_000)

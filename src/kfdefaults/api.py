@@ -223,6 +223,7 @@ def validate_paths(
     pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target),
                         cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings, project),
                         project=project, lock=_lock(project, findings))
+    pipeline.loader.remember = False  # each file is checked once: reading the cache helps, filling it costs more
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:

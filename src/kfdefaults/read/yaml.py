@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ProfileError
 from .document import MAX_DEPTH, PROFILE_BUDGET, Budget, Document, Path, error
+from .fast_yaml import fast_document
 from .scalars import AmbiguousScalar, resolve_plain_scalar
 
 
@@ -30,7 +31,9 @@ _PLAIN_TAG: Any = None
 """The tag object the YAML reader gives plain (unquoted, untagged) scalars, to tell them from tagged ones."""
 
 
-def _yaml_loader(budget: Budget) -> Any:
+def _yaml_loader(budget: Budget, round_trip: bool = True) -> Any:
+    """ruamel.yaml's reader, its composer held to ``budget``: the round-trip reader (``round_trip``), or the one
+    that keeps no comments."""
     global _PLAIN_TAG
     from ruamel.yaml import YAML
     from ruamel.yaml.composer import Composer
@@ -74,7 +77,7 @@ def _yaml_loader(budget: Budget) -> Any:
             finally:
                 self._depth -= 1
 
-    yaml = YAML(typ="rt", pure=True)
+    yaml = YAML(typ="rt" if round_trip else "safe", pure=True)
     yaml.Resolver = _PlainResolver
     yaml.Composer = _BudgetComposer
     return yaml
@@ -105,6 +108,17 @@ def parse_yaml(text: str, file: str) -> Document:
     Raises:
         ProfileError: not valid YAML 1.2, a second document, a tag, a duplicate or merge key, or over a budget,
             with the line and column of the problem.
+    """
+    doc = fast_document(text, file, PROFILE_BUDGET)  # None: outside what libyaml is known to read alike
+    return doc if doc is not None else parse_yaml_of_record(text, file)
+
+
+def parse_yaml_of_record(text: str, file: str) -> Document:
+    """Parse YAML profile text with ruamel.yaml, the reader of record, which :func:`parse_yaml` uses for every
+    file :mod:`.fast_yaml` leaves to it (and for every error).
+
+    Raises:
+        ProfileError: as :func:`parse_yaml`.
     """
     nodes = _compose(text, file, PROFILE_BUDGET)
     if len(nodes) > 1:
@@ -140,9 +154,13 @@ def _compose(text: str, file: str, budget: Budget) -> list[Any]:
     if overrun is not None:
         raise error(file, *overrun, f"values nest deeper than {MAX_DEPTH} levels")
     _check_yaml_version(text, file)
-    yaml = _yaml_loader(budget)
     try:
-        nodes = list(yaml.compose_all(io.StringIO(text)))
+        try:
+            nodes = list(_yaml_loader(budget).compose_all(io.StringIO(text)))
+        except NotImplementedError:
+            # the round-trip reader's bookkeeping of comments gives up on some valid files ("overlap in comment":
+            # a comment before a block scalar on the next line); read them again without it
+            nodes = list(_yaml_loader(budget, round_trip=False).compose_all(io.StringIO(text)))
     except _Rejected as e:
         raise error(file, e.mark.line + 1, e.mark.column + 1, e.message) from None
     except RecursionError:
@@ -310,7 +328,7 @@ def _expanded_size(node: Any, memo: dict[int, tuple[int, int]], budget: Budget =
             if values > budget.values or size > budget.expanded_bytes:
                 break
     else:
-        text = str(node.value)
+        text = _scalar_text(node)
         values, size = 1, len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     memo[id(node)] = (values, size)
     return values, size
@@ -337,6 +355,13 @@ def _overflowing(node: Any, memo: dict[int, tuple[int, int]], budget: Budget = P
     return node
 
 
+def _scalar_text(node: Any) -> str:
+    """The text of a scalar node. In a folded block scalar (``>``), the round-trip reader marks each place where
+    it folded a line break with a BEL character (``\\a``), for its own writer; the value has none (a BEL cannot be
+    written in a block scalar: it is not printable), as every other YAML reader says."""
+    return node.value.replace("\a", "") if node.style == ">" else str(node.value)
+
+
 class _YamlConverter:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
@@ -350,7 +375,7 @@ class _YamlConverter:
         self.doc.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, ScalarNode):
             if node.ctag is not _PLAIN_TAG:  # quoted (tags were refused while composing)
-                return node.value
+                return _scalar_text(node)
             try:
                 value = resolve_plain_scalar(node.value)
             except AmbiguousScalar as e:
@@ -365,7 +390,7 @@ class _YamlConverter:
             for key_node, value_node in node.value:
                 if not isinstance(key_node, ScalarNode):
                     raise self.fail(key_node, "mapping keys must be plain strings")
-                key = key_node.value
+                key = _scalar_text(key_node)
                 if key_node.style is None and key == "<<":
                     raise self.fail(key_node, "YAML merge keys (<<) are not supported; write the keys out")
                 if key in out:

@@ -15,13 +15,11 @@ def empty_folder_warnings(catalog: Catalog) -> list[Finding]:
     would otherwise add nothing without a word; the warning names the sub-folders that hold profile files.
     """
     findings = []
-    index = catalog.index()  # already listed for the lookup: no folder is listed twice
-    holding = {os.path.normpath(os.path.dirname(f)) for names in index.values() for files in names.values() for f in files}
     for layer, folders in catalog.folders.items():
         if layer == "builtin":
             continue
         for folder in folders:
-            if os.path.normpath(folder.path) in holding:
+            if catalog.holds_profiles(folder):  # listed up to its first profile file only
                 continue
             findings.append(Finding(Location(folder.path), "", f"no profile files (*.yaml, *.yml, *.toml) in this "
                                     f"{layer} folder (from {folder.origin}){sub_folders_hint(folder.path)}",
