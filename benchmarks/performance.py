@@ -60,53 +60,7 @@ KUBECTL = shutil.which("kubectl") or "kubectl"
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "src"))
 
-PLATFORM_FRAGMENT = """\
-description: benchmark profile, platform layer
-extends: elastic-gpu-default
-elastic:
-  nnodes: "2:4"
-  nproc_per_node: 8
-pod_template:
-  labels:
-    platform.example.com/pool: a100
-  spec:
-    nodeSelector:
-      cloud.example.com/gpu: a100
-    containers:
-      - name: primary
-        resources:
-          limits:
-            nvidia.com/gpu: "8"
-            memory: 320Gi
-    tolerations:
-      - key: nvidia.com/gpu
-        operator: Exists
-        effect: NoSchedule
-    volumes:
-      - name: dshm
-        emptyDir:
-          medium: Memory
-          sizeLimit: 64Gi
-"""
-
-TEAM_FRAGMENT = """\
-pod_template:
-  labels:
-    team: vision
-  spec:
-    containers:
-      - name: primary
-        image: registry.example.com/vision/train:2.1
-        env:
-          - name: WANDB_PROJECT
-            value: detection
-      - name: log-shipper
-        image: registry.example.com/infra/log-shipper:1.4
-"""
-
-
-LONG_AGO = time.time() - 86400
-
+from cases import PLATFORM_FRAGMENT, TEAM_FRAGMENT, child_env, kfdefaults_command, settle  # noqa: E402
 
 class Results:
     """Every target checked in a run: printed as it is checked, kept for --record."""
@@ -127,13 +81,6 @@ class Results:
 
     def all_met(self) -> bool:
         return all(met for *_, met in self.rows)
-
-
-def child_env(cache: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") and k != "PYTHONDONTWRITEBYTECODE"}
-    env["KFDEFAULTS_CACHE_DIR"] = cache
-    env.update(extra)
-    return env
 
 
 TIME = shutil.which("time") or "/usr/bin/time"
@@ -167,15 +114,6 @@ def spread(values: list[float]) -> str:
     return f"{deciles[0]:.2f}-{deciles[-1]:.2f}"
 
 
-def age(folder: str) -> None:
-    """Date every file and folder of ``folder`` a day back, as files committed long ago are (a render does not
-    keep a run whose inputs changed in the two seconds before it: an edit in the same tick would go unseen)."""
-    for root, folders, files in os.walk(folder):
-        for name in folders + files:
-            os.utime(os.path.join(root, name), (LONG_AGO, LONG_AGO))
-    os.utime(folder, (LONG_AGO, LONG_AGO))
-
-
 def core_python(tmp: str, given: str | None) -> str:
     """An interpreter whose environment holds kfdefaults alone (what a pre-commit hook or CI job installs):
     ``given``, else a virtual environment made with uv in ``tmp``, else this interpreter."""
@@ -190,12 +128,6 @@ def core_python(tmp: str, given: str | None) -> str:
         print(f"  (no core-only environment: {e}; measuring with {sys.executable})")
         return sys.executable
     return os.path.join(venv, "bin", "python")
-
-
-def kfdefaults_command(python: str) -> list[str]:
-    """The console script beside ``python``, as users run it (else ``python -m kfdefaults.cli``)."""
-    script = os.path.join(os.path.dirname(python), "kfdefaults")
-    return [script] if os.path.exists(script) else [python, "-m", "kfdefaults.cli"]
 
 
 def pod_template_patch(path: str) -> dict:
@@ -247,7 +179,6 @@ def build_case(tmp: str) -> dict[str, str]:
     files = [os.path.join(builtin_folder(), "elastic-gpu-default.yaml"), os.path.join(platform_dir, "bench.yaml"),
              os.path.join(team_dir, "bench.yaml")]
     kustomize = write_kustomize(os.path.join(case, "kustomize"), [pod_template_patch(f) for f in files])
-    age(case)
     return {"folder": case, "platform": platform_dir, "team": team_dir, "kustomize": kustomize}
 
 
@@ -300,7 +231,6 @@ def build_ten_layer_case(tmp: str) -> dict[str, str]:
         f.write(TEAM_FRAGMENT)
     files += [os.path.join(platform_dir, "bench.yaml"), os.path.join(team_dir, "bench.yaml")]
     kustomize = write_kustomize(os.path.join(case, "kustomize"), [pod_template_patch(f) for f in files])
-    age(case)
     return {"folder": case, "platform": platform_dir, "team": team_dir, "kustomize": kustomize}
 
 
@@ -480,8 +410,10 @@ def main() -> int:
             python = core_python(tmp, args.python)
             print(f"command line: {' '.join(kfdefaults_command(python))}")
             print("render:")
-            bench_render("three layers", build_case(tmp), args.runs, python, results)
-            bench_render("ten layers", build_ten_layer_case(tmp), args.runs, python, results)
+            three, ten = build_case(tmp), build_ten_layer_case(tmp)
+            settle()  # the files are as old as a checkout's, as a replay needs
+            bench_render("three layers", three, args.runs, python, results)
+            bench_render("ten layers", ten, args.runs, python, results)
             print("import:")
             bench_import(tmp, args.runs, python, results)
             if not args.skip_elastic:

@@ -31,6 +31,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import PLATFORM_FRAGMENT, TEAM_FRAGMENT, child_env, kfdefaults_command, settle  # noqa: E402
+
 VALIDATE_FILES = 1_000
 RENDER_FILES = 10_000
 SMALL_FILES = 10
@@ -40,66 +43,6 @@ VALIDATE_LIMIT = 1.5
 
 RENDER_RATIO_LIMIT = 1.5
 """render among RENDER_FILES profiles per layer / among SMALL_FILES."""
-
-PLATFORM_FRAGMENT = """\
-description: benchmark profile, platform layer
-extends: elastic-gpu-default
-elastic:
-  nnodes: "2:4"
-  nproc_per_node: 8
-pod_template:
-  labels:
-    platform.example.com/pool: a100
-  spec:
-    nodeSelector:
-      cloud.example.com/gpu: a100
-    containers:
-      - name: primary
-        resources:
-          limits:
-            nvidia.com/gpu: "8"
-            memory: 320Gi
-    tolerations:
-      - key: nvidia.com/gpu
-        operator: Exists
-        effect: NoSchedule
-    volumes:
-      - name: dshm
-        emptyDir:
-          medium: Memory
-          sizeLimit: 64Gi
-"""
-
-TEAM_FRAGMENT = """\
-pod_template:
-  labels:
-    team: vision
-  spec:
-    containers:
-      - name: primary
-        image: registry.example.com/vision/train:2.1
-        env:
-          - name: WANDB_PROJECT
-            value: detection
-      - name: log-shipper
-        image: registry.example.com/infra/log-shipper:1.4
-"""
-
-
-def kfdefaults_command() -> list[str]:
-    """The command line as users run it: the console script installed beside this interpreter, else the module."""
-    script = os.path.join(os.path.dirname(sys.executable), "kfdefaults")
-    if os.path.isfile(script) and os.access(script, os.X_OK):
-        return [script]
-    return [sys.executable, "-m", "kfdefaults.cli"]
-
-
-def child_env(cache: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") and k != "PYTHONDONTWRITEBYTECODE"}
-    env["KFDEFAULTS_CACHE_DIR"] = cache
-    env.update(extra)
-    return env
-
 
 def run(cmd: list[str], env: dict[str, str], cwd: str) -> float:
     """Run ``cmd`` once; its wall time in seconds. A failure stops the benchmark."""
@@ -151,6 +94,8 @@ def measure_render(tmp: str, runs: int) -> list[tuple[str, float, float, str]]:
         plat = profile_folder(os.path.join(tmp, f"platform-{count}"), count, PLATFORM_FRAGMENT)
         team = profile_folder(os.path.join(tmp, f"team-{count}"), count, TEAM_FRAGMENT)
         commands[count] = kfdefaults + ["render", "bench", "--platform", plat, "--team", team]
+    settle()
+    for count in (SMALL_FILES, RENDER_FILES):
         for _ in range(2):  # warm-up: the cache, bytecode caches, the page cache
             run(commands[count], env, tmp)
     walls: dict[int, list[float]] = {SMALL_FILES: [], RENDER_FILES: []}
