@@ -53,3 +53,4 @@ def flytekit_python():
                              "torch.distributed.run", "torch.distributed.launcher.api")
     yield server
     server.close()
+

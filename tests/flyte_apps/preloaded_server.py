@@ -20,6 +20,7 @@ import os
 import runpy
 import sys
 import tempfile
+import threading
 import time
 import warnings
 
@@ -80,6 +81,10 @@ def main() -> None:
         importlib.import_module(module)
     imported = sorted(m for m in sys.modules if m.split(".")[0] == "kfdefaults")
     assert not imported, f"the preloaded modules imported {imported}: children would not import them afresh"
+    # A forked child has the forking thread alone. torch's own native thread is no matter (torch forks its
+    # DataLoader workers and its elastic "fork" workers after import); a Python thread, such as Flyte 2's
+    # event loop, would be missed by the child and is refused.
+    assert threading.active_count() == 1, f"the preloaded modules started {threading.enumerate()}: a forked child would lack them"
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # nothing printed by an import reaches the answers
     for line in sys.stdin:
