@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 import warnings
