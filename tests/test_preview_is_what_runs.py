@@ -5,6 +5,8 @@ Registration is flytekit's own serialization in a fresh process that imports the
 ``pyflyte register`` does (``flyte_apps/register_app.py``); the run is a fresh process that loads the task with
 flytekit's resolver and runs it as ``pyflyte-execute`` does in a pod, with the container's environment and no
 ``KFDEFAULTS_*`` variable of the shell, recording the LaunchConfig torch receives (``flyte_apps/pod_runner.py``).
+Both processes fork from one that imported flytekit and torch already (the ``flytekit_python`` fixture): each
+imports kfdefaults and the task's module afresh, in its own working folder and environment.
 Nothing is compared with settings written by hand: the registered task says what was registered.
 """
 
