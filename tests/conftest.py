@@ -7,6 +7,8 @@ import shutil
 import sys
 
 import pytest
+from hypothesis import settings
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
@@ -20,6 +22,12 @@ sys.path.insert(0, HERE)  # the oracle and strategy helpers live next to the tes
 # the first one write the caches, as Python does by default.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+# Hypothesis profiles (budgets.py gives each property test its example count under them): `ci`, the default,
+# draws the same examples on every run; `explore` draws ten times as many from a random seed.
+settings.register_profile("ci", database=None, derandomize=True, deadline=None)
+settings.register_profile("explore", database=None, derandomize=False, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +48,17 @@ def kubectl() -> str:
     if not path:
         pytest.fail("kubectl is required on PATH (it runs offline): the tests compare against it")
     return path
+
+
+@pytest.fixture(scope="session")
+def flytekit_python():
+    """Python processes with flytekit, its PyTorch plugin and torch imported already (``preloaded_python.py``):
+    each run is a process of its own that imports kfdefaults and the task's module afresh, seconds faster."""
+    from preloaded_python import PreloadedPython
+
+    server = PreloadedPython("flytekit", "flytekit.tools.translator", "flytekit.bin.entrypoint",
+                             "flytekitplugins.kfpytorch", "google.protobuf.json_format", "torch",
+                             "torch.distributed.run", "torch.distributed.launcher.api")
+    yield server
+    server.close()
+

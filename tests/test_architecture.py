@@ -15,6 +15,7 @@ The rules are written out in docs/architecture.md:
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -58,7 +59,8 @@ def step_of(path: pathlib.Path) -> str | None:
     return rel.parts[0].removesuffix(".py")
 
 
-def imports(path: pathlib.Path) -> list[tuple[str, ast.stmt, bool]]:
+@functools.cache  # each test walks every module: parse each once per session
+def imports(path: pathlib.Path) -> tuple[tuple[str, ast.stmt, bool], ...]:
     """``(absolute module, node, lazy)`` for every import in ``path``; ``lazy`` when inside a function."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = list(path.relative_to(PACKAGE.parent).parts[:-1])  # what a relative import is relative to
@@ -82,7 +84,7 @@ def imports(path: pathlib.Path) -> list[tuple[str, ast.stmt, bool]]:
             else:
                 module = node.module or ""
             found.append((module, node, id(node) in lazy_nodes))
-    return found
+    return tuple(found)
 
 
 def own_step(module: str) -> str | None:

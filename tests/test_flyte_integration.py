@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 import warnings
@@ -321,7 +320,7 @@ TEAM_PROFILES = {
 }
 
 
-def test_pod_runs_on_the_settings_registered_without_profile_files(tmp_path):
+def test_pod_runs_on_the_settings_registered_without_profile_files(tmp_path, flytekit_python):
     app_dir = tmp_path / "image"
     (app_dir / "team").mkdir(parents=True)
     (app_dir / "kfd_pod_app.py").write_text(APP, encoding="utf-8")
@@ -348,10 +347,8 @@ def test_pod_runs_on_the_settings_registered_without_profile_files(tmp_path):
     workdir = tmp_path / "work"
     workdir.mkdir()
     pod_env = {**os.environ, **env, "FLYTE_INTERNAL_EXECUTION_ID": "kfd-test"}
-    proc = subprocess.run(
-        [sys.executable, os.path.join(APPS, "pod_runner.py"), str(record), str(workdir), "kfd_pod_app", "reduce", "10"],
-        cwd=app_dir, env=pod_env, capture_output=True, text=True, timeout=600,
-    )
+    proc = flytekit_python.run([os.path.join(APPS, "pod_runner.py"), record, workdir, "kfd_pod_app", "reduce", "10"],
+                               cwd=app_dir, env=pod_env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RESULT 21" in proc.stdout
     [launched] = [json.loads(line) for line in record.read_text().splitlines()]
@@ -432,12 +429,10 @@ def test_in_a_flyte_task_container_the_registered_settings_are_used(monkeypatch)
 # --- a real local run ----------------------------------------------------------------------------
 
 
-def test_local_run_of_cpu_small_reduces_over_two_workers(tmp_path):
+def test_local_run_of_cpu_small_reduces_over_two_workers(tmp_path, flytekit_python):
     record = tmp_path / "launch.jsonl"
-    proc = subprocess.run(
-        [sys.executable, "run_allreduce.py", str(record), "10"],
-        cwd=APPS, capture_output=True, text=True, timeout=900,
-    )
+    proc = flytekit_python.run([os.path.join(APPS, "run_allreduce.py"), record, "10"], cwd=APPS, env=dict(os.environ),
+                               timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # ranks 0 and 1 add 10 + 0 and 10 + 1; rank 0 returns sum * 100 + world size
     assert "RESULT 2102" in proc.stdout

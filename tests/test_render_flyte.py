@@ -32,23 +32,41 @@ def preview(name: str, *args: str, with_torch: bool) -> tuple[dict, str]:
 
 BOTH_WAYS = """
 import json, sys
-from kfdefaults.flytekit.preview import flyte_task_template
+from kfdefaults.flytekit.preview import flyte_task_template, torch_stand_in
+
+def torch_modules():
+    return sorted(m for m in sys.modules if m.split(".")[0] == "torch")
+
+with torch_stand_in():
+    import torch.distributed.run as r
+    parsed = r.parse_min_max_nnodes("2:3")
+after_stand_in = torch_modules()
 cases = [("gpu-large", {}), ("cpu-small", {}), ("gpu-large", {"elastic": {"nnodes": 3, "max_restarts": 2}})]
 without = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
-assert "torch" not in sys.modules
+after_templates = torch_modules()
 import torch  # the real torch.distributed.run from here on
 with_real = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
-print(json.dumps([without, with_real]))
+print(json.dumps({"parsed": parsed, "after_stand_in": after_stand_in, "after_templates": after_templates,
+                  "without": without, "with_real": with_real}))
 """
 
 
-def test_the_template_is_the_same_with_and_without_torch():
-    """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's. A
-    PyTorchJob (nnodes "1:4", then 3) and a python-task (nnodes 1), each defined both ways in one process."""
+@pytest.fixture(scope="module")
+def both_ways() -> dict:
+    """One process for the checks of the stand-in and of the templates defined with and without torch (each
+    such process imports flytekit, then torch): the stand-in used and taken away, three tasks defined with it,
+    then torch imported and the same three defined with the real ``torch.distributed.run``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
     proc = subprocess.run([sys.executable, "-c", BOTH_WAYS], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    without, with_real = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_the_template_is_the_same_with_and_without_torch(both_ways):
+    """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's. A
+    PyTorchJob (nnodes "1:4", then 3) and a python-task (nnodes 1), each defined both ways in one process."""
+    without, with_real = both_ways["without"], both_ways["with_real"]
+    assert both_ways["after_templates"] == []  # torch was never imported for the three defined without it
     assert [t["type"] for t in without] == ["pytorch", "python-task", "pytorch"]
     assert without == with_real
 
@@ -68,12 +86,9 @@ def test_the_stand_in_reads_nnodes_as_torch_does(text):
     assert outcome(ours) == outcome(torchs)
 
 
-def test_the_stand_in_is_taken_away_after_the_task_is_defined():
-    code = ("import sys\nfrom kfdefaults.flytekit.preview import torch_stand_in\n"
-            "with torch_stand_in():\n    import torch.distributed.run as r; assert r.parse_min_max_nnodes('2:3') == (2, 3)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == "[]"
+def test_the_stand_in_is_taken_away_after_the_task_is_defined(both_ways):
+    assert both_ways["parsed"] == [2, 3]  # torch.distributed.run.parse_min_max_nnodes("2:3"), inside
+    assert both_ways["after_stand_in"] == []
 
 
 def test_render_as_flyte_takes_the_image_and_says_nothing_more_when_piped():

@@ -13,21 +13,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from budgets import examples
 from hypothesis import HealthCheck, Phase, given, settings
 from smp_oracle import find_divergences, kubectl_apply, shrink
 from smp_strategies import smp_examples
 
 from kfdefaults import MergeError, strategic_merge_patch
 
-#: Settings shared by the tests: reproducible, no example database, no per-example deadline (kubectl
-#: takes 0.1 s to start). An example is drawn as one block of bytes (see ``smp_strategies.BytesSource``),
+#: Settings shared by the tests (reproducible, no example database, no per-example deadline as kubectl takes
+#: 0.1 s to start: those come from the Hypothesis profile, see ``budgets.py``). An example is drawn as one block of bytes (see ``smp_strategies.BytesSource``),
 #: which Hypothesis flags as a large base example. No shrink phase: each step would start kubectl, and
 #: Hypothesis spent its five minutes on a failing example without making it much smaller; ``_check``
 #: shrinks the failing case itself instead, in seconds.
 _SETTINGS = dict(
-    deadline=None,
-    database=None,
-    derandomize=True,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow],
 )
@@ -49,7 +47,7 @@ def _check(patch: dict, originals: list[dict], kind: str) -> None:
         )
 
 
-@settings(max_examples=60, **_SETTINGS)
+@settings(max_examples=examples(60), **_SETTINGS)
 @given(smp_examples("PodTemplateSpec"))
 def test_pod_template_spec_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]) -> None:
     """About 540 PodTemplateSpec cases (60 patches, 8 to 10 originals each)."""
@@ -57,7 +55,7 @@ def test_pod_template_spec_matches_kubectl(kubectl: str, example: tuple[dict, li
     _check(patch, originals, "PodTemplateSpec")
 
 
-@settings(max_examples=15, **_SETTINGS)
+@settings(max_examples=examples(15), **_SETTINGS)
 @given(smp_examples("PodSpec"))
 def test_pod_spec_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]) -> None:
     """About 135 PodSpec cases: the patch's top level is a PodSpec, as in ``kind="PodSpec"``."""
@@ -65,7 +63,7 @@ def test_pod_spec_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]
     _check(patch, originals, "PodSpec")
 
 
-@settings(max_examples=15, **_SETTINGS)
+@settings(max_examples=examples(15), **_SETTINGS)
 @given(smp_examples("Container"))
 def test_container_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]) -> None:
     """About 135 Container cases, each patched by kubectl as the only item of ``spec.containers``."""
