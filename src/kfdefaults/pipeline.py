@@ -314,7 +314,9 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
     the working directory, ``sys.path``), and reused as long as no folder's listing changed (names, sizes and
     times: a few ``stat`` calls) and neither the ``pyproject.toml`` nor any profile file it read holds other
     bytes (read again and compared by digest: a same-size edit that keeps the old time, as ``rsync -t``,
-    ``tar`` or ``cp -p`` make, is seen), nor the lock file. ``KFDEFAULTS_NO_CACHE`` turns this off too.
+    ``tar`` or ``cp -p`` make, is seen), nor the lock file. Once every file and folder it read has not changed
+    status for :data:`SETTLED_SECONDS`, an unchanged ``stat`` of each (inode, size, times, ctime included) stands
+    for its bytes, and calls stop reading them (:func:`_settled`). ``KFDEFAULTS_NO_CACHE`` turns this off too.
 
     ``project`` lists the folders the project's ``pyproject.toml`` is looked for from, first to last
     (``Elastic(...)`` gives the folder of the module that calls it); the working directory is always last.
