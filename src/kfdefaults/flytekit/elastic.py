@@ -107,6 +107,11 @@ class Elastic(PluginElastic):
         """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
         return self._call.pipeline
 
+    @property
+    def call_resolved(self) -> Resolved | None:
+        """The profile as this ``Elastic(...)`` call merged it, before any task's own pod template or resources."""
+        return self._call.resolved
+
     def resolve_with_pod_template(self, pod_template: Any, requests: Any = None, limits: Any = None,
                                   node_override: Any = None) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer, and a workflow node's

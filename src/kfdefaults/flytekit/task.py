@@ -32,7 +32,7 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
 from __future__ import annotations
 
 import copy
-import marshal
+import json
 import os
 import warnings
 from dataclasses import replace
@@ -179,11 +179,13 @@ def profile_products(config: Elastic, resolved: Resolved, arguments: TaskArgumen
     its warning is said at its line. ``KFDEFAULTS_NO_CACHE`` turns the memo off.
     """
     pipeline = config.pipeline
-    if resolved is not config.resolved or arguments.shared_memory or pipeline is None or flag(NO_CACHE_ENV):
+    # only the profile as the Elastic(...) call merged it: a task's own pod template or resources make new fragments
+    if resolved is not config.call_resolved or arguments.shared_memory or pipeline is None or flag(NO_CACHE_ENV):
         return registered_pod_template(config, resolved, arguments), image_of_a_profile(resolved)
-    try:  # the merged profile as this call holds it (Elastic(...).resolved can be changed): its exact bytes
-        content = marshal.dumps((resolved.elastic_settings, resolved.pod_template_spec, resolved.primary_container_name))
-    except ValueError:  # not plain data: built on its own
+    try:  # the merged profile as this call holds it (Elastic(...).resolved can be changed), keys in their order
+        content = json.dumps([resolved.elastic_settings, resolved.pod_template_spec, resolved.primary_container_name],
+                             separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):  # not plain data: built on its own
         return registered_pod_template(config, resolved, arguments), image_of_a_profile(resolved)
     key = (id(pipeline), tuple(map(id, resolved.fragments)), content, config.runtime_key, arguments)
     hit = _PRODUCTS.get(key)
