@@ -374,3 +374,39 @@ def _is_schema(entry: str) -> bool:
     with open(entry, encoding="utf-8") as f:
         f.readline()
         return "io.k8s.api.core.v1.PodTemplate" in f.read(200_000)
+
+
+@pytest.mark.parametrize("edit", ["profile", "pyproject", "new file"])
+def test_a_settled_stat_stands_for_the_bytes_only_until_something_changes(tmp_path, cache, monkeypatch, edit):
+    """Once nothing changed status for SETTLED_SECONDS (0 here: anything written before the check), calls trust the
+    stat and read no file; an edit of the same size and time still changes the ctime, a new file the folder."""
+    import kfdefaults.pipeline as pipeline_module
+    from kfdefaults.pipeline import shared_pipeline
+
+    monkeypatch.setattr(pipeline_module, "SETTLED_SECONDS", 0.0)
+    team = team_with(tmp_path, "elastic: {nnodes: 2}\n")
+    project = tmp_path / "pyproject.toml"
+    project.write_text(f'[tool.kfdefaults]\nteam = ["{os.path.basename(team)}"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    first = shared_pipeline()
+    assert first.resolve("p").elastic_settings["nnodes"] == 2
+    assert shared_pipeline() is first  # the full check, which records the settled stat
+    reads = []
+    monkeypatch.setattr(type(first.loader), "unchanged", lambda self: reads.append(self) or True)
+    assert shared_pipeline() is first and reads == []  # the stat alone
+    if edit == "profile":
+        same_size_same_time(os.path.join(team, "p.yaml"), "elastic: {nnodes: 3}\n")
+    elif edit == "pyproject":
+        os.utime(project, ns=(0, os.stat(project).st_mtime_ns))  # a change of status only: read again, same bytes
+    else:
+        with open(os.path.join(team, "q.yaml"), "w", encoding="utf-8") as f:
+            f.write("elastic: {nnodes: 5}\n")
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    again = shared_pipeline()
+    if edit == "profile":
+        assert again is not first and again.resolve("p").elastic_settings["nnodes"] == 3
+    elif edit == "pyproject":
+        assert again is first
+    else:
+        assert again is not first and again.resolve("q").elastic_settings["nnodes"] == 5

@@ -146,3 +146,30 @@ def test_elastic_overrides_are_validated_and_located():
     with pytest.raises(TypeError, match="profiles own /dev/shm"):
         Elastic(profile="gpu-large", increase_shared_mem=True)
     assert Elastic(profile="gpu-large", increase_shared_mem=False).increase_shared_mem is False  # agrees: accepted
+
+
+def test_tasks_on_one_call_share_the_template_and_register_what_building_each_registers(monkeypatch):
+    """A module of many tasks on a few Elastic(...) calls builds each pod template once: tasks of one call and
+    the same task arguments share it, and serialize as tasks built one by one (the memo off) do. A task with its
+    own pod template, shared memory, or resources that change the profile's auto values is built on its own."""
+    from flytekit import Resources
+
+    def define(**kwargs):
+        @task(task_config=Elastic(profile="gpu-large", team=[TEAM], nnodes=2), **kwargs)
+        def body() -> None: ...
+        return body
+
+    first, second = define(), define()
+    env, env_again = define(environment={"A": "1"}), define(environment={"A": "1"})
+    assert first.pod_template is second.pod_template and env.pod_template is env_again.pod_template
+    assert env.pod_template is not first.pod_template
+    own, shm = define(pod_template=USER_TEMPLATE), define(shared_memory=True)
+    gpus = define(requests=Resources(gpu="8"), limits=Resources(mem="64Gi"))  # /dev/shm sizeLimit: auto follows
+    for alone in (own, shm, gpus):
+        assert alone.pod_template is not first.pod_template
+    monkeypatch.setenv("KFDEFAULTS_NO_CACHE", "1")
+    built = [define(), define(environment={"A": "1"})]
+    assert built[0].pod_template is not first.pod_template
+    for shared, fresh in zip((first, env), built):
+        one, other = template(shared), template(fresh)
+        assert one.k8s_pod.to_flyte_idl() == other.k8s_pod.to_flyte_idl() and one.custom == other.custom

@@ -23,7 +23,7 @@ sys.exit(code)
 
 def preview(name: str, *args: str, with_torch: bool) -> tuple[dict, str]:
     before = "import torch" if with_torch else ""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") or k == "KFDEFAULTS_CACHE_DIR"}
     proc = subprocess.run([sys.executable, "-c", CODE.format(before=before, name=name, args=list(args))],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -41,34 +41,137 @@ with torch_stand_in():
     import torch.distributed.run as r
     parsed = r.parse_min_max_nnodes("2:3")
 after_stand_in = torch_modules()
-cases = [("gpu-large", {}), ("cpu-small", {}), ("gpu-large", {"elastic": {"nnodes": 3, "max_restarts": 2}})]
-without = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
+team = [sys.argv[1]]
+spot = {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
+shm = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "4Gi"}}
+cases = [
+    ("gpu-large", {}, None),
+    ("cpu-small", {}, None),
+    ("gpu-large", {"elastic": {"nnodes": 3, "max_restarts": 2}}, None),
+    ("vision", {}, None),
+    ("vision", {"elastic": {"nnodes": "2:4", "nproc_per_node": 4},
+                "pod_template": {"spec": {"tolerations": [spot]}, "labels": {"stage": "train"}}},
+     "registry.example.com/base:1"),
+    ("cpu-small", {"pod_template": {"spec": {"volumes": [shm]}}}, "registry.example.com/base:1"),
+]
+def both():
+    return [flyte_task_template(name, team=team, overrides=overrides, image=image) for name, overrides, image in cases]
+without = both()
 after_templates = torch_modules()
 import torch  # the real torch.distributed.run from here on
-with_real = [flyte_task_template(name, overrides=overrides) for name, overrides in cases]
+with_real = both()
 print(json.dumps({"parsed": parsed, "after_stand_in": after_stand_in, "after_templates": after_templates,
                   "without": without, "with_real": with_real}))
 """
 
+VISION = """\
+extends: [gpu-large, nccl-fail-fast]
+pod_template:
+  spec:
+    containers:
+      - name: primary
+        image: registry.example.com/vision/train:3
+    tolerations:
+      - key: nvidia.com/gpu
+        operator: Exists
+        effect: NoSchedule
+      - key: example.com/a100
+        operator: Exists
+        effect: NoSchedule
+    volumes:
+      - name: dshm
+        emptyDir:
+          medium: Memory
+          sizeLimit: 64Gi
+"""
+
 
 @pytest.fixture(scope="module")
-def both_ways() -> dict:
+def both_ways(tmp_path_factory) -> dict:
     """One process for the checks of the stand-in and of the templates defined with and without torch (each
-    such process imports flytekit, then torch): the stand-in used and taken away, three tasks defined with it,
-    then torch imported and the same three defined with the real ``torch.distributed.run``."""
+    such process imports flytekit, then torch): the stand-in used and taken away, six tasks defined with it,
+    then torch imported and the same six defined with the real ``torch.distributed.run``."""
+    team = tmp_path_factory.mktemp("team")
+    (team / "vision.yaml").write_text(VISION)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
-    proc = subprocess.run([sys.executable, "-c", BOTH_WAYS], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", BOTH_WAYS, str(team)], capture_output=True, text=True, env=env,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 def test_the_template_is_the_same_with_and_without_torch(both_ways):
-    """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's. A
-    PyTorchJob (nnodes "1:4", then 3) and a python-task (nnodes 1), each defined both ways in one process."""
+    """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's. Each
+    case defined both ways in one process, serialized by flytekit's get_serializable: PyTorchJobs (nnodes "1:4",
+    3, "2:4") and python-tasks (nnodes 1), with keyword arguments, a team profile with its own image, tolerations
+    and /dev/shm size, a task-layer pod template (a toleration, a label, a /dev/shm size) and a default image."""
     without, with_real = both_ways["without"], both_ways["with_real"]
-    assert both_ways["after_templates"] == []  # torch was never imported for the three defined without it
-    assert [t["type"] for t in without] == ["pytorch", "python-task", "pytorch"]
+    assert both_ways["after_templates"] == []  # torch was never imported for the six defined without it
+    assert [t["type"] for t in without] == ["pytorch", "python-task", "pytorch", "pytorch", "pytorch", "python-task"]
+    pods = [t["k8sPod"]["podSpec"] for t in without]
+    assert pods[3]["containers"][0]["image"] == "registry.example.com/vision/train:3"
+    assert {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"} in pods[4]["tolerations"]
+    assert pods[5]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "4Gi"}}]
     assert without == with_real
+
+
+KEPT = """
+import sys
+sys.argv = ["kfdefaults", "render", *sys.argv[1:]]
+from kfdefaults.cli import run
+code = run(sys.argv[1:])
+print("SDK-IMPORTED" if "flytekit" in sys.modules else "NO-SDK", file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def kept_run(cwd, *args: str, **environment: str) -> tuple[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") or k == "KFDEFAULTS_CACHE_DIR"}
+    env.update(KFDEFAULTS_TARGET="flytekit", **environment)
+    proc = subprocess.run([sys.executable, "-c", KEPT, *args], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, proc.stderr
+
+
+def test_a_kept_template_is_what_serializing_prints(tmp_path):
+    """The second run prints what the first one serialized, warnings included, without importing flytekit; with
+    the cache off, serializing again prints the same."""
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "vision"\n\n[tool.kfdefaults]\nteam = ["profiles"]\n')
+    (tmp_path / "profiles" / "vision.yaml").write_text(VISION)
+    args = ("vision", "--as", "flyte", "--image", "registry.example.com/base:1", "--set", "elastic.nnodes=2")
+    first, said_first = kept_run(tmp_path, *args, KFDEFAULTS_CACHE_DIR=str(tmp_path / "cache"))
+    second, said_second = kept_run(tmp_path, *args, KFDEFAULTS_CACHE_DIR=str(tmp_path / "cache"))
+    fresh, said_fresh = kept_run(tmp_path, *args, KFDEFAULTS_NO_CACHE="1")
+    assert "SDK-IMPORTED" in said_first and "NO-SDK" in said_second and "SDK-IMPORTED" in said_fresh
+    assert "registry.example.com/vision/train:3" in first and "wins over the registration's default image" in said_first
+    assert first == second == fresh
+    assert said_first.replace("SDK-IMPORTED", "") == said_second.replace("NO-SDK", "") == said_fresh.replace("SDK-IMPORTED", "")
+
+
+def test_what_the_template_depends_on_is_serialized_again(tmp_path):
+    """A profile file edited (same size, its old modification time set back), another --image, the default image
+    flytekit reads from FLYTE_INTERNAL_IMAGE: each a new serialization, printing the change."""
+    cache_dir = str(tmp_path / "cache")
+    (tmp_path / "team").mkdir()
+    profile = tmp_path / "team" / "vision.yaml"
+    profile.write_text(VISION)
+    args = ("vision", "--team", str(tmp_path / "team"), "--as", "flyte", "-o", "json")
+    first, _ = kept_run(tmp_path, *args, KFDEFAULTS_CACHE_DIR=cache_dir)
+    before = os.stat(profile)
+    profile.write_text(VISION.replace("train:3", "train:4"))
+    os.utime(profile, ns=(before.st_atime_ns, before.st_mtime_ns))
+    edited, said = kept_run(tmp_path, *args, KFDEFAULTS_CACHE_DIR=cache_dir)
+    assert "SDK-IMPORTED" in said and "train:3" in first and "train:4" in edited and "train:3" not in edited
+    cpu = ("cpu-small", "--as", "flyte", "-o", "json")
+    kept_run(tmp_path, *cpu, KFDEFAULTS_CACHE_DIR=cache_dir)
+    again, said = kept_run(tmp_path, *cpu, "--image", "registry.example.com/other:2", KFDEFAULTS_CACHE_DIR=cache_dir)
+    assert "SDK-IMPORTED" in said and "registry.example.com/other:2" in again
+    internal, said = kept_run(tmp_path, *cpu, KFDEFAULTS_CACHE_DIR=cache_dir,
+                              FLYTE_INTERNAL_IMAGE="registry.example.com/internal:5")
+    assert "SDK-IMPORTED" in said and json.loads(internal)["k8sPod"]["podSpec"]["containers"][0]["image"] == \
+        "registry.example.com/internal:5"
 
 
 @pytest.mark.parametrize("text", ["1", "4", "2:4", "1:1", "0:3", " 2: 4", "2:4:6", "a", "", "2:", "-1:2", "１:２"])

@@ -14,7 +14,9 @@ flytekit, whose backend (Flyte 1) it models, when the cluster's default PodTempl
 from __future__ import annotations
 
 import os
+import stat
 import sys
+import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import cache
@@ -312,7 +314,9 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
     the working directory, ``sys.path``), and reused as long as no folder's listing changed (names, sizes and
     times: a few ``stat`` calls) and neither the ``pyproject.toml`` nor any profile file it read holds other
     bytes (read again and compared by digest: a same-size edit that keeps the old time, as ``rsync -t``,
-    ``tar`` or ``cp -p`` make, is seen), nor the lock file. ``KFDEFAULTS_NO_CACHE`` turns this off too.
+    ``tar`` or ``cp -p`` make, is seen), nor the lock file. Once every file and folder it read has not changed
+    status for :data:`SETTLED_SECONDS`, an unchanged ``stat`` of each (inode, size, times, ctime included) stands
+    for its bytes, and calls stop reading them (:func:`_settled`). ``KFDEFAULTS_NO_CACHE`` turns this off too.
 
     ``project`` lists the folders the project's ``pyproject.toml`` is looked for from, first to last
     (``Elastic(...)`` gives the folder of the module that calls it); the working directory is always last.
@@ -328,15 +332,61 @@ def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, k
     hit = None if flag(NO_CACHE_ENV) else _SHARED.get(key)
     if hit is not None:
         (folders, signature, stamp), pipeline = hit
+        seen = _QUICK.get(key)
+        if seen is not None and seen[0] is pipeline and _quick_signature(starts, folders, pipeline) == seen[1]:
+            return pipeline
+        since = time.time()
+        quick = _quick_signature(starts, folders, pipeline)  # before the bytes are read: a later write shows
         if (stamp == _stamp(starts, pipeline) and tuple((f, folder_listing(f)) for f in folders) == signature
                 and pipeline.loader.unchanged()):
+            if _settled(quick, since):
+                _QUICK[key] = (pipeline, quick)
             return pipeline
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk, target=target,
                                  flags=("platform=", "team="), project=starts)
     pipeline.require_locked = True  # a registration uses the profile: it must have been locked
     signature = pipeline.catalog.signature()
     _SHARED[key] = ((tuple(f for f, _ in signature), signature, _stamp(starts, pipeline)), pipeline)
+    _QUICK.pop(key, None)
     return pipeline
+
+
+_QUICK: dict[tuple, tuple[Pipeline, tuple]] = {}
+"""Key of :data:`_SHARED` -> (its pipeline, the :func:`_quick_signature` taken before its files' bytes were last
+found unchanged)."""
+
+SETTLED_SECONDS = 2.0
+"""How long before a check a file's or folder's status must have last changed for its ``stat`` to stand for its
+bytes (:func:`_settled`): more than the coarsest timestamp granularity and clock step of a local file system."""
+
+
+def _quick_signature(starts: Sequence[str], folders: Sequence[str], pipeline: Pipeline) -> tuple:
+    """The ``stat`` of everything :func:`shared_pipeline` reads to see that nothing changed: the project's
+    ``pyproject.toml``, its lock file, the cluster's template, every layer folder (its entries) and every profile
+    file loaded. A file is ``(inode, size, mtime, ctime)``, a folder ``(inode, mtime, ctime)``, ``None`` when
+    missing."""
+    path = next(filter(None, map(nearest_pyproject, starts)), None)
+    lock = os.path.join(os.path.dirname(path), LOCK_FILE) if path is not None else None
+    template = pipeline.cluster_template.path if pipeline.cluster_template else None
+    out: list[Any] = [path]
+    for file in (path, lock, template, *folders, *pipeline.loader.digests):
+        try:
+            st = os.stat(file) if file else None
+        except OSError:
+            st = None
+        out.append(None if st is None else (file, st.st_ino, -1 if stat.S_ISDIR(st.st_mode) else st.st_size,
+                                            st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(out)
+
+
+def _settled(quick: tuple, since: float) -> bool:
+    """Whether nothing in ``quick`` changed status within :data:`SETTLED_SECONDS` of ``since``. Then the same
+    ``stat`` later means the same bytes: writing a file, even keeping its size and setting its old modification
+    time back (``rsync -t``, ``cp -p``, ``tar``), sets its status-change time (ctime) to the time of the write,
+    which no tool sets back; replacing it gives another inode; adding or removing a folder's entry changes the
+    folder's times. A file changed just before the check is read again at every call until it settles."""
+    limit = int((since - SETTLED_SECONDS) * 1e9)
+    return all(item is None or item[4] < limit for item in quick[1:])
 
 
 def _stamp(starts: Sequence[str], pipeline: Pipeline) -> tuple:

@@ -31,7 +31,7 @@ from .k8s.resources import merge_task_resources, resource_name
 from .lock import platform_fallback_warning
 from .merge.auto import uses_auto
 from .merge.primary import name_primary_as_the_profile_does
-from .merge.result import Resolved, SdkObjects
+from .merge.result import Resolved, SdkObjects, copy_plain
 from .pipeline import Pipeline, shared_pipeline
 from .settings import RUNTIME_ENV
 from .targets import Target
@@ -230,7 +230,7 @@ class ProfileCall:
         if fallback is not None:
             warnings.warn(f"{fallback.message} ({fallback.location})", KfdefaultsWarning,
                           stacklevel=caller_stacklevel(SDK_PACKAGES))
-        return copy.deepcopy(self.resolved.elastic_settings)
+        return copy_plain(self.resolved.elastic_settings)
 
     def with_pod_template(self, section: Mapping[str, Any] | None, source: str,
                           resources: Mapping[str, Any] | None = None, resources_source: str = "") -> Resolved:

@@ -96,7 +96,7 @@ def _render(args: argparse.Namespace) -> None:
     findings = pipeline.warnings(resolved)
     if args.as_ in ("flyte", "pytorchjob"):
         report(findings)
-        _render_flyte(args, pipeline, tree, output)
+        _render_flyte(args, pipeline, tree, output, resolved)
         return
     if args.as_ == "podtemplate":
         from ..backend.pod_template_name import SUMMARY, dropped_by_pod_template_name
@@ -123,19 +123,50 @@ def _render(args: argparse.Namespace) -> None:
     out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
 
 
-def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str) -> None:
+def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str, resolved: Any) -> None:
     """``render --as flyte``: define a real task on the profile and print the TaskTemplate the target SDK registers
     (the task's warnings are the profile's, printed as Python warnings by the SDK adapter); ``--as pytorchjob``:
-    the PyTorchJob Flyte's backend creates from it (:mod:`kfdefaults.backend.pytorchjob`).
+    the PyTorchJob Flyte's backend creates from it (:mod:`kfdefaults.backend.pytorchjob`). What a serialization
+    printed is kept for the next run with the same inputs (:mod:`kfdefaults.show.preview_cache`).
 
     Importing the SDK takes a second or more: on a terminal, a line on standard error says so meanwhile."""
+    from ..show.output import output_encoding, to_json, to_yaml
+    from ..show.preview_cache import load_preview, preview_key, store_preview
+
+    key = preview_key(
+        {"name": args.name, "platform": args.platform, "team": args.team, "set": tree, "image": args.image,
+         "target": pipeline.target.name, "kubernetes": pipeline.kubernetes_version,
+         "cluster_template": args.cluster_template},
+        resolved, pipeline.loader.digests,
+        [pipeline.project.pyproject, pipeline.lock.path if pipeline.lock is not None else None,
+         pipeline.cluster_template.path if pipeline.cluster_template is not None else None])
+    kept = load_preview(key)
+    if kept is not None:
+        data, said = kept
+    else:
+        data, said = _serialize(args, pipeline, tree)
+        if all(category == "KfdefaultsWarning" for category, *_ in said):
+            store_preview(key, data, said)
+    for category, message, filename, lineno in said:
+        if category == "KfdefaultsWarning":
+            err(f"kfdefaults: {message}")
+        else:
+            err(f"{filename}:{lineno}: {category}: {message}")
+    if args.as_ == "pytorchjob":
+        data = _pytorch_job(args.name, data, pipeline)
+    encoding = output_encoding()
+    out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
+
+
+def _serialize(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any]) -> tuple[dict[str, Any], list[list[Any]]]:
+    """Define the task and serialize it with the target SDK: ``(TaskTemplate, warnings said meanwhile)``, each
+    warning ``[category name, message, filename, lineno]``."""
     import sys
     import warnings
 
     from ..errors import KfdefaultsWarning
     from ..runtime import PROJECT_FROM
     from ..settings import CLUSTER_TEMPLATE_ENV
-    from ..show.output import output_encoding, to_json, to_yaml
 
     target = pipeline.target.name
     saved = os.environ.get(CLUSTER_TEMPLATE_ENV)
@@ -167,15 +198,8 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
             os.environ[CLUSTER_TEMPLATE_ENV] = saved
         else:
             os.environ.pop(CLUSTER_TEMPLATE_ENV, None)
-    for warning in said:
-        if issubclass(warning.category, KfdefaultsWarning):
-            err(f"kfdefaults: {warning.message}")
-        else:
-            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    if args.as_ == "pytorchjob":
-        data = _pytorch_job(args.name, data, pipeline)
-    encoding = output_encoding()
-    out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
+    return data, [["KfdefaultsWarning" if issubclass(w.category, KfdefaultsWarning) else w.category.__name__,
+                   str(w.message), w.filename, w.lineno] for w in said]
 
 
 def _pytorch_job(name: str, task_template: dict[str, Any], pipeline: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from flytekitplugins.kfpytorch.task import RunPolicy
 
 from ..errors import ProfileError
 from ..layers.flags import folder_arguments
-from ..merge.result import Resolved
+from ..merge.result import Resolved, copy_plain
 from ..pipeline import Pipeline
 from ..runtime import ProfileCall
 from ..targets import FLYTEKIT
@@ -107,6 +107,11 @@ class Elastic(PluginElastic):
         """The pipeline this config was resolved by (``None`` in a pod running on the registered settings)."""
         return self._call.pipeline
 
+    @property
+    def call_resolved(self) -> Resolved | None:
+        """The profile as this ``Elastic(...)`` call merged it, before any task's own pod template or resources."""
+        return self._call.resolved
+
     def resolve_with_pod_template(self, pod_template: Any, requests: Any = None, limits: Any = None,
                                   node_override: Any = None) -> Resolved:
         """The profile with ``@task(pod_template=...)`` added to the task layer, and a workflow node's
@@ -165,7 +170,7 @@ class Elastic(PluginElastic):
     def elastic_settings(self) -> dict[str, Any]:
         """The settings this config runs with, as plain data."""
         if self.resolved is not None:
-            return copy.deepcopy(self.resolved.elastic_settings)
+            return copy_plain(self.resolved.elastic_settings)
         out: dict[str, Any] = {k: copy.deepcopy(getattr(self, k)) for k in ELASTIC_FIELDS if k != "run_policy"}
         if self.run_policy is not None:
             out["run_policy"] = run_policy_dict(self.run_policy)

@@ -32,6 +32,7 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
 from __future__ import annotations
 
 import copy
+import json
 import os
 import warnings
 from dataclasses import replace
@@ -42,6 +43,7 @@ from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
 from ..errors import KfdefaultsWarning, caller_stacklevel, warn_at
 from ..merge.result import Resolved
 from ..runtime import for_task
+from ..settings import NO_CACHE_ENV, flag
 from ..show.image import ProfileImage, profile_image_wins, task_image_wins
 from .elastic import Elastic
 from .overrides import NodeOverrides, auto_differs, node_of, not_resolved_here
@@ -68,8 +70,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
             resolved = task_config.resolve_with_pod_template(user_template, *self._kfdefaults_resources)
             task_config = task_config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
             self.kfdefaults_resolved = resolved
-            kwargs["pod_template"] = registered_pod_template(task_config, resolved, self._kfdefaults_arguments)
-            found = image_of_a_profile(resolved)
+            kwargs["pod_template"], found = profile_products(task_config, resolved, self._kfdefaults_arguments)
             if found is not None and self._kfdefaults_arguments.container_image:
                 warnings.warn(task_image_wins("flytekit", task_config.profile, found), KfdefaultsWarning,
                               stacklevel=caller_stacklevel(CALLERS))
@@ -152,6 +153,49 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         if isinstance(config, Elastic):
             warn_of_nodes_that_never_come(config, self.min_nodes, self.task_function)
         return super().execute(**kwargs)
+
+
+_PRODUCTS: dict[tuple, tuple[Any, Resolved, Any, ProfileImage | None]] = {}
+"""What :func:`profile_products` made, by what it was made from; each value holds the pipeline and the merged
+profile it was made of, so that the ``id()`` in its key stays theirs while it is kept."""
+
+_PRODUCTS_MAX = 4096
+"""Entries kept before the memo starts again (a module of thousands of tasks uses a few dozen)."""
+
+
+def profile_products(config: Elastic, resolved: Resolved, arguments: TaskArguments) -> tuple[Any, ProfileImage | None]:
+    """The pod template a task registers (:func:`~kfdefaults.flytekit.pod.registered_pod_template`) and the
+    profile's image it carries (:func:`~kfdefaults.flytekit.pod.image_of_a_profile`), made once per process for
+    each distinct input: a module of many tasks on a few ``Elastic(...)`` calls builds each template once.
+
+    The key is what decides both: the pipeline (its folders, cluster template and lock, and so the provenance
+    annotations), the merged profile's fragments (the same objects for the same profile and keyword arguments while
+    the pipeline is, :class:`~kfdefaults.runtime.ProfileCall`; they say who set the image) and its content, the
+    call's key (:func:`~kfdefaults.runtime.runtime_key`, in the settings the pod reads back) and the task's
+    arguments. Only the profile as merged for the ``Elastic(...)`` call is kept: a task with its own pod template,
+    or resources that change its ``auto`` values, is built on its own. Tasks of one key share one
+    ``flytekit.PodTemplate``: flytekit and the plugin only read it (flytekit serializes a deep copy, ``_serialize_pod_spec``; the plugin adds a ``/dev/shm``
+    only for ``increase_shared_mem``, which is always off). A task asking for shared memory is built on its own, as
+    its warning is said at its line. ``KFDEFAULTS_NO_CACHE`` turns the memo off.
+    """
+    pipeline = config.pipeline
+    # only the profile as the Elastic(...) call merged it: a task's own pod template or resources make new fragments
+    if resolved is not config.call_resolved or arguments.shared_memory or pipeline is None or flag(NO_CACHE_ENV):
+        return registered_pod_template(config, resolved, arguments), image_of_a_profile(resolved)
+    try:  # the merged profile as this call holds it (Elastic(...).resolved can be changed), keys in their order
+        content = json.dumps([resolved.elastic_settings, resolved.pod_template_spec, resolved.primary_container_name],
+                             separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):  # not plain data: built on its own
+        return registered_pod_template(config, resolved, arguments), image_of_a_profile(resolved)
+    key = (id(pipeline), tuple(map(id, resolved.fragments)), content, config.runtime_key, arguments)
+    hit = _PRODUCTS.get(key)
+    if hit is not None and hit[0] is pipeline:
+        return hit[2], hit[3]
+    template, found = registered_pod_template(config, resolved, arguments), image_of_a_profile(resolved)
+    if len(_PRODUCTS) >= _PRODUCTS_MAX:
+        _PRODUCTS.clear()
+    _PRODUCTS[key] = (pipeline, resolved, template, found)
+    return template, found
 
 
 def warn_of_nodes_that_never_come(config: Elastic, min_nodes: int, function: Callable[..., Any]) -> None:

@@ -11,12 +11,23 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import marshal
 from typing import Any, Protocol
 
 from ..errors import KfdefaultsError
 from ..k8s.models import to_k8s_model
 from ..targets import FLYTEKIT, Target
 from .primary import DEFAULT_PRIMARY_CONTAINER_NAME
+
+
+def copy_plain(value: Any) -> Any:
+    """A deep copy of plain data (dicts, lists, strings, numbers, booleans, ``None``), as ``copy.deepcopy`` makes
+    it, several times faster: through :mod:`marshal`, which writes these types in C and keeps dict order. Anything
+    marshal does not take (a subclass of ``str``, another object) is copied by ``copy.deepcopy``."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return copy.deepcopy(value)
 
 
 class SdkObjects(Protocol):
@@ -88,8 +99,8 @@ class Resolved:
 
     def copy(self) -> Resolved:
         """A copy whose settings and pod template can be changed without changing this one (fragments shared)."""
-        return self.replace(elastic_settings=copy.deepcopy(self.elastic_settings),
-                            pod_template_spec=copy.deepcopy(self.pod_template_spec))
+        return self.replace(elastic_settings=copy_plain(self.elastic_settings),
+                            pod_template_spec=copy_plain(self.pod_template_spec))
 
     def digest(self) -> str:
         """What this profile gives a pod, as ``sha256:<64 hex digits>``: the SHA-256 of the canonical JSON
@@ -114,7 +125,7 @@ class Resolved:
     @property
     def pod_spec(self) -> dict[str, Any]:
         """The merged PodSpec as plain data (camelCase, as in a manifest), a copy."""
-        return copy.deepcopy(self.pod_template_spec.get("spec") or {})
+        return copy_plain(self.pod_template_spec.get("spec") or {})
 
     def to_dict(self) -> dict[str, Any]:
         """The merged profile as plain data, in the shape of a profile file.
