@@ -340,7 +340,8 @@ def bench_test_command(tmp: str, limit: float, results: Results) -> None:
     wall = time.perf_counter() - start
     print("    " + (proc.stdout.strip().splitlines() or [""])[-1])
     if proc.returncode != 0:
-        raise SystemExit(f"the test command failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        failures = proc.stdout[proc.stdout.find("= FAILURES ="):] if "= FAILURES =" in proc.stdout else proc.stdout
+        raise SystemExit(f"the test command failed:\n{failures[:20000]}\n{proc.stderr[-3000:]}")
     results.check("README test command from a fresh clone, install included", wall, limit, "s")
 
 
