@@ -8,14 +8,15 @@ first run of a command records those inputs as it goes, whoever reads them:
 
 * every file opened for reading (Python's audit event ``open``): kept as the digest of its bytes;
 * every folder listed (``os.listdir``, ``os.scandir``, and so ``os.walk``, ``glob`` and the import system):
-  kept as its sorted names and which of them are folders;
+  kept as its inode and modification and change times, which move with every name made, removed or renamed
+  in it (one ``stat``, however many files it holds);
 * every path looked at (``os.stat``, ``os.lstat``, and so ``os.path.exists``, ``isfile``, ``isdir``,
   ``realpath`` and ``pathlib``): kept as its kind, size and modification time, or as missing.
 
 It stores them in the cache (:mod:`kfdefaults.cache`) beside the text written to standard output and standard
 error. A later run of the same command replays that text only if every input is still what it was: each file
-read again and its digest compared (an edit that keeps the size and the time is seen), each folder listed
-again, each path looked at again. Anything else runs the command and records it anew.
+read again and its digest compared (an edit that keeps the size and the time is seen), each folder and path
+looked at again. Anything else runs the command and records it anew.
 
 Also kept: the modification time of every ``sys.path`` folder (an install or removal of a package changes
 it), the size and time of the source of every module imported from outside the installed environment (an
@@ -144,11 +145,12 @@ def _file(path: str) -> Any:
 
 
 def _folder(path: str) -> Any:
-    from ..cache import digest
-
-    with os.scandir(path) as listing:
-        names = sorted(e.name + ("/" if e.is_dir() else "") for e in listing)
-    return digest("\0".join(names).encode("utf-8", "surrogateescape"))
+    # a folder's modification and change times move with every name made, removed or renamed in it (POSIX), and
+    # its inode with a folder put in its place: one stat, however many files it holds
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return "!not a folder"
+    return [st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _looked_at(follow: bool) -> Any:
@@ -167,7 +169,7 @@ def _time(path: str) -> Any:
 
 
 _STATES = {"file": _file, "folder": _folder, "stat": _looked_at(True), "lstat": _looked_at(False), "time": _time}
-"""Each kind of input and how its state is read: ``file`` the digest of its bytes, ``folder`` its names,
+"""Each kind of input and how its state is read: ``file`` the digest of its bytes, ``folder`` its inode and times,
 ``stat``/``lstat`` the kind, permissions, size and time of what is there (a folder's kind and permissions
 alone, a link's target), ``time`` a
 folder's modification time (the ``sys.path`` folders, whose time changes when a package is installed or
