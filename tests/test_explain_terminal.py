@@ -99,7 +99,7 @@ def test_narrow_terminals_keep_lines_within_the_width_where_the_values_allow(lea
 
 
 def test_a_wide_terminal_gets_the_table():
-    screen = on_terminal(250, "render", "gpu-large", "--explain")
+    screen = on_terminal(500, "render", "gpu-large", "--explain")  # "set at" holds the checkout's full path
     assert re.search(r"path\s+[│┃]\s+value\s+[│┃]\s+layer\s+[│┃]\s+set at", screen), screen[:500]
 
 
