@@ -339,10 +339,13 @@ def bench_test_command(tmp: str, limit: float, results: Results) -> None:
     proc = subprocess.run(["bash", ".ci/run"], cwd=clone, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     print("    " + (proc.stdout.strip().splitlines() or [""])[-1])
-    if proc.returncode != 0:
+    label = "README test command from a fresh clone, install included"
+    if proc.returncode != 0:  # a failing suite is no figure: recorded as a miss, the failures printed
         failures = proc.stdout[proc.stdout.find("= FAILURES ="):] if "= FAILURES =" in proc.stdout else proc.stdout
-        raise SystemExit(f"the test command failed:\n{failures[:20000]}\n{proc.stderr[-3000:]}")
-    results.check("README test command from a fresh clone, install included", wall, limit, "s")
+        print(f"the test command failed:\n{failures[:20000]}\n{proc.stderr[-3000:]}")
+        results.rows.append((label, f"{wall:.0f}s, tests FAILED", f"<= {limit:g}s", False))
+        return
+    results.check(label, wall, limit, "s")
 
 
 class Load:
