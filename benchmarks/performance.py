@@ -70,7 +70,7 @@ class Results:
 
     def check(self, label: str, value: float, limit: float, unit: str, detail: str = "") -> None:
         met = value <= limit
-        shown = f"{value:.3g}{unit}" if unit != "ms" else f"{value:.1f} ms"
+        shown = f"{value:.3f}{unit}" if unit != "ms" else f"{value:.1f} ms"  # a ratio at its limit shows which side
         self.rows.append((label, shown + (f" ({detail})" if detail else ""), f"<= {limit:g}{' ' if unit == 'ms' else ''}{unit}", met))
         print(f"  {label:<66} {shown:>9} (target <= {limit:g}{unit}) {'met' if met else 'NOT met'}"
               + (f"  [{detail}]" if detail else ""))
