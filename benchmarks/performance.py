@@ -403,13 +403,13 @@ def main() -> int:
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
                f"Python {platform.python_version()}, {kubectl_version}, kfdefaults {__version__} ({commit})")
     print(f"machine: {machine}")
-    load_before = os.getloadavg()
     results = Results()
     load = Load(args.load) if args.load else None
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     try:
         if load:
             time.sleep(20)  # let the suites get going
+        load_before = os.getloadavg()  # with the suites running, when there are
         with tempfile.TemporaryDirectory(prefix="kfdefaults-bench-") as tmp:
             python = core_python(tmp, args.python)
             print(f"command line: {' '.join(kfdefaults_command(python))}")
