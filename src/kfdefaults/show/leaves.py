@@ -115,7 +115,7 @@ def _walk(value: Any, path: PathT, schema: Any, out: dict[PathT, Any], patch: bo
             out[path] = {}
             return
         for key in keys:
-            child, meta = _field(schema, key)
+            child, meta = schema_field(schema, key)
             sub = value[key]
             if isinstance(sub, list):
                 elem = child.items() if child is not None and child.kind == "slice" else None
@@ -128,7 +128,7 @@ def _walk(value: Any, path: PathT, schema: Any, out: dict[PathT, Any], patch: bo
         out[path] = value
 
 
-def _field(schema: Any, key: str) -> tuple[Any, Any]:
+def schema_field(schema: Any, key: str) -> tuple[Any, Any]:
     """The schema type and patch metadata of ``key`` in a struct or map; ``(None, None)`` when unknown."""
     if schema is None:
         return None, None

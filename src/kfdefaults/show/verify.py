@@ -34,10 +34,10 @@ from ..k8s.quantity import quantity_value
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
 from ..settings import RUNTIME_ENV
-from ..smp.schema import SchemaLookupError, schema_type
+from ..smp.schema import schema_type
 from .diff import ABSENT
 from .explain import Entry, explain
-from .leaves import merge_key_of, profile_leaves, same, tree_order
+from .leaves import merge_key_of, profile_leaves, same, schema_field, tree_order
 from .live import LiveObject, LiveTemplate, Registered, provenance, registered_settings
 from .origins import DEFAULT_LAYER, Origin, set_origin
 
@@ -248,7 +248,7 @@ class _TemplateComparison:
             for key, sub in profile.items():
                 if key == skip:
                     continue
-                child, meta = _field(schema, key)
+                child, meta = schema_field(schema, key)
                 live_sub = live.get(key, ABSENT) if isinstance(live, dict) else ABSENT
                 if isinstance(sub, list):
                     self._list(sub, live_sub, path + (key,), child, meta)
@@ -290,20 +290,6 @@ class _TemplateComparison:
             return not self.out
         finally:
             self.out = saved
-
-
-def _field(schema: Any, key: str) -> tuple[Any, Any]:
-    """The schema type and patch metadata of ``key`` in a struct or map; ``(None, None)`` when unknown."""
-    if schema is None:
-        return None, None
-    if schema.kind == "map":
-        return schema.map_values(), None
-    if schema.kind != "struct":
-        return None, None
-    try:
-        return schema.lookup_struct(key)
-    except SchemaLookupError:
-        return None, None
 
 
 def registered_mismatches(registered: Registered, resolved: Resolved, origins: _Origins,
