@@ -325,7 +325,7 @@ def same_size_same_time(path: str, text: str) -> None:
 def test_the_shared_pipeline_sees_an_edit_that_keeps_size_and_time(tmp_path, cache):
     """What Elastic(profile=...) uses: reused while nothing changed, built again when a file it read holds other
     bytes, even under the same size and time."""
-    from kfdefaults.pipeline import shared_pipeline
+    from kfdefaults.pipeline.shared import shared_pipeline
 
     team = team_with(tmp_path, "elastic: {nnodes: 2}\n")
     first = shared_pipeline(team=[team])
@@ -337,7 +337,7 @@ def test_the_shared_pipeline_sees_an_edit_that_keeps_size_and_time(tmp_path, cac
 
 
 def test_the_shared_pipeline_sees_a_pyproject_edit_that_keeps_size_and_time(tmp_path, cache, monkeypatch):
-    from kfdefaults.pipeline import shared_pipeline
+    from kfdefaults.pipeline.shared import shared_pipeline
 
     for name in ("aa", "bb"):
         (tmp_path / name).mkdir()
@@ -378,21 +378,22 @@ def _is_schema(entry: str) -> bool:
 
 @pytest.mark.parametrize("edit", ["profile", "pyproject", "new file"])
 def test_a_settled_stat_stands_for_the_bytes_only_until_something_changes(tmp_path, cache, monkeypatch, edit):
-    """Once nothing changed status for SETTLED_SECONDS (0 here: anything written before the check), calls trust the
-    stat and read no file; an edit of the same size and time still changes the ctime, a new file the folder."""
-    import kfdefaults.pipeline as pipeline_module
-    from kfdefaults.pipeline import shared_pipeline
+    """Once nothing changed status for RACE_SECONDS (0 here: anything written before the check), calls trust the
+    stat and read no file; an edit of the same size and time still changes the ctime, a new file is found."""
+    import kfdefaults.inputs as inputs_module
+    from kfdefaults.pipeline.shared import shared_pipeline
 
-    monkeypatch.setattr(pipeline_module, "SETTLED_SECONDS", 0.0)
+    monkeypatch.setattr(inputs_module, "RACE_SECONDS", 0.0)
     team = team_with(tmp_path, "elastic: {nnodes: 2}\n")
     project = tmp_path / "pyproject.toml"
     project.write_text(f'[tool.kfdefaults]\nteam = ["{os.path.basename(team)}"]\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     first = shared_pipeline()
     assert first.resolve("p").elastic_settings["nnodes"] == 2
-    assert shared_pipeline() is first  # the full check, which records the settled stat
+    assert shared_pipeline() is first
     reads = []
-    monkeypatch.setattr(type(first.loader), "unchanged", lambda self: reads.append(self) or True)
+    digest = inputs_module._content_digest
+    monkeypatch.setattr(inputs_module, "_content_digest", lambda path: reads.append(path) or digest(path))
     assert shared_pipeline() is first and reads == []  # the stat alone
     if edit == "profile":
         same_size_same_time(os.path.join(team, "p.yaml"), "elastic: {nnodes: 3}\n")
@@ -401,12 +402,11 @@ def test_a_settled_stat_stands_for_the_bytes_only_until_something_changes(tmp_pa
     else:
         with open(os.path.join(team, "q.yaml"), "w", encoding="utf-8") as f:
             f.write("elastic: {nnodes: 5}\n")
-    monkeypatch.undo()
-    monkeypatch.chdir(tmp_path)
     again = shared_pipeline()
     if edit == "profile":
-        assert again is not first and again.resolve("p").elastic_settings["nnodes"] == 3
+        assert str(project) not in reads and again is not first
+        assert again.resolve("p").elastic_settings["nnodes"] == 3
     elif edit == "pyproject":
-        assert again is first
+        assert again is first and reads == [str(project)]
     else:
-        assert again is not first and again.resolve("q").elastic_settings["nnodes"] == 5
+        assert again.resolve("q").elastic_settings["nnodes"] == 5

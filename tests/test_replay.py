@@ -24,9 +24,10 @@ PROBE = textwrap.dedent("""\
         with open(os.environ["PROBE_OUT"], "w") as f:
             f.write("rendered" if "kfdefaults.pipeline" in sys.modules else "replayed")
     atexit.register(said)
+    from kfdefaults import inputs
     from kfdefaults.cli import main, replay
     if "PROBE_RACE" in os.environ:
-        replay.RACE_SECONDS = float(os.environ["PROBE_RACE"])
+        inputs.RACE_SECONDS = float(os.environ["PROBE_RACE"])
     if os.path.exists(os.environ["PROBE_EDIT"]):
         store = replay.Recording.store
         def edited_then_stored(self):
@@ -177,13 +178,27 @@ def test_a_failed_render_is_not_replayed(case: dict) -> None:
         assert render(case, *args)[2] == "rendered"
 
 
-@pytest.mark.parametrize("as_, replayable", [("profile", True), ("podtemplate", True), ("flyte", False),
-                                              ("pytorchjob", False)])
-def test_only_renders_without_an_sdk_are_replayed(as_: str, replayable: bool) -> None:
-    """--as flyte and pytorchjob define a real task: their output follows from the SDK's code as well."""
-    from kfdefaults.cli import render as command
+def test_a_render_as_flyte_is_replayed_until_the_sdk_changes(case: dict, tmp_path: Path) -> None:
+    """--as flyte defines a real task: its output follows from the SDK's code too. A package that shadows the SDK
+    (here a copy of flytekitplugins' kfpytorch package found first on the path) is another SDK: rendered again."""
+    args = ("render", "vision", "--team", "team", "--as", "flyte", "--set", "elastic.nnodes=2")
+    first = render(case, *args)
+    assert first[2:] == ("rendered", 0), first[1]
+    assert render(case, *args)[:3] == (first[0], first[1], "replayed")
+    import importlib.util
+    import shutil
 
-    assert command.replayable(command.build("kfdefaults render").parse_args(["x", "--as", as_])) is replayable
+    plugin = Path(importlib.util.find_spec("flytekitplugins.kfpytorch").origin).parent
+    site = tmp_path / "site"
+    shutil.copytree(plugin, site / "flytekitplugins" / "kfpytorch")
+    age(site)
+    env = {**case["env"], "PYTHONPATH": str(site)}
+    render(case, *args, env=env)
+    assert render(case, *args, env=env)[2] == "replayed"
+    init = site / "flytekitplugins" / "kfpytorch" / "__init__.py"
+    init.write_text(init.read_text() + "\n# another release\n")
+    age(init)
+    assert render(case, *args, env=env)[2] == "rendered"
 
 
 def test_without_the_cache_nothing_is_replayed(case: dict) -> None:
@@ -226,17 +241,17 @@ def stored_inputs(case: dict) -> list[list]:
     for entry in Path(case["env"]["KFDEFAULTS_CACHE_DIR"]).glob("??/*.json"):
         header, _, body = entry.read_bytes().partition(b"\n")
         if b"-marshal " in header and header.split(b" ")[-1] == cache.digest(body).encode():
-            found += marshal.loads(body)["inputs"]
+            found += marshal.loads(body)["inputs"]  # [[kind, name, state], ...]
     return found
 
 
 def test_a_package_installed_since_is_seen(case: dict) -> None:
-    """A folder of sys.path changes when a package is installed in it: the SDK or platform package that
-    appears may change the render, which runs again."""
+    """A folder of sys.path changes when a package is installed in it: the platform package that appears may
+    register a folder (an entry point), and the render runs again."""
     site = case["work"].parent / "site"
     site.mkdir()
     age(site)
-    env = {**case["env"], "PYTHONPATH": str(site)}
+    env = {**{k: v for k, v in case["env"].items() if k != "KFDEFAULTS_NO_ENTRY_POINTS"}, "PYTHONPATH": str(site)}
     render(case, *ARGS, env=env)
     assert render(case, *ARGS, env=env)[2] == "replayed"
     (site / "acme_platform").mkdir()
@@ -248,7 +263,8 @@ def test_the_schema_package_version_is_an_input(case: dict) -> None:
 
     render(case, *ARGS)
     origin = importlib.util.find_spec("kubernetes_validate").origin
-    assert ["file", os.path.join(os.path.dirname(origin), "version.py")] in [i[:2] for i in stored_inputs(case)]
+    assert [["module", "kubernetes_validate", origin]] == [i[:2] + i[2][:1] for i in stored_inputs(case)
+                                                           if i[0] == "module" and i[1] == "kubernetes_validate"]
 
 
 def test_a_project_inside_the_cache_folder_is_still_read(case: dict) -> None:

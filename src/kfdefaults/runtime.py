@@ -32,7 +32,8 @@ from .lock import platform_fallback_warning
 from .merge.auto import uses_auto
 from .merge.primary import name_primary_as_the_profile_does
 from .merge.result import Resolved, SdkObjects, copy_plain
-from .pipeline import Pipeline, shared_pipeline
+from .pipeline import Pipeline
+from .pipeline.shared import shared_pipeline
 from .settings import RUNTIME_ENV
 from .targets import Target
 from .validate.deprecation import deprecations

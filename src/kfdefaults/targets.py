@@ -15,6 +15,9 @@ from typing import Any, Mapping
 from .errors import KfdefaultsError
 from .settings import TARGET_ENV
 
+if False:  # typing.TYPE_CHECKING: the manifest is a later step of the flow, only passed through here
+    from .inputs import Inputs
+
 ELASTIC_KEYS = ("nnodes", "nproc_per_node", "start_method", "rdzv_backend", "monitor_interval", "max_restarts",
                 "rdzv_configs", "run_policy", "nccl_heartbeat_timeout_sec", "nccl_async_error_handling",
                 "nccl_collective_timeout_sec", "nccl_enable_monitoring")
@@ -154,9 +157,12 @@ def target_named(name: str | Target) -> Target:
     return found
 
 
-def installed(target: Target) -> bool:
-    """Whether every module of the target's SDK can be imported (found without importing it)."""
+def installed(target: Target, inputs: Inputs | None = None) -> bool:
+    """Whether every module of the target's SDK can be imported (found without importing it); ``inputs`` records
+    the modules looked for."""
     for module in target.modules:
+        if inputs is not None:
+            inputs.module(module)
         try:
             if importlib.util.find_spec(module) is None:
                 return False
@@ -165,7 +171,7 @@ def installed(target: Target) -> bool:
     return True
 
 
-def default_target(environ: Mapping[str, str] | None = None) -> tuple[Target, str]:
+def default_target(environ: Mapping[str, str] | None = None, inputs: Inputs | None = None) -> tuple[Target, str]:
     """The target when none is asked for, and why: ``(target, reason)``.
 
     ``KFDEFAULTS_TARGET`` if set; else the SDK that is installed; flytekit when both are, or neither (the
@@ -174,14 +180,23 @@ def default_target(environ: Mapping[str, str] | None = None) -> tuple[Target, st
     Raises:
         KfdefaultsError: ``KFDEFAULTS_TARGET`` names no target.
     """
+    if environ is None and inputs is not None:
+        inputs.env(TARGET_ENV)
     environ = os.environ if environ is None else environ
     chosen = environ.get(TARGET_ENV, "").strip()
     if chosen:
         return target_named(chosen), TARGET_ENV
-    kit, two = installed(FLYTEKIT), installed(FLYTE2)
+    kit, two = installed(FLYTEKIT, inputs), installed(FLYTE2, inputs)
     if two and not kit:
         return FLYTE2, "the installed SDK"
     if kit and not two:
         return FLYTEKIT, "the installed SDK"
     both = "flytekit and flyte are both installed" if kit else "no Flyte SDK is installed"
     return FLYTEKIT, f"{both}; --target flyte2 for Flyte 2"
+
+
+SDK_PACKAGES = {
+    "flytekit": ("flytekit", "flytekitplugins.kfpytorch", "flyteidl", "google.protobuf", "kubernetes"),
+    "flyte2": ("flyte", "flyteplugins.pytorch", "flyteidl2", "google.protobuf", "kubernetes"),
+}
+"""The packages whose code makes each target's TaskTemplate (``render --as flyte`` depends on them)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import cache
+from ..inputs import Inputs
 from ..errors import Finding, Location, ProfileError
 from ..layers import ClusterTemplatePath
 from ..paths import format_path
@@ -63,14 +64,14 @@ class ClusterTemplate:
         return [(next(i for i, c in enumerate(self.raw_spec[field]) if c is container), container) for container in chosen]
 
 
-def load_cluster_template(found: ClusterTemplatePath) -> ClusterTemplate:
-    """Read and check the cluster's PodTemplate file.
+def load_cluster_template(found: ClusterTemplatePath, inputs: Inputs | None = None) -> ClusterTemplate:
+    """Read and check the cluster's PodTemplate file; ``inputs`` records it.
 
     Raises:
         ProfileError: the file cannot be read or parsed, is not a v1 PodTemplate, or holds a value of the wrong
             shape for its field, located at ``FILE:LINE:COLUMN``.
     """
-    raw = read_bytes(found.path)
+    raw = read_bytes(found.path, inputs)
     entry_key = cache.key(raw, "cluster template")
     stored = cache.load(entry_key)
     document = Document.from_json(found.path, stored) if isinstance(stored, dict) else None

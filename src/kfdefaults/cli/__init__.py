@@ -111,7 +111,8 @@ def _main(args: list[str]) -> int:
 
 def run(argv: list[str], recording: Recording | None = None) -> int:
     """Run ``kfdefaults`` with ``argv``; return the exit status (argparse exits 2 itself on a usage mistake).
-    A ``recording`` learns whether the command may be replayed (its module's ``replayable(args)``)."""
+    A ``recording`` learns whether the command may be replayed (its module's ``replayable(args)``); a command
+    that may is given it, to add what it reads (``run(args, recording)``)."""
     while argv and argv[0].startswith("-"):
         option = argv.pop(0)
         if option in ("-h", "--help"):
@@ -137,8 +138,9 @@ def run(argv: list[str], recording: Recording | None = None) -> int:
         return _usage_mistake(f"no such command {name!r}" + (f"; did you mean {hint!r}?" if hint else ""))
     module = importlib.import_module(f".{COMMANDS[name][0]}", __name__)
     args = module.build(f"kfdefaults {name}").parse_args(rest)
-    if recording is not None:
-        recording.replayable = getattr(module, "replayable", lambda _: False)(args)
+    if recording is not None and getattr(module, "replayable", lambda _: False)(args):
+        recording.replayable = True
+        return module.run(args, recording)
     return module.run(args)
 
 

@@ -52,13 +52,14 @@ def add_target(p: argparse.ArgumentParser) -> None:
                         "when both or neither are installed).")
 
 
-def chosen_target(args: argparse.Namespace) -> tuple[Any, str]:
-    """``(target, why)`` for ``--target``: the one given, else :func:`kfdefaults.targets.default_target`."""
+def chosen_target(args: argparse.Namespace, inputs: Any = None) -> tuple[Any, str]:
+    """``(target, why)`` for ``--target``: the one given, else :func:`kfdefaults.targets.default_target`, which
+    records in ``inputs`` what it looked at."""
     from ..targets import default_target, target_named
 
     if args.target:
         return target_named(args.target), "--target"
-    return default_target()
+    return default_target(inputs=inputs)
 
 
 def add_layer_options(p: argparse.ArgumentParser, *, only: bool = True) -> None:

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ..errors import KfdefaultsError
+from ..inputs import Inputs
 from .common import (
     add_cluster_template,
     add_kubernetes_version,
@@ -21,6 +22,10 @@ from .common import (
     report,
 )
 from .common import run as run_body
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from .replay import Recording
 
 
 def build(prog: str) -> argparse.ArgumentParser:
@@ -54,20 +59,19 @@ def build(prog: str) -> argparse.ArgumentParser:
 
 
 def replayable(args: argparse.Namespace) -> bool:
-    """Whether this render may be replayed when its inputs are unchanged (:mod:`.replay`): all but those that
-    define a real task with the SDK, whose output follows from the SDK's code too."""
-    return args.as_ in ("profile", "podtemplate")
+    """Whether this render may be replayed when its inputs are unchanged (:mod:`.replay`): every render is."""
+    return True
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, recording: Recording | None = None) -> int:
     if args.explain and args.as_ != "profile":
         build("kfdefaults render").error(f"--explain shows the merged profile; it does not combine with --as {args.as_}")
     if args.image is not None and args.as_ not in ("flyte", "pytorchjob"):
         build("kfdefaults render").error("--image is the image of the task that --as flyte serializes")
-    return run_body(lambda: _render(args))
+    return run_body(lambda: _render(args, Inputs() if recording is None else recording.inputs, recording))
 
 
-def _render(args: argparse.Namespace) -> None:
+def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | None) -> None:
     from ..pipeline import Pipeline
     from ..show.output import (
         order_k8s,
@@ -83,12 +87,12 @@ def _render(args: argparse.Namespace) -> None:
     if args.as_ in ("flyte", "pytorchjob") and layers["only"]:
         build("kfdefaults render").error(f"--as {args.as_} shows what registering the task gives, which reads every "
                                          "source of each layer: --only-platform / --only-team do not combine with it")
-    target, why = chosen_target(args)
+    target, why = chosen_target(args, inputs)
     if args.as_ == "pytorchjob" and target.name != "flytekit":
         raise KfdefaultsError("--as pytorchjob shows what Flyte 1's backend builds from a flytekit task: use "
                               "--target flytekit")
     pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=target,
-                                 cluster_template=args.cluster_template)
+                                 cluster_template=args.cluster_template, inputs=inputs)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
     resolved = pipeline.resolve(args.name, [task])
@@ -96,7 +100,7 @@ def _render(args: argparse.Namespace) -> None:
     findings = pipeline.warnings(resolved)
     if args.as_ in ("flyte", "pytorchjob"):
         report(findings)
-        _render_flyte(args, pipeline, tree, output, resolved)
+        _render_flyte(args, pipeline, tree, output, recording)
         return
     if args.as_ == "podtemplate":
         from ..backend.pod_template_name import SUMMARY, dropped_by_pod_template_name
@@ -123,30 +127,25 @@ def _render(args: argparse.Namespace) -> None:
     out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
 
 
-def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str, resolved: Any) -> None:
+def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str,
+                  recording: Recording | None) -> None:
     """``render --as flyte``: define a real task on the profile and print the TaskTemplate the target SDK registers
     (the task's warnings are the profile's, printed as Python warnings by the SDK adapter); ``--as pytorchjob``:
-    the PyTorchJob Flyte's backend creates from it (:mod:`kfdefaults.backend.pytorchjob`). What a serialization
-    printed is kept for the next run with the same inputs (:mod:`kfdefaults.show.preview_cache`).
+    the PyTorchJob Flyte's backend creates from it (:mod:`kfdefaults.backend.pytorchjob`). What the task depends
+    on (the SDK's packages, what its pipeline read) goes into the ``recording``, so that the next run with the same
+    inputs is replayed without importing the SDK.
 
     Importing the SDK takes a second or more: on a terminal, a line on standard error says so meanwhile."""
+    from ..pipeline.shared import shared_pipelines
     from ..show.output import output_encoding, to_json, to_yaml
-    from ..show.preview_cache import load_preview, preview_key, store_preview
+    from ..targets import SDK_PACKAGES
 
-    key = preview_key(
-        {"name": args.name, "platform": args.platform, "team": args.team, "set": tree, "image": args.image,
-         "target": pipeline.target.name, "kubernetes": pipeline.kubernetes_version,
-         "cluster_template": args.cluster_template},
-        resolved, pipeline.loader.digests,
-        [pipeline.project.pyproject, pipeline.lock.path if pipeline.lock is not None else None,
-         pipeline.cluster_template.path if pipeline.cluster_template is not None else None])
-    kept = load_preview(key)
-    if kept is not None:
-        data, said = kept
-    else:
-        data, said = _serialize(args, pipeline, tree)
-        if all(category == "KfdefaultsWarning" for category, *_ in said):
-            store_preview(key, data, said)
+    data, said = _serialize(args, pipeline, tree)
+    if recording is not None:
+        for module in SDK_PACKAGES[pipeline.target.name]:
+            recording.inputs.module(module)
+        for shared in shared_pipelines():
+            recording.add(shared.inputs)
     for category, message, filename, lineno in said:
         if category == "KfdefaultsWarning":
             err(f"kfdefaults: {message}")

@@ -28,6 +28,7 @@ import os
 from typing import Iterable, Mapping
 
 from ..errors import Finding, Location, ProfileError
+from ..inputs import Inputs
 from ..read import path_problem
 from ..settings import NO_ENTRY_POINTS_ENV, PLATFORM_ENV, TEAM_ENV, flag
 from .builtin import BuiltinSource, builtin_folder
@@ -36,7 +37,6 @@ from .catalog import (
     LAYERS,
     NAME_PATTERN,
     Catalog,
-    folder_listing,
     folder_names,
     profile_name_of,
 )
@@ -60,7 +60,7 @@ from .pyproject import (
 __all__ = ["BuiltinSource", "CLUSTER_TEMPLATE_FILE", "Catalog", "ClusterTemplatePath", "DeclaredPlatformSource",
            "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS", "FlagSource", "Folder", "LAYERS",
            "NAME_PATTERN", "NO_PROJECT", "Project", "PyprojectSource", "Source", "builtin_folder",
-           "discover_folders", "find_cluster_template", "folder_listing", "folder_names", "layer_sources", "nearest_pyproject",
+           "discover_folders", "find_cluster_template", "folder_names", "layer_sources", "nearest_pyproject",
            "profile_name_of"]
 
 
@@ -74,6 +74,7 @@ def layer_sources(
     pyproject: bool = True,
     flags: tuple[str, str] = ("--platform", "--team"),
     only: Iterable[str] = (),
+    inputs: Inputs | None = None,
 ) -> dict[str, list[Source]]:
     """The sources of each folder layer, in the order of :data:`LAYERS`.
 
@@ -91,21 +92,29 @@ def layer_sources(
     (:class:`~kfdefaults.layers.pyproject.Project`; default: found from the working directory);
     ``pyproject=False`` reads none.
 
+    ``inputs`` records the environment variables read and, through the sources, what they read
+    (:mod:`kfdefaults.inputs`).
+
     Raises:
         ProfileError: the project's ``pyproject.toml`` is broken.
     """
+    inputs = Inputs() if inputs is None else inputs
+    if environ is None:
+        for variable in (PLATFORM_ENV, TEAM_ENV, NO_ENTRY_POINTS_ENV):
+            inputs.env(variable)
     environ = os.environ if environ is None else environ
     if entry_points is None:
         entry_points = not flag(NO_ENTRY_POINTS_ENV, environ)
     # the order of the layers, and of the sources within each: the one place it is written
     if project is None:
-        project = Project.find([os.getcwd()]) if pyproject else NO_PROJECT
+        project = Project.find([os.getcwd()], inputs) if pyproject else NO_PROJECT
     sources: tuple[Source | None, ...] = (
         BuiltinSource(),
         FlagSource("platform", platform, flags[0]),
         EnvSource("platform", PLATFORM_ENV, environ),
-        EntryPointSource() if entry_points else None,
-        DeclaredPlatformSource(project, installed_platform_packages if entry_points else None) if pyproject else None,
+        EntryPointSource(inputs) if entry_points else None,
+        DeclaredPlatformSource(project, (lambda: installed_platform_packages(inputs)) if entry_points else None)
+        if pyproject else None,
         FlagSource("team", team, flags[1]),
         EnvSource("team", TEAM_ENV, environ),
         PyprojectSource(project) if pyproject else None,
@@ -118,8 +127,10 @@ def layer_sources(
     return out
 
 
-def discover_folders(sources: Mapping[str, list[Source]], errors: list[Finding] | None = None) -> dict[str, list[Folder]]:
-    """The folders of each layer, duplicates (same real path) dropped, missing folders an error.
+def discover_folders(sources: Mapping[str, list[Source]], errors: list[Finding] | None = None,
+                     inputs: Inputs | None = None) -> dict[str, list[Folder]]:
+    """The folders of each layer, duplicates (same real path) dropped, missing folders an error. ``inputs``
+    records each folder's path and the links on the way to it.
 
     With ``errors``, problems are appended to it and the folders that could be found are returned (``validate``
     checks the files it was given even when a context folder or an installed package is broken).
@@ -140,6 +151,8 @@ def discover_folders(sources: Mapping[str, list[Source]], errors: list[Finding] 
                 findings.extend(f for f in e.findings if f not in findings)
                 continue
             for folder in found:
+                if inputs is not None:
+                    inputs.look_through(folder.path)
                 real = os.path.realpath(folder.path)
                 problem = path_problem(folder.path, "folder")
                 if problem is not None:

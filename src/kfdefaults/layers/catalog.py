@@ -14,6 +14,7 @@ import re
 from typing import Mapping, Sequence
 
 from ..errors import Finding, Location, ProfileError
+from ..inputs import Inputs
 from ..read import PROFILE_SUFFIXES
 from .cluster import CLUSTER_TEMPLATE_FILE
 from .folder import Folder
@@ -69,19 +70,6 @@ def holds_profile_files(folder: str) -> bool:
         return False
 
 
-def folder_listing(folder: str) -> tuple[tuple[str, int, int], ...]:
-    """``(file name, size, mtime_ns)`` of every profile file directly in ``folder``, sorted by name (size and time
-    ``-1`` when they cannot be read): what an in-process memo compares to see that nothing changed."""
-    out = []
-    for name in profile_file_names(folder):
-        try:
-            st = os.stat(os.path.join(folder, name))
-            out.append((name, st.st_size, st.st_mtime_ns))
-        except OSError:
-            out.append((name, -1, -1))
-    return tuple(out)
-
-
 def folder_names(folder: str) -> list[tuple[str, str]]:
     """``(file, profile name)`` for every profile file in ``folder``, in file-name order."""
     return [(os.path.join(folder, file), profile_name_of(file)) for file in profile_file_names(folder)]
@@ -98,9 +86,12 @@ class Catalog:
     Args:
         folders: The folders of each layer (:func:`kfdefaults.layers.discover_folders`).
         files: Single files added to a layer besides its folders (``kfdefaults validate FILE``), by layer.
+        inputs: Where the folders listed and the names looked for are recorded (:mod:`kfdefaults.inputs`).
     """
 
-    def __init__(self, folders: Mapping[str, list[Folder]], files: Mapping[str, Sequence[str]] | None = None) -> None:
+    def __init__(self, folders: Mapping[str, list[Folder]], files: Mapping[str, Sequence[str]] | None = None,
+                 inputs: Inputs | None = None) -> None:
+        self.inputs = Inputs() if inputs is None else inputs
         self.folders = {layer: list(found) for layer, found in folders.items()}
         self.extra_files = {layer: list(found) for layer, found in (files or {}).items()}
         self._index: dict[str, dict[str, list[str]]] | None = None
@@ -119,6 +110,7 @@ class Catalog:
             for layer, folders in self.folders.items():
                 names = index.setdefault(layer, {})
                 for folder in folders:
+                    self.inputs.folder(folder.path)
                     for entry, is_link in _profile_entries(folder.path):
                         path = os.path.join(folder.path, entry)
                         names.setdefault(os.path.splitext(entry)[0], []).append(path)
@@ -152,18 +144,14 @@ class Catalog:
                 return None
             for candidate in candidates:
                 path = os.path.join(folder.path, candidate)
-                if os.path.lexists(path):
+                if self.inputs.look(path) is not None:
                     stem, suffix = candidate.rsplit(".", 1)
-                    if os.path.lexists(os.path.join(folder.path, f"{stem}.{suffix.upper()}")):
+                    if self.inputs.look(os.path.join(folder.path, f"{stem}.{suffix.upper()}")) is not None:
                         return None
                     found.append(path)
                     self.origin_of[path] = folder.origin
                     self._folder_of[path] = folder
         return found
-
-    def signature(self) -> tuple:
-        """What the catalog's answers depend on: each folder's listing (names, sizes, times)."""
-        return tuple((folder.path, folder_listing(folder.path)) for folders in self.folders.values() for folder in folders)
 
     def folder_of(self, file: str) -> Folder | None:
         """The folder ``file`` was found in (``None`` for a file given on its own)."""
@@ -177,6 +165,7 @@ class Catalog:
         if self._index is not None or any(self.extra_files.values()):
             return any(os.path.normpath(os.path.dirname(f)) == where
                        for names in self.index().values() for files in names.values() for f in files)
+        self.inputs.folder(folder.path)
         return holds_profile_files(folder.path) or any(
             os.path.normpath(f.path) == where and holds_profile_files(f.path)
             for folders in self.folders.values() for f in folders)

@@ -22,6 +22,7 @@ import os
 from typing import Mapping, NamedTuple, Sequence
 
 from ..errors import Finding, Location, ProfileError
+from ..inputs import Inputs
 from ..settings import CLUSTER_TEMPLATE_ENV
 from .folder import Folder
 from .pyproject import Project
@@ -54,6 +55,7 @@ def find_cluster_template(
     environ: Mapping[str, str] | None = None,
     project: Project | None = None,
     flag: str = "--cluster-template",
+    inputs: Inputs | None = None,
 ) -> ClusterTemplatePath | None:
     """The cluster's default PodTemplate file, from the sources in the order above; ``None`` when none names one.
 
@@ -63,11 +65,15 @@ def find_cluster_template(
         environ: The environment (default ``os.environ``).
         project: The project whose ``pyproject.toml`` may name the template; ``None``: none read.
         flag: What gave ``explicit``, for messages.
+        inputs: Records the variable read and the platform folders' templates looked for.
 
     Raises:
         ProfileError: ``[tool.kfdefaults] cluster_template`` is not a string, or two platform folders hold a
             ``_cluster-template.yaml`` (a layer names one cluster).
     """
+    inputs = Inputs() if inputs is None else inputs
+    if environ is None:
+        inputs.env(CLUSTER_TEMPLATE_ENV)
     environ = os.environ if environ is None else environ
     for value, origin in ((explicit, flag), (environ.get(CLUSTER_TEMPLATE_ENV, "").strip() or None, CLUSTER_TEMPLATE_ENV)):
         if value is not None:
@@ -77,7 +83,7 @@ def find_cluster_template(
         if named:
             return found
     candidates = [ClusterTemplatePath(os.path.join(f.path, CLUSTER_TEMPLATE_FILE), f"platform folder {f.path} (from {f.origin})")
-                  for f in platform_folders if os.path.lexists(os.path.join(f.path, CLUSTER_TEMPLATE_FILE))]
+                  for f in platform_folders if inputs.look(os.path.join(f.path, CLUSTER_TEMPLATE_FILE)) is not None]
     if len(candidates) > 1:
         raise ProfileError([Finding(Location(c.path, 1, 1), "", f"two platform folders hold the cluster's PodTemplate: "
                                     f"{', '.join(x.path for x in candidates)}; keep one (a layer describes one cluster)",

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .. import cache
 from ..errors import Finding, Location, ProfileError
+from ..inputs import Inputs, remembered
 from .folder import Folder
 
 ENTRY_POINT_GROUP = "kfdefaults.platform"
@@ -26,9 +27,16 @@ class EntryPointSource:
     The entry point's value is either a module (``acme_profiles = "acme_profiles"``), whose folder holds the
     profile files, or ``module:attribute`` where the attribute is a path or a function returning one.
     A plain module is located without being imported.
+
+    Args:
+        inputs: Records what finding the packages read (:func:`registered_entry_points`) and each entry point's
+            module.
     """
 
     layer = "platform"
+
+    def __init__(self, inputs: Inputs | None = None) -> None:
+        self.inputs = Inputs() if inputs is None else inputs
 
     def folders(self) -> list[Folder]:
         """The folder of each registered entry point.
@@ -39,144 +47,83 @@ class EntryPointSource:
                 imported, or names no folder. ``KeyboardInterrupt`` is not caught: it is the user's.
         """
         found, findings = [], []
-        for name, value, distribution in _registered_entry_points():
+        for name, value, distribution in registered_entry_points(self.inputs):
             try:
                 folder = _entry_point_folder(name, value, distribution)
             except ProfileError as e:
                 findings.extend(e.findings)
                 continue
+            self.inputs.module(value.split(":", 1)[0].strip())  # loaded: finding it again runs no code
             found.append(Folder(folder, self.layer, f"entry point {name} ({value})", distribution))
         if findings:
             raise ProfileError(findings)
         return found
 
 
-def installed_platform_packages() -> set[str]:
+def installed_platform_packages(inputs: Inputs | None = None) -> set[str]:
     """The installed distributions that register a ``kfdefaults.platform`` entry point, by normalised name
     (``acme_platform_profiles``)."""
-    return {distribution for _, _, distribution in _registered_entry_points()}
+    return {distribution for _, _, distribution in registered_entry_points(inputs)}
 
 
-def _registered_entry_points() -> list[tuple[str, str, str]]:
-    """``(name, value, distribution)`` of every ``kfdefaults.platform`` entry point of the installed distributions.
+def registered_entry_points(inputs: Inputs | None = None) -> list[tuple[str, str, str]]:
+    """``(name, value, distribution)`` of every ``kfdefaults.platform`` entry point of the installed distributions,
+    sorted; ``inputs`` records what the answer depends on.
 
     Looks where :mod:`importlib.metadata` looks (each ``*.dist-info`` / ``*.egg-info`` folder on ``sys.path``,
     the first distribution of a name winning) but reads only the ``entry_points.txt`` files that name the
     group, with :mod:`configparser`: a few milliseconds, where reading every distribution's metadata takes
     several times that on every ``Elastic(...)`` of a fresh process.
 
-    The answer is cached, for the whole ``sys.path`` and for each folder, keyed by the folders' modification
-    times (which change whenever a package is installed or removed) and checked against the modification time
-    of every ``entry_points.txt`` that registers a folder (which changes when a legacy editable install
-    rewrites it in place); it is kept for the process, per ``sys.path``.
+    The answer depends on the listing of each ``sys.path`` folder (installing or removing a package changes it)
+    and on each ``entry_points.txt`` that registers the group (a legacy editable install rewrites it in place):
+    it is kept in the cache with those inputs (:mod:`kfdefaults.inputs`), and for the process, per ``sys.path``.
     """
     import sys
 
     key = tuple(sys.path)
-    if key not in _ENTRY_POINTS:
-        # the answer for the whole path at once: one cache read, where reading each folder's own entry costs a
-        # read per folder on every Elastic(...) of a fresh process
-        stamps = []
-        for entry in key:
-            try:
-                stamps.append(f"{os.path.abspath(entry or '.')}\0{os.stat(entry or '.').st_mtime_ns}")
-            except OSError:
-                stamps.append(f"{entry}\0-")
-        path_key = cache.key("\n".join(stamps).encode("utf-8", "surrogatepass"), "entry points of sys.path", ENTRY_POINT_GROUP)
-        stored = cache.load(path_key)
+    if key not in _ENTRY_POINTS or _ENTRY_POINTS[key][1].changed() is not None:
+        entry_key = cache.key("\0".join(key).encode("utf-8", "surrogatepass"), "entry points", ENTRY_POINT_GROUP)
+        _ENTRY_POINTS[key] = remembered(entry_key, lambda recorded: _scan(key, recorded), _are_points)
+    points, recorded = _ENTRY_POINTS[key]
+    if inputs is not None:
+        inputs.update(recorded)
+    return [tuple(p) for p in points]  # type: ignore[misc]
+
+
+_ENTRY_POINTS: dict[tuple[str, ...], tuple[list, Inputs]] = {}
+
+
+def _are_points(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p)
+                                           for p in value)
+
+
+def _scan(path: tuple[str, ...], inputs: Inputs) -> list[list[str]]:
+    """The entry points of the distributions in the ``path`` folders, reading each folder's listing and the
+    ``entry_points.txt`` files that name the group (recorded in ``inputs``)."""
+    seen: set[str] = set()
+    found: set[tuple[str, str, str]] = set()
+    for entry in path:
+        folder = entry or "."
+        inputs.folder(folder)
         try:
-            if _unchanged(stored["files"]):
-                _ENTRY_POINTS[key] = [(_text(name), _text(value), _text(dist)) for name, value, dist in stored["points"]]
-                return _ENTRY_POINTS[key]
-        except (TypeError, KeyError, ValueError):
-            pass  # missing or not of this shape: computed again below
-        seen: set[str] = set()
-        found: set[tuple[str, str, str]] = set()
-        files: list[list[Any]] = []
-        for entry in key:
-            for distribution, points, stamp in _distributions_in(entry or "."):
-                if stamp:
-                    files.append(stamp)
-                if distribution not in seen:
-                    seen.add(distribution)
-                    found.update((name, value, distribution) for name, value in points)
-        _ENTRY_POINTS[key] = sorted(found)
-        cache.store(path_key, {"points": [list(p) for p in _ENTRY_POINTS[key]], "files": files})
-    return _ENTRY_POINTS[key]
-
-
-_ENTRY_POINTS: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
-
-
-def _text(value: Any) -> str:
-    """``value``, which must be a string (read from the cache).
-
-    Raises:
-        TypeError: it is not.
-    """
-    if not isinstance(value, str):
-        raise TypeError(f"a string was expected, not {type(value).__name__}")
-    return value
-
-
-def _unchanged(files: Any) -> bool:
-    """Whether every ``[path, mtime_ns]`` still has that modification time.
-
-    Raises:
-        TypeError, ValueError: ``files`` is not of that shape (a cache entry that is not this code's).
-    """
-    for path, stamp in files:
-        if not isinstance(path, str) or not isinstance(stamp, int):
-            raise TypeError("[path, mtime_ns] expected")
-        try:
-            if os.stat(path).st_mtime_ns != stamp:
-                return False
+            with os.scandir(folder) as listing:
+                names = sorted(item.name for item in listing if item.name.endswith((".dist-info", ".egg-info")))
         except OSError:
-            return False
-    return True
+            continue
+        for item in names:
+            distribution = item.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("-", "_").replace(".", "_")
+            points = _entry_points_of(os.path.join(folder, item, "entry_points.txt"), inputs)
+            if distribution not in seen:
+                seen.add(distribution)
+                found.update((name, value, distribution) for name, value in points)
+    return [list(p) for p in sorted(found)]
 
 
-def _distributions_in(folder: str) -> list[tuple[str, list[tuple[str, str]], list[Any] | None]]:
-    """``(distribution, its kfdefaults.platform entry points, [entry_points.txt, mtime_ns] or None)`` for each
-    distribution installed in ``folder``; the file is given for the distributions that register entry points."""
-    try:
-        stamp = os.stat(folder).st_mtime_ns
-    except OSError:
-        return []
-    entry_key = cache.key(f"{os.path.abspath(folder)}\0{stamp}".encode("utf-8", "surrogatepass"), "distributions", ENTRY_POINT_GROUP)
-    stored = cache.load(entry_key)
-    if isinstance(stored, list):
-        try:
-            out = [(_text(dist), [(_text(n), _text(v)) for n, v in points], file) for dist, points, file in stored]
-            if _unchanged(file for _, _, file in out if file):
-                return out
-        except (TypeError, ValueError):
-            pass
-    out = []
-    try:
-        with os.scandir(folder) as listing:
-            for item in listing:
-                if item.name.endswith((".dist-info", ".egg-info")):
-                    distribution = item.name.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("-", "_").replace(".", "_")
-                    path = os.path.join(item.path, "entry_points.txt")
-                    points = _entry_points_of(path)
-                    file = None
-                    if points:
-                        try:
-                            file = [path, os.stat(path).st_mtime_ns]
-                        except OSError:
-                            file = None
-                    out.append((distribution, points, file))
-    except OSError:
-        return []
-    out.sort(key=lambda row: (row[0], row[1]))
-    cache.store(entry_key, [[dist, [list(p) for p in points], file] for dist, points, file in out])
-    return out
-
-
-def _entry_points_of(path: str) -> list[tuple[str, str]]:
+def _entry_points_of(path: str, inputs: Inputs) -> list[tuple[str, str]]:
     """The ``kfdefaults.platform`` entry points an ``entry_points.txt`` registers (none when it does not name
-    the group, or cannot be opened: a distribution without one).
+    the group, or cannot be opened: a distribution without one); a file that names it is recorded in ``inputs``.
 
     Raises:
         ProfileError: a file that names the group is not UTF-8 or not in the INI format of entry points,
@@ -185,10 +132,12 @@ def _entry_points_of(path: str) -> list[tuple[str, str]]:
     try:
         with open(path, "rb") as f:
             raw = f.read()
+            st = os.fstat(f.fileno())
     except OSError:
         return []
     if ENTRY_POINT_GROUP.encode() not in raw:
         return []
+    inputs.file(path, raw, st)
     import configparser
 
     try:

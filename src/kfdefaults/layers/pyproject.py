@@ -15,6 +15,7 @@ import stat
 from typing import Callable, Sequence
 
 from ..errors import Finding, Location, ProfileError
+from ..inputs import Inputs
 from ..read import Document
 from ..read.document import error
 from ..read.toml import load_toml, toml_positions
@@ -38,11 +39,14 @@ _MENTION = re.compile(
 kfdefaults (a dependency on ``kfdefaults>=1`` is not) go unparsed. It may say yes wrongly, never no."""
 
 
-def nearest_pyproject(start: str) -> str | None:
-    """The ``pyproject.toml`` in ``start`` or the closest folder above it, if any."""
+def nearest_pyproject(start: str, inputs: Inputs | None = None) -> str | None:
+    """The ``pyproject.toml`` in ``start`` or the closest folder above it, if any; ``inputs`` records each place
+    looked at."""
+    inputs = Inputs() if inputs is None else inputs
     here = os.path.abspath(start)
     while True:
         candidate = os.path.join(here, "pyproject.toml")
+        inputs.look(candidate)
         if os.path.isfile(candidate):
             return candidate
         parent = os.path.dirname(here)
@@ -51,10 +55,11 @@ def nearest_pyproject(start: str) -> str | None:
         here = parent
 
 
-def project_file_bytes(path: str) -> bytes | None:
+def project_file_bytes(path: str, inputs: Inputs | None = None) -> bytes | None:
     """The bytes of the project file ``path`` when it may set ``tool.kfdefaults``; ``None`` when it cannot.
 
-    A file over :data:`MAX_PROJECT_FILE_BYTES` is searched (not parsed) for ``tool.kfdefaults``.
+    A file over :data:`MAX_PROJECT_FILE_BYTES` is searched (not parsed) for ``tool.kfdefaults``. ``inputs``
+    records the file read.
 
     Raises:
         ProfileError: the file cannot be read, or it is over the size cap and sets ``tool.kfdefaults``.
@@ -62,12 +67,17 @@ def project_file_bytes(path: str) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a pipe put in its place does not block
         with open(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
                 return None
             raw = f.read(MAX_PROJECT_FILE_BYTES + 1)
             if len(raw) <= MAX_PROJECT_FILE_BYTES:
+                if inputs is not None:
+                    inputs.file(path, raw, st)
                 return raw if _MENTION.search(raw) else None
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+                if inputs is not None:
+                    inputs.file(path, bytes(whole), st)
                 if _MENTION.search(whole) is None:
                     return None
     except OSError as e:
@@ -77,7 +87,7 @@ def project_file_bytes(path: str) -> bytes | None:
                             "the team folders with KFDEFAULTS_TEAM_PATH or --team instead")
 
 
-def kfdefaults_section(path: str) -> tuple[Document, dict] | None:
+def kfdefaults_section(path: str, inputs: Inputs | None = None) -> tuple[Document, dict] | None:
     """The ``[tool.kfdefaults]`` table of the pyproject.toml at ``path`` and its document (positions filled in),
     ``None`` when it has none.
 
@@ -86,7 +96,7 @@ def kfdefaults_section(path: str) -> tuple[Document, dict] | None:
             ``tool.kfdefaults``, the section is not a table, or it has a key other than :data:`KEYS`, each at its
             ``FILE:LINE:COLUMN``.
     """
-    raw = project_file_bytes(path)
+    raw = project_file_bytes(path, inputs)
     if raw is None:
         return None
     try:
@@ -122,12 +132,14 @@ class Project:
     Attributes:
         pyproject: The ``pyproject.toml`` file, or ``None`` (no project).
         root: Its folder (where ``kfdefaults.lock`` lives), or ``None``.
+        inputs: Where what is read of the project is recorded (:mod:`kfdefaults.inputs`).
         doc: The parsed file, with positions, when it has a ``[tool.kfdefaults]`` table (read when first asked
             for; raises ``ProfileError`` when the file is broken).
         section: That table (``{}`` without one).
     """
 
-    def __init__(self, pyproject: str | None) -> None:
+    def __init__(self, pyproject: str | None, inputs: Inputs | None = None) -> None:
+        self.inputs = Inputs() if inputs is None else inputs
         self.pyproject = os.path.abspath(pyproject) if pyproject is not None else None
         self.root = os.path.dirname(self.pyproject) if self.pyproject is not None else None
         self._found: tuple[Document, dict] | None | bool = False  # False: not read yet
@@ -140,7 +152,7 @@ class Project:
             ProfileError: as :func:`kfdefaults_section`.
         """
         if self._found is False:
-            self._found = kfdefaults_section(self.pyproject) if self.pyproject is not None else None
+            self._found = kfdefaults_section(self.pyproject, self.inputs) if self.pyproject is not None else None
         return self._found  # type: ignore[return-value]
 
     @property
@@ -154,17 +166,15 @@ class Project:
         return found[1] if found is not None else {}
 
     @classmethod
-    def find(cls, starts: Sequence[str]) -> Project:
-        """The project of the first of ``starts`` that has a ``pyproject.toml`` in it or above it.
-
-        Raises:
-            ProfileError: as :func:`kfdefaults_section`.
-        """
+    def find(cls, starts: Sequence[str], inputs: Inputs | None = None) -> Project:
+        """The project of the first of ``starts`` that has a ``pyproject.toml`` in it or above it; ``inputs``
+        records where it was looked for, and what is read of it."""
+        inputs = Inputs() if inputs is None else inputs
         for start in starts:
-            path = nearest_pyproject(start)
+            path = nearest_pyproject(start, inputs)
             if path is not None:
-                return cls(path)
-        return cls(None)
+                return cls(path, inputs)
+        return cls(None, inputs)
 
     def paths(self, key: str, what: str) -> list[tuple[int, str]]:
         """``[tool.kfdefaults] KEY``: a string or a list of strings, as ``(index, value)``.
@@ -212,7 +222,10 @@ class PyprojectSource:
 def declares_a_folder(project: Project, entry: str) -> bool:
     """Whether ``platform = [...]`` entry ``entry`` is a folder (a path, or a folder of that name beside the
     ``pyproject.toml``) rather than an installed package's name."""
-    return "/" in entry or os.sep in entry or entry.startswith(".") or os.path.isdir(project.resolve(entry))
+    if "/" in entry or os.sep in entry or entry.startswith("."):
+        return True
+    state = project.inputs.look(project.resolve(entry))
+    return state is not None and (state[0] == "dir" or os.path.isdir(project.resolve(entry)))
 
 
 def normalize_distribution(name: str) -> str:
@@ -248,6 +261,7 @@ class DeclaredPlatformSource:
             where = self.project.location("platform", i)
             if declares_a_folder(self.project, entry):
                 path = self.project.resolve(entry)
+                self.project.inputs.look_through(path)
                 if os.path.isdir(path):
                     found.append(Folder(path, self.layer, self.project.pyproject or "pyproject.toml"))
                 else:

@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 from ..errors import Finding, KfdefaultsError, Location, ProfileError
+from ..inputs import Inputs
 from ..read import Document
 from ..read.document import error
 from ..read.files import read_regular_file
@@ -86,14 +87,14 @@ class Lock:
         return self.doc.location(path) if path else Location(self.path, 1, 1)
 
 
-def read_lock(path: str) -> Lock:
-    """Read and check the lock file at ``path``.
+def read_lock(path: str, inputs: Inputs | None = None) -> Lock:
+    """Read and check the lock file at ``path``; ``inputs`` records it.
 
     Raises:
         ProfileError: it cannot be read, is larger than :data:`MAX_LOCK_BYTES`, is not UTF-8 TOML, or is not of
             the shape above, each at its ``FILE:LINE:COLUMN``.
     """
-    raw = read_regular_file(path, MAX_LOCK_BYTES, "lock file")
+    raw = read_regular_file(path, MAX_LOCK_BYTES, "lock file", inputs)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -7,6 +7,7 @@ import errno
 import os
 import stat
 
+from ..inputs import Inputs
 from .document import MANIFEST_BUDGET, MAX_FILE_BYTES, Budget, Document, error
 from .toml import parse_toml
 from .yaml import parse_yaml, parse_yaml_documents
@@ -71,9 +72,10 @@ def path_problem(path: str, want: str) -> str | None:
     return None
 
 
-def read_regular_file(file: str, limit: int, what: str = "file") -> bytes:
+def read_regular_file(file: str, limit: int, what: str = "file", inputs: Inputs | None = None) -> bytes:
     """The bytes of ``file``, which must be a regular file of at most ``limit`` bytes: opened without waiting
-    (a FIFO or a device put in its place is refused, never read), read at most ``limit + 1`` bytes.
+    (a FIFO or a device put in its place is refused, never read), read at most ``limit + 1`` bytes. ``inputs``
+    records what was read (:meth:`kfdefaults.inputs.Inputs.file`).
 
     Raises:
         ProfileError: at ``FILE:1:1``: it cannot be opened, is not a regular file, or is larger than ``limit``.
@@ -83,20 +85,22 @@ def read_regular_file(file: str, limit: int, what: str = "file") -> bytes:
     except OSError as e:
         raise error(file, 1, 1, f"cannot read the {what}: {e.strerror or e}") from None
     with open(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise error(file, 1, 1, f"the {what} is {_kind_of(mode)}, not a regular file")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(file, 1, 1, f"the {what} is {_kind_of(st.st_mode)}, not a regular file")
         try:
             raw = f.read(limit + 1)
         except OSError as e:
             raise error(file, 1, 1, f"cannot read the {what}: {e.strerror or e}") from None
     if len(raw) > limit:
         raise error(file, 1, 1, f"the {what} is larger than {limit >> 10} KiB")
+    if inputs is not None:
+        inputs.file(file, raw, st)
     return raw
 
 
-def read_bytes(file: str) -> bytes:
-    """A profile file's bytes.
+def read_bytes(file: str, inputs: Inputs | None = None) -> bytes:
+    """A profile file's bytes; ``inputs`` records them.
 
     Raises:
         ProfileError: the file cannot be read (missing, a broken link, a folder, a pipe, a device, no
@@ -106,12 +110,18 @@ def read_bytes(file: str) -> bytes:
     if problem is not None:  # checked first: opening a pipe would block, a device may never end
         raise error(file, 1, 1, problem)
     try:
-        with open(file, "rb") as f:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as f:
+            st = os.fstat(fd)
             raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise error(file, 1, 1, f"cannot read file: {e.strerror or e}") from None
     if len(raw) > MAX_FILE_BYTES:
         raise error(file, 1, 1, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; a profile is a few KiB")
+    if not stat.S_ISREG(st.st_mode):  # replaced between the check and the open
+        raise error(file, 1, 1, f"not a profile file ({_kind_of(st.st_mode)})")
+    if inputs is not None:
+        inputs.file(file, raw, st)
     return raw
 
 

@@ -9,57 +9,35 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from typing import Any
 
 from .. import cache
 from ..errors import Finding, Location, ProfileError
+from ..inputs import Inputs
 from ..layers import NAME_PATTERN, profile_name_of
 from ..read import MAX_FILE_BYTES, TOML_SUFFIXES, Document, parse_bytes, read_bytes
 from ..smp.schema import normalize_version
 from .fragment import Definition, Fragment, fragment_from_body, locks_of
-
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-"""How a loaded file is read again: a pipe put in its place is not waited on (and then is not a regular file)."""
-
 
 class DefinitionLoader:
     """Loads profile files of one Kubernetes version, each once.
 
     Args:
         kubernetes_version: Kubernetes minor version the PodSpec fragments are checked against (``None``: 1.32).
+        inputs: Where each file read is recorded (:mod:`kfdefaults.inputs`).
 
     Attributes:
         loaded: File -> its definition, for every file loaded so far.
-        digests: File -> the digest of the bytes it was loaded from (:meth:`unchanged` reads them again).
         remember: Store each file validated in the cache (it is read from the cache either way). ``validate``
             turns it off: it checks a thousand files once each, and creating a thousand cache files costs more
             than reading them back saves (from 0.1 s on a fast disk to over a second where creating a file is slow).
     """
 
-    def __init__(self, kubernetes_version: str | None = None) -> None:
+    def __init__(self, kubernetes_version: str | None = None, inputs: Inputs | None = None) -> None:
         self.kubernetes_version = normalize_version(kubernetes_version)
+        self.inputs = Inputs() if inputs is None else inputs
         self.loaded: dict[str, Definition] = {}
-        self.digests: dict[str, str] = {}
         self.remember = True
-
-    def unchanged(self) -> bool:
-        """Whether every file loaded so far still holds the bytes it was loaded from.
-
-        By content, not by size and modification time: ``rsync -t``, ``tar`` and ``cp -p`` write new bytes of
-        the same size under the old time. Reading a few small files costs tens of microseconds.
-        """
-        for file, known in self.digests.items():
-            try:
-                fd = os.open(file, _READ_FLAGS)
-                try:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode) or cache.digest(os.read(fd, MAX_FILE_BYTES + 1)) != known:
-                        return False
-                finally:
-                    os.close(fd)
-            except OSError:
-                return False
-        return True
 
     def load(self, file: str, layer: str) -> Definition:
         """Parse and validate one profile file of ``layer``.
@@ -70,8 +48,7 @@ class DefinitionLoader:
         cached = self.loaded.get(file)
         if cached is not None:
             return cached
-        raw = read_bytes(file)
-        self.digests[file] = cache.digest(raw)
+        raw = read_bytes(file, self.inputs)
         # the same bytes are another document in the other format: the suffix chooses the parser
         file_format = "toml" if file.endswith(TOML_SUFFIXES) else "yaml"
         entry_key = cache.key(raw, "profile", file_format, self.kubernetes_version)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import Finding, Location
+from ..inputs import Inputs
 from ..layers import Catalog, folder_names
 
 
@@ -22,16 +23,21 @@ def empty_folder_warnings(catalog: Catalog) -> list[Finding]:
             if catalog.holds_profiles(folder):  # listed up to its first profile file only
                 continue
             findings.append(Finding(Location(folder.path), "", f"no profile files (*.yaml, *.yml, *.toml) in this "
-                                    f"{layer} folder (from {folder.origin}){sub_folders_hint(folder.path)}",
+                                    f"{layer} folder (from {folder.origin}){sub_folders_hint(folder.path, catalog.inputs)}",
                                     "warning", layer))
     return findings
 
 
-def sub_folders_hint(folder: str) -> str:
-    """``; sub-folders are not searched, and profiles/ holds profile files: ...`` when one does, else ``""``."""
+def sub_folders_hint(folder: str, inputs: Inputs | None = None) -> str:
+    """``; sub-folders are not searched, and profiles/ holds profile files: ...`` when one does, else ``""``;
+    ``inputs`` records the sub-folders listed."""
+    inputs = Inputs() if inputs is None else inputs
     try:
         with os.scandir(folder) as entries:
-            below = sorted(f"{e.name}/" for e in entries if e.is_dir() and folder_names(e.path))
+            subfolders = [e for e in entries if e.is_dir()]
+        for e in subfolders:
+            inputs.folder(e.path)
+        below = sorted(f"{e.name}/" for e in subfolders if folder_names(e.path))
     except OSError:
         below = []
     if not below:

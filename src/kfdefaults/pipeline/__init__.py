@@ -14,30 +14,24 @@ flytekit, whose backend (Flyte 1) it models, when the cluster's default PodTempl
 from __future__ import annotations
 
 import os
-import stat
-import sys
-import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import cache
-from .backend.avoid import leave_out_duplicate_shm
-from .backend.checks import backend_errors, backend_warnings
-from .backend.cluster import ClusterTemplate, load_cluster_template
-from .errors import Finding, ProfileError, sorted_findings
-from .layers import (
-    CLUSTER_TEMPLATE_FILE,
+from .. import cache
+from ..backend.avoid import leave_out_duplicate_shm
+from ..backend.checks import backend_errors, backend_warnings
+from ..backend.cluster import ClusterTemplate, load_cluster_template
+from ..errors import Finding, ProfileError, sorted_findings
+from ..inputs import Inputs
+from ..layers import (
     NO_PROJECT,
     Catalog,
     ClusterTemplatePath,
     Project,
     discover_folders,
     find_cluster_template,
-    folder_listing,
     layer_sources,
-    nearest_pyproject,
 )
-from .layers.pyproject import project_file_bytes
-from .lock import (
+from ..lock import (
     LOCK_FILE,
     Lock,
     lock_findings,
@@ -45,28 +39,25 @@ from .lock import (
     platform_fallback_warning,
     read_lock,
 )
-from .lock.file import MAX_LOCK_BYTES
-from .read.files import read_regular_file
-from .merge.expand import expand
-from .merge.fold import merge_fragments
-from .merge.result import Resolved, SdkObjects
-from .settings import (
-    CLUSTER_TEMPLATE_ENV,
-    NO_CACHE_ENV,
-    NO_ENTRY_POINTS_ENV,
-    PLATFORM_ENV,
-    TEAM_ENV,
-    flag,
-)
-from .smp.schema import normalize_version
-from .targets import Target, default_target, target_named
-from .validate.deprecation import deprecations
-from .validate.files import DefinitionLoader
-from .validate.folders import empty_folder_warnings
-from .validate.fragment import Definition, Fragment
-from .validate.merged import check_merged
-from .validate.target import check_target
-from .validate.task_layer import task_fragment
+from ..merge.expand import expand
+from ..merge.fold import merge_fragments
+from ..merge.result import Resolved, SdkObjects
+from ..smp.schema import normalize_version
+from ..targets import Target, default_target, target_named
+from ..validate.deprecation import deprecations
+from ..validate.files import DefinitionLoader
+from ..validate.folders import empty_folder_warnings
+from ..validate.fragment import Definition, Fragment
+from ..validate.merged import check_merged
+from ..validate.target import check_target
+from ..validate.task_layer import task_fragment
+
+
+LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "ruamel.yaml", "yaml")
+"""The installed libraries whose code makes a result besides kfdefaults' own: the Kubernetes schemas that check and
+merge the pod templates, the merge of the ``elastic`` sections, the models that validate a file and the YAML
+readers. Each is an input of every pipeline (:meth:`kfdefaults.inputs.Inputs.module`): another release of one is
+another result."""
 
 
 class Pipeline:
@@ -86,6 +77,8 @@ class Pipeline:
         lock: The project's ``kfdefaults.lock``: every profile it lists is held to it (:mod:`kfdefaults.lock`).
 
     Attributes:
+        inputs: Everything read so far (:mod:`kfdefaults.inputs`): what a result of this pipeline depends on,
+            beside its arguments; the catalog's, the loader's and the project's are this one.
         require_locked: A profile the lock does not list is an error too (``Elastic(...)``, ``lock --check``: the
             project uses it unreviewed); ``False`` for ``render`` and ``validate``, which any profile may be shown by.
 
@@ -98,6 +91,7 @@ class Pipeline:
                  target: Target | str | None = None, cluster_template: ClusterTemplatePath | None = None,
                  project: Project = NO_PROJECT, lock: Lock | None = None) -> None:
         self.catalog = catalog
+        self.inputs = catalog.inputs
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.sdk = sdk
         self.target = default_target()[0] if target is None else target_named(target)
@@ -106,7 +100,9 @@ class Pipeline:
         self.project = project
         self.lock = lock
         self.require_locked = False
-        self.loader = DefinitionLoader(self.kubernetes_version)
+        self.loader = DefinitionLoader(self.kubernetes_version, self.inputs)
+        for library in LIBRARIES:
+            self.inputs.module(library)
         self.expanded: dict[str, list[Fragment]] = {}
         cache.load_patch_schema(self.kubernetes_version)
 
@@ -124,6 +120,7 @@ class Pipeline:
         cluster_template: str | None = None,
         project: Project | Sequence[str] | None = None,
         use_lock: bool = True,
+        inputs: Inputs | None = None,
         **sources: Any,
     ) -> Pipeline:
         """A pipeline over every layer source (flags, environment, entry points, ``pyproject.toml``).
@@ -143,6 +140,7 @@ class Pipeline:
                 order; ``None``: the working directory, then the ``team`` and ``platform`` folders given.
             use_lock: Hold every profile to the project's ``kfdefaults.lock`` when it has one (``diff`` and
                 ``kfdefaults lock`` itself do not).
+            inputs: Where the pipeline records what it reads (a new manifest when not given).
             **sources: Passed to :func:`kfdefaults.layers.layer_sources` (``environ``, ``entry_points``,
                 ``pyproject``, ``flags``).
 
@@ -152,17 +150,19 @@ class Pipeline:
         """
         found: ClusterTemplatePath | None = None
         lock: Lock | None = None
-        project = find_project(project, platform, team, sources.get("pyproject", True))
-        folders = discover_folders(layer_sources(platform, team, project=project, **sources), errors)
+        inputs = Inputs() if inputs is None else inputs
+        project = find_project(project, platform, team, sources.get("pyproject", True), inputs)
+        folders = discover_folders(layer_sources(platform, team, project=project, inputs=inputs, **sources), errors,
+                                   inputs)
         try:
             found = find_cluster_template(cluster_template, folders.get("platform", []), environ=sources.get("environ"),
-                                          project=project)
-            lock = project_lock(project) if use_lock else None
+                                          project=project, inputs=inputs)
+            lock = project_lock(project, inputs) if use_lock else None
         except ProfileError as e:
             if errors is None:
                 raise
             errors.extend(e.findings)
-        return cls(Catalog(folders, files), kubernetes_version=kubernetes_version, sdk=sdk, target=target,
+        return cls(Catalog(folders, files, inputs), kubernetes_version=kubernetes_version, sdk=sdk, target=target,
                    cluster_template=found, project=project, lock=lock)
 
     @property
@@ -173,7 +173,7 @@ class Pipeline:
             ProfileError: the file cannot be read or is not a PodTemplate manifest (located).
         """
         if self._cluster is None and self.cluster_template is not None:
-            self._cluster = load_cluster_template(self.cluster_template)
+            self._cluster = load_cluster_template(self.cluster_template, self.inputs)
         return self._cluster
 
     # -- profiles
@@ -275,138 +275,32 @@ class Pipeline:
 
 
 def find_project(project: Project | Sequence[str] | None, platform: Iterable[Any], team: Iterable[Any],
-             pyproject: bool) -> Project:
+                 pyproject: bool, inputs: Inputs | None = None) -> Project:
     """The project a pipeline reads: given, or found from the folders given (default: the working directory,
-    then the ``team`` and ``platform`` folders)."""
+    then the ``team`` and ``platform`` folders); ``inputs`` records where it was looked for."""
     if not pyproject:
         return NO_PROJECT
     if isinstance(project, Project):
+        if inputs is not None:
+            inputs.update(project.inputs)
         return project
     starts = list(project) if project is not None else [os.getcwd(), *map(os.fspath, team), *map(os.fspath, platform)]
-    return Project.find(starts)
+    return Project.find(starts, inputs)
 
 
-def project_lock(project: Project) -> Lock | None:
-    """The project's ``kfdefaults.lock``, beside its ``pyproject.toml``, if it has one.
+def project_lock(project: Project, inputs: Inputs | None = None) -> Lock | None:
+    """The project's ``kfdefaults.lock``, beside its ``pyproject.toml``, if it has one; ``inputs`` records it.
 
     Raises:
         ProfileError: the file is broken.
     """
     path = os.path.join(project.root, LOCK_FILE) if project.root else None
-    return read_lock(path) if path is not None and os.path.lexists(path) else None
+    if path is None:
+        return None
+    present = inputs.look(path) is not None if inputs is not None else os.path.lexists(path)
+    return read_lock(path, inputs) if present else None
 
 
 def target_warnings(resolved: Resolved) -> list[Finding]:
     """The warnings of :func:`kfdefaults.validate.target.check_target` (its errors stop :meth:`Pipeline.resolve`)."""
     return [f for f in check_target(resolved) if f.severity != "error"]
-
-
-_SHARED: dict[tuple, tuple[tuple, Pipeline]] = {}
-
-
-def shared_pipeline(platform: Sequence[str] = (), team: Sequence[str] = (), *, kubernetes_version: str | None = None,
-                    sdk: SdkObjects | None = None, target: Target | str | None = None,
-                    project: Sequence[str] = ()) -> Pipeline:
-    """The process's pipeline for these folders, built again only when something it read changed.
-
-    ``Elastic(profile=...)`` runs at every import of a workflow module, often many times for one profile. The
-    pipeline is kept, keyed by the arguments and everything that names folders (the environment variables,
-    the working directory, ``sys.path``), and reused as long as no folder's listing changed (names, sizes and
-    times: a few ``stat`` calls) and neither the ``pyproject.toml`` nor any profile file it read holds other
-    bytes (read again and compared by digest: a same-size edit that keeps the old time, as ``rsync -t``,
-    ``tar`` or ``cp -p`` make, is seen), nor the lock file. Once every file and folder it read has not changed
-    status for :data:`SETTLED_SECONDS`, an unchanged ``stat`` of each (inode, size, times, ctime included) stands
-    for its bytes, and calls stop reading them (:func:`_settled`). ``KFDEFAULTS_NO_CACHE`` turns this off too.
-
-    ``project`` lists the folders the project's ``pyproject.toml`` is looked for from, first to last
-    (``Elastic(...)`` gives the folder of the module that calls it); the working directory is always last.
-
-    Raises:
-        ProfileError: as :meth:`Pipeline.discover`.
-    """
-    starts = (*project, os.getcwd())
-    target = default_target()[0] if target is None else target_named(target)
-    key = (tuple(platform), tuple(team), os.environ.get(PLATFORM_ENV, ""), os.environ.get(TEAM_ENV, ""),
-           os.environ.get(NO_ENTRY_POINTS_ENV, ""), os.environ.get(CLUSTER_TEMPLATE_ENV, ""), starts, tuple(sys.path),
-           kubernetes_version, id(sdk), target.name)
-    hit = None if flag(NO_CACHE_ENV) else _SHARED.get(key)
-    if hit is not None:
-        (folders, signature, stamp), pipeline = hit
-        seen = _QUICK.get(key)
-        if seen is not None and seen[0] is pipeline and _quick_signature(starts, folders, pipeline) == seen[1]:
-            return pipeline
-        since = time.time()
-        quick = _quick_signature(starts, folders, pipeline)  # before the bytes are read: a later write shows
-        if (stamp == _stamp(starts, pipeline) and tuple((f, folder_listing(f)) for f in folders) == signature
-                and pipeline.loader.unchanged()):
-            if _settled(quick, since):
-                _QUICK[key] = (pipeline, quick)
-            return pipeline
-    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=sdk, target=target,
-                                 flags=("platform=", "team="), project=starts)
-    pipeline.require_locked = True  # a registration uses the profile: it must have been locked
-    signature = pipeline.catalog.signature()
-    _SHARED[key] = ((tuple(f for f, _ in signature), signature, _stamp(starts, pipeline)), pipeline)
-    _QUICK.pop(key, None)
-    return pipeline
-
-
-_QUICK: dict[tuple, tuple[Pipeline, tuple]] = {}
-"""Key of :data:`_SHARED` -> (its pipeline, the :func:`_quick_signature` taken before its files' bytes were last
-found unchanged)."""
-
-SETTLED_SECONDS = 2.0
-"""How long before a check a file's or folder's status must have last changed for its ``stat`` to stand for its
-bytes (:func:`_settled`): more than the coarsest timestamp granularity and clock step of a local file system."""
-
-
-def _quick_signature(starts: Sequence[str], folders: Sequence[str], pipeline: Pipeline) -> tuple:
-    """The ``stat`` of everything :func:`shared_pipeline` reads to see that nothing changed: the project's
-    ``pyproject.toml``, its lock file, the cluster's template, every layer folder (its entries) and every profile
-    file loaded. A file is ``(inode, size, mtime, ctime)``, a folder ``(inode, mtime, ctime)``, ``None`` when
-    missing."""
-    path = next(filter(None, map(nearest_pyproject, starts)), None)
-    lock = os.path.join(os.path.dirname(path), LOCK_FILE) if path is not None else None
-    template = pipeline.cluster_template.path if pipeline.cluster_template else None
-    out: list[Any] = [path]
-    for file in (path, lock, template, *folders, *pipeline.loader.digests):
-        try:
-            st = os.stat(file) if file else None
-        except OSError:
-            st = None
-        out.append(None if st is None else (file, st.st_ino, -1 if stat.S_ISDIR(st.st_mode) else st.st_size,
-                                            st.st_mtime_ns, st.st_ctime_ns))
-    return tuple(out)
-
-
-def _settled(quick: tuple, since: float) -> bool:
-    """Whether nothing in ``quick`` changed status within :data:`SETTLED_SECONDS` of ``since``. Then the same
-    ``stat`` later means the same bytes: writing a file, even keeping its size and setting its old modification
-    time back (``rsync -t``, ``cp -p``, ``tar``), sets its status-change time (ctime) to the time of the write,
-    which no tool sets back; replacing it gives another inode; adding or removing a folder's entry changes the
-    folder's times. A file changed just before the check is read again at every call until it settles."""
-    limit = int((since - SETTLED_SECONDS) * 1e9)
-    return all(item is None or item[4] < limit for item in quick[1:])
-
-
-def _stamp(starts: Sequence[str], pipeline: Pipeline) -> tuple:
-    """What names the pipeline's folders and template besides their listings: the project's ``pyproject.toml``
-    and the digest of what kfdefaults reads of it (``None`` when it cannot set ``tool.kfdefaults``, so that other
-    edits of the file keep the pipeline), the digests of the lock file and of the cluster's template, and which
-    platform folders hold one."""
-    out: list[Any] = []
-    path = next(filter(None, map(nearest_pyproject, starts)), None)
-    try:
-        raw = project_file_bytes(path) if path is not None else None
-        out.append((path, None if raw is None else cache.digest(raw)))
-    except ProfileError as e:
-        out.append((path, str(e)))
-    lock = os.path.join(os.path.dirname(path), LOCK_FILE) if path is not None else None
-    for file in (lock, pipeline.cluster_template.path if pipeline.cluster_template else None):
-        try:  # never waiting on a pipe put in its place: what is wrong with it is said when it is read
-            out.append((file, cache.digest(read_regular_file(file, MAX_LOCK_BYTES)) if file and os.path.lexists(file)
-                        else None))
-        except ProfileError as e:
-            out.append((file, str(e)))
-    out += [os.path.lexists(os.path.join(f.path, CLUSTER_TEMPLATE_FILE)) for f in pipeline.catalog.folders.get("platform", [])]
-    return tuple(out)
