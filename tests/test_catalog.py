@@ -9,7 +9,7 @@ import pytest
 from kfdefaults.layers import Catalog, Folder
 from kfdefaults.layers import catalog as catalog_module
 from kfdefaults.pipeline import Pipeline
-from kfdefaults.validate.folders import empty_folder_warnings
+from kfdefaults.check.folders import empty_folder_warnings
 
 NAMES = ["a", "b", "c", "dup", "link", "broken", "dir", "pyproject", "_cluster-template", "Upper", "upper", "x-1",
          "missing", "hidden", ".hidden", "a.b", ""]

@@ -131,7 +131,7 @@ def check(text: str, suffix: str) -> None:
     from kfdefaults.api import validate_paths
     from kfdefaults.pipeline import Pipeline
     from kfdefaults.show.output import order_profile, to_json, to_yaml
-    from kfdefaults.validate.merged import check_merged
+    from kfdefaults.check.merged import check_merged
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "mutant" + suffix)

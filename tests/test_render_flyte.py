@@ -115,11 +115,14 @@ def test_the_template_is_the_same_with_and_without_torch(both_ways):
     assert without == with_real
 
 
+# The command line as the console script runs it (a render is replayed when its inputs are unchanged), but for
+# the window before a run in which a changed input keeps it from being stored: 0 here, the files were just written.
 KEPT = """
 import sys
-sys.argv = ["kfdefaults", "render", *sys.argv[1:]]
-from kfdefaults.cli import run
-code = run(sys.argv[1:])
+from kfdefaults import inputs
+inputs.RACE_SECONDS = 0.0
+from kfdefaults.cli import _main
+code = _main(["render", *sys.argv[1:]])
 print("SDK-IMPORTED" if "flytekit" in sys.modules else "NO-SDK", file=sys.stderr)
 sys.exit(code)
 """

@@ -90,7 +90,7 @@ def test_the_merge_cache_keeps_the_targets_apart():
     (False, False, FLYTEKIT, "no Flyte SDK is installed; --target flyte2 for Flyte 2"),
 ])
 def test_the_default_target_is_the_installed_sdk(monkeypatch, kit, two, expected, why):
-    monkeypatch.setattr(targets, "installed", lambda t: {"flytekit": kit, "flyte2": two}[t.name])
+    monkeypatch.setattr(targets, "installed", lambda t, inputs=None: {"flytekit": kit, "flyte2": two}[t.name])
     assert default_target({}) == (expected, why)
     assert default_target({"KFDEFAULTS_TARGET": "flyte2"}) == (FLYTE2, "KFDEFAULTS_TARGET")
 

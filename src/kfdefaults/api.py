@@ -12,8 +12,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
-from .backend.checks import backend_warnings
+from . import check
 from .backend.cluster import load_cluster_template
+from .check.deprecation import NOTE
+from .check.folders import sub_folders_hint
 from .errors import Finding, Location, ProfileError, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
@@ -29,13 +31,10 @@ from .layers import (
 from .layers.flags import folder_arguments
 from .lock import Lock
 from .merge.result import Resolved
-from .pipeline import Pipeline, find_project, project_lock, target_warnings
+from .pipeline import Pipeline, find_project, project_lock
 from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
-from .validate.deprecation import NOTE, deprecations
-from .validate.folders import sub_folders_hint
-from .validate.merged import check_merged
 
 __all__ = ["Report", "Resolved", "compare", "resolve", "validate_paths"]
 
@@ -203,7 +202,7 @@ def validate_paths(
         cluster_template: The cluster's default PodTemplate manifest (``none``: no template); by default the one
             :mod:`kfdefaults.layers.cluster` finds, a ``_cluster-template.yaml`` of a given platform folder
             included. Each profile is then checked for what Flyte's backend would break in its pod
-            (:func:`kfdefaults.backend.checks.backend_warnings`).
+            (:func:`kfdefaults.check.backend.backend_warnings`).
 
     Returns:
         A :class:`Report`; it never raises for bad input.
@@ -322,8 +321,7 @@ def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: 
     declared by one of ``own_files`` is a note)."""
     try:
         resolved = pipeline.resolve(name, remember=False)
-        backend = backend_warnings(resolved, pipeline.cluster) if pipeline.target.name == "flytekit" else []
-        return check_merged(resolved) + deprecations(resolved, own_files) + target_warnings(resolved) + backend
+        return check.warnings(resolved, pipeline.cluster, own_files)
     except ProfileError as e:
         for f in e.findings:
             if several_paths and f.layer == layer and "defined twice" in f.message:

@@ -35,6 +35,7 @@ import stat
 import sys
 import time
 
+from . import cache
 from .cache import digest
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -344,8 +345,6 @@ _WELL_FORMED = {
 def load_remembered(key: str, valid: Callable[[Any], bool]) -> tuple[Any, Inputs] | None:
     """``(value, inputs)`` stored under ``key`` by :func:`remember`, if ``valid(value)`` and no input changed since;
     ``None`` otherwise (missing, damaged, foreign, or out of date)."""
-    from . import cache
-
     stored = cache.load(key, lambda v: isinstance(v, dict) and set(v) == {"inputs", "value"} and valid(v["value"]),
                         fast=True)
     if stored is None:
@@ -359,8 +358,6 @@ def load_remembered(key: str, valid: Callable[[Any], bool]) -> tuple[Any, Inputs
 def remember(key: str, value: Any, inputs: Inputs) -> bool:
     """Store ``value`` (plain data) under ``key`` with the inputs it was made from, if they are settled
     (:meth:`Inputs.settled`); return whether it was stored."""
-    from . import cache
-
     if not inputs.settled():
         return False
     cache.store(key, {"inputs": inputs.to_data(), "value": value}, fast=True)

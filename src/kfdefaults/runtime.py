@@ -36,7 +36,7 @@ from .pipeline import Pipeline
 from .pipeline.shared import shared_pipeline
 from .settings import RUNTIME_ENV
 from .targets import Target
-from .validate.deprecation import deprecations
+from .check.deprecation import deprecations
 from .validate.fragment import Fragment
 
 SDK_PACKAGES = ("kfdefaults", "flytekit", "flytekitplugins", "flyte", "flyteplugins", "dataclasses")

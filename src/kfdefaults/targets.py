@@ -15,7 +15,8 @@ from typing import Any, Mapping
 from .errors import KfdefaultsError
 from .settings import TARGET_ENV
 
-if False:  # typing.TYPE_CHECKING: the manifest is a later step of the flow, only passed through here
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:  # the manifest is a later step of the flow, only passed through here
     from .inputs import Inputs
 
 ELASTIC_KEYS = ("nnodes", "nproc_per_node", "start_method", "rdzv_backend", "monitor_interval", "max_restarts",

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from ..pipeline import Pipeline
-    from ..validate.folders import empty_folder_warnings
+    from ..check.folders import empty_folder_warnings
 
     pipeline = Pipeline.discover(**layer_arguments(build("kfdefaults list"), args))
     report(empty_folder_warnings(pipeline.catalog))
@@ -62,7 +62,7 @@ def _list(args: argparse.Namespace) -> int:
 def profile_rows(pipeline: Any) -> tuple[list[dict[str, Any]], list[Any], list[Any]]:
     """One row per visible profile (name, layers, the description ``render`` shows, ``deprecated`` when its file
     says so), every problem, once, and a warning per deprecated profile."""
-    from ..validate.deprecation import deprecations
+    from ..check.deprecation import deprecations
 
     rows = []
     warnings: list[Any] = []
@@ -88,7 +88,7 @@ def profile_rows(pipeline: Any) -> tuple[list[dict[str, Any]], list[Any], list[A
 
 
 class _Named:
-    """A profile's name and some of its fragments, as :func:`~kfdefaults.validate.deprecation.deprecations` reads
+    """A profile's name and some of its fragments, as :func:`~kfdefaults.check.deprecation.deprecations` reads
     a merged profile (``list`` merges nothing)."""
 
     def __init__(self, name: str, fragments: list[Any]) -> None:

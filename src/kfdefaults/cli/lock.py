@@ -33,7 +33,7 @@ def build(prog: str) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     def body() -> int:
-        from ..locking import lock_project
+        from ..pipeline.locking import lock_project
 
         result = lock_project(args.names, mode=args.mode or "write", kubernetes_version=args.kubernetes_version)
         report(result.findings)

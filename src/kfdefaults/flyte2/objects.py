@@ -31,7 +31,7 @@ def plugin_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Merged elastic settings -> the keyword arguments of ``flyteplugins.pytorch.Elastic``.
 
     Keys the plugin has no field for are the ones Flyte 2 fixes (``start_method: spawn``): the target's check
-    (:mod:`kfdefaults.validate.target`) lets only their one value through. ``run_policy`` becomes the plugin's
+    (:mod:`kfdefaults.check.target`) lets only their one value through. ``run_policy`` becomes the plugin's
     ``RunPolicy``; a ``nccl_*`` setting absent here is ``None`` (torch's own default stays).
     """
     kwargs = {k: v for k, v in settings.items() if k in FLYTE2.settings and k != "run_policy"}

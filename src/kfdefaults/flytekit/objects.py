@@ -21,7 +21,7 @@ def plugin_elastic(settings: Mapping[str, Any]) -> Any:
     from flytekitplugins.kfpytorch.task import CleanPodPolicy, RunPolicy
 
     # keys the plugin has no field for are the ones flytekit fixes (rdzv_backend: c10d): the target's check
-    # (kfdefaults.validate.target) let only their one value through
+    # (kfdefaults.check.target) let only their one value through
     kwargs = {k: v for k, v in settings.items() if k in FLYTEKIT.settings and k != "run_policy"}
     kwargs["rdzv_configs"] = dict(kwargs.get("rdzv_configs") or {})
     run_policy = settings.get("run_policy")

@@ -95,6 +95,8 @@ def layer_sources(
     ``inputs`` records the environment variables read and, through the sources, what they read
     (:mod:`kfdefaults.inputs`).
 
+    Long because it is the one place where the order of the sources is written, with what each takes.
+
     Raises:
         ProfileError: the project's ``pyproject.toml`` is broken.
     """

@@ -1,17 +1,16 @@
-"""A profile name -> the fragments that make it, lowest first: for each layer that defines it, its ``extends``
-parents (each fully layered, in order), then its own body; the task layer last."""
+"""A profile's definitions -> the fragments that make it, lowest first: for each layer that defines it, its
+``extends`` parents (each fully layered, in order), then its own body. Pure: the pipeline reads the definitions
+(:meth:`kfdefaults.pipeline.Pipeline.definitions`) and hands them over."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Mapping, Sequence
 
 from ..errors import Finding, Location, ProfileError
-from ..layers import FOLDER_LAYERS, Catalog
 from ..validate.fragment import Definition, Fragment
-from ..validate.suggest import closest
 
 
-def _extends_location(definition: Definition, parent: str) -> Location:
+def extends_location(definition: Definition, parent: str) -> Location:
     """Where ``parent`` is written in the definition's ``extends`` (the list item, when a list)."""
     data = definition.document.data
     raw = data.get("extends") if isinstance(data, dict) else None
@@ -27,73 +26,48 @@ MAX_FRAGMENTS = 256
 """Most fragments one profile may expand to (each layer's definition and every parent, fully layered)."""
 
 
-class Definitions(Protocol):
-    """Where :func:`expand` finds definitions: the pipeline's catalog and loader."""
-
-    catalog: Catalog
-    expanded: dict[str, list[Fragment]]
-    """Profiles already expanded, by name (a parent reached by several paths is expanded once)."""
-
-    def definition(self, name: str, layer: str) -> Definition | None:
-        """The definition of ``name`` in ``layer``, or ``None``.
-
-        Raises:
-            ProfileError: two files of the layer define it, or the file is invalid.
-        """
-        ...
-
-
-def _expanded_parent(source: Definitions, name: str, stack: tuple[tuple[str, str], ...]) -> list[Fragment]:
-    """:func:`expand` of a parent, remembered: a parent reached by several paths is read once."""
-    if name not in source.expanded:
-        source.expanded[name] = expand(source, name, None, stack)
-    return source.expanded[name]
-
-
-def expand(source: Definitions, name: str, task: Fragment | None = None,
-           _stack: tuple[tuple[str, str], ...] = ()) -> list[Fragment]:
+def expand(name: str, definitions: Mapping[str, Sequence[Definition]]) -> list[Fragment]:
     """The fragments that make up profile ``name``, lowest first.
 
-    For each layer that defines ``name``: the definition's parents, each expanded across all layers, in
-    the order ``extends`` lists them, then the definition's own body. ``task`` (the task layer) comes last.
+    For each layer that defines ``name`` (its definitions, lowest layer first): the definition's parents, each
+    expanded across all layers, in the order ``extends`` lists them, then the definition's own body.
+
+    Args:
+        name: The profile.
+        definitions: Every profile ``name`` is made of -> its definitions, lowest layer first (the pipeline reads
+            them: :meth:`kfdefaults.pipeline.Pipeline.definitions`); every parent named by ``extends`` is there.
 
     Raises:
-        ProfileError: the profile is defined nowhere, a parent is unknown, ``extends`` forms a cycle,
-            or a file is invalid.
+        ProfileError: ``extends`` forms a cycle, chains more than :data:`MAX_EXTENDS_DEPTH` profiles deep, or
+            expands to more than :data:`MAX_FRAGMENTS` fragments.
     """
-    catalog = source.catalog
+    expanded: dict[str, list[Fragment]] = {}
+    return _expand(name, definitions, expanded, ())
+
+
+def _expand(name: str, definitions: Mapping[str, Sequence[Definition]], expanded: dict[str, list[Fragment]],
+            stack: tuple[tuple[str, str], ...]) -> list[Fragment]:
+    """:func:`expand`, remembering each parent's fragments (a parent reached by several paths is expanded once),
+    ``stack`` the chain of ``(profile, file)`` that extends it."""
+    if name in expanded:
+        return expanded[name]
     fragments: list[Fragment] = []
-    found = False
-    for layer in FOLDER_LAYERS:
-        definition = source.definition(name, layer)
-        if definition is None:
-            continue
-        found = True
+    for definition in definitions[name]:
         for parent in definition.parents:
-            chain = [n for n, _ in _stack] + [name]
+            chain = [n for n, _ in stack] + [name]
             if parent in chain:
-                files = " -> ".join(f"{n} ({f})" for n, f in _stack + ((name, definition.file),))
-                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
-                                            f"`extends` forms a cycle: {files} -> {parent}", layer=layer)])
-            if not catalog.layers_defining(parent):
-                hint = closest(parent, [n for n in catalog.names() if n != name])
-                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
-                                            f"unknown parent profile {parent!r}" + (f"; did you mean {hint!r}?" if hint else "")
-                                            + f" (extended by {definition.file})", layer=layer)])
-            if len(_stack) + 1 >= MAX_EXTENDS_DEPTH:
-                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
-                                            f"`extends` chains more than {MAX_EXTENDS_DEPTH} profiles deep", layer=layer)])
-            fragments.extend(_expanded_parent(source, parent, _stack + ((name, definition.file),)))
+                files = " -> ".join(f"{n} ({f})" for n, f in stack + ((name, definition.file),))
+                raise ProfileError([Finding(extends_location(definition, parent), "extends",
+                                            f"`extends` forms a cycle: {files} -> {parent}", layer=definition.layer)])
+            if len(stack) + 1 >= MAX_EXTENDS_DEPTH:
+                raise ProfileError([Finding(extends_location(definition, parent), "extends",
+                                            f"`extends` chains more than {MAX_EXTENDS_DEPTH} profiles deep",
+                                            layer=definition.layer)])
+            fragments.extend(_expand(parent, definitions, expanded, stack + ((name, definition.file),)))
             if len(fragments) > MAX_FRAGMENTS:
-                raise ProfileError([Finding(_extends_location(definition, parent), "extends",
+                raise ProfileError([Finding(extends_location(definition, parent), "extends",
                                             f"`extends` expands {name!r} to more than {MAX_FRAGMENTS} fragments (a parent "
-                                            "reached by several paths is applied once for each)", layer=layer)])
+                                            "reached by several paths is applied once for each)", layer=definition.layer)])
         fragments.append(definition.fragment)
-    if not found:
-        hint = closest(name, catalog.names())
-        hint_text = f"; did you mean {hint!r}?" if hint else ""
-        raise ProfileError([Finding(Location("kfdefaults"), "", f"no profile named {name!r}{hint_text} "
-                                    f"(searched {catalog.searched()})")])
-    if task is not None:
-        fragments.append(task)
+    expanded[name] = fragments
     return fragments

@@ -8,7 +8,7 @@ each file once (:class:`~kfdefaults.validate.files.DefinitionLoader`), expands e
 merges with :func:`kfdefaults.merge.fold.merge_fragments`, and checks the result against the target. For
 flytekit, whose backend (Flyte 1) it models, when the cluster's default PodTemplate is known
 (:mod:`kfdefaults.layers.cluster`), a merged profile leaves out the ``/dev/shm`` the template already gives
-(:mod:`kfdefaults.backend.avoid`), and what Flyte's backend would break is checked (:mod:`kfdefaults.backend.checks`).
+(:mod:`kfdefaults.backend.avoid`), and what Flyte's backend would break is checked (:mod:`kfdefaults.check.backend`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import cache
+from .. import cache, check
 from ..backend.avoid import leave_out_duplicate_shm
-from ..backend.checks import backend_errors, backend_warnings
 from ..backend.cluster import ClusterTemplate, load_cluster_template
-from ..errors import Finding, ProfileError, sorted_findings
+from ..errors import Finding, Location, ProfileError, sorted_findings
 from ..inputs import Inputs
 from ..layers import (
     NO_PROJECT,
+    FOLDER_LAYERS,
     Catalog,
     ClusterTemplatePath,
     Project,
@@ -39,17 +39,15 @@ from ..lock import (
     platform_fallback_warning,
     read_lock,
 )
-from ..merge.expand import expand
+from ..merge.expand import expand, extends_location
 from ..merge.fold import merge_fragments
 from ..merge.result import Resolved, SdkObjects
 from ..smp.schema import normalize_version
 from ..targets import Target, default_target, target_named
-from ..validate.deprecation import deprecations
+from ..check.folders import empty_folder_warnings
 from ..validate.files import DefinitionLoader
-from ..validate.folders import empty_folder_warnings
 from ..validate.fragment import Definition, Fragment
-from ..validate.merged import check_merged
-from ..validate.target import check_target
+from ..validate.suggest import closest
 from ..validate.task_layer import task_fragment
 
 
@@ -187,6 +185,38 @@ class Pipeline:
         file = self.catalog.the_file(name, layer)
         return None if file is None else self.loader.load(file, layer)
 
+    def definitions(self, name: str) -> dict[str, list[Definition]]:
+        """Every definition profile ``name`` is made of: its own and, through ``extends``, its parents', each read
+        and validated once, by profile name, lowest layer first (what :func:`kfdefaults.merge.expand.expand`
+        takes).
+
+        Raises:
+            ProfileError: no layer defines ``name`` or a parent it extends, a file is invalid, or two files of a
+                layer define one name.
+        """
+        out: dict[str, list[Definition]] = {}
+        pending: list[tuple[str, Definition | None]] = [(name, None)]
+        while pending:
+            current, child = pending.pop(0)
+            if current in out:
+                continue
+            found = [d for d in (self.definition(current, layer) for layer in FOLDER_LAYERS) if d is not None]
+            if not found:
+                raise ProfileError([self._unknown(current, child)])
+            out[current] = found
+            pending += [(parent, d) for d in found for parent in d.parents]
+        return out
+
+    def _unknown(self, name: str, child: Definition | None) -> Finding:
+        """The error of a profile no layer defines: asked for, or a parent ``child`` extends."""
+        hint = closest(name, [n for n in self.catalog.names() if child is None or n != child.name])
+        hint_text = f"; did you mean {hint!r}?" if hint else ""
+        if child is None:
+            return Finding(Location("kfdefaults"), "", f"no profile named {name!r}{hint_text} "
+                           f"(searched {self.catalog.searched()})")
+        return Finding(extends_location(child, name), "extends", f"unknown parent profile {name!r}{hint_text} "
+                       f"(extended by {child.file})", layer=child.layer)
+
     def fragments(self, name: str, task: Iterable[Fragment | None] = ()) -> list[Fragment]:
         """The fragments of profile ``name``, lowest first, the task-layer fragments given last.
 
@@ -194,7 +224,7 @@ class Pipeline:
             ProfileError: the profile is unknown, a file is invalid, or ``extends`` is broken.
         """
         if name not in self.expanded:
-            self.expanded[name] = expand(self, name)
+            self.expanded[name] = expand(name, self.definitions(name))
         return self.expanded[name] + [f for f in task if f is not None]
 
     def task_layer(self, name: str, overrides: Mapping[str, Any] | None, *, source: str = "overrides",
@@ -219,9 +249,9 @@ class Pipeline:
 
         Raises:
             ProfileError: the profile is unknown or broken, a pod template patch is rejected, the merged profile
-                sets what the target's plugin cannot honour (:func:`kfdefaults.validate.target.check_target`), the
+                sets what the target's plugin cannot honour (:func:`kfdefaults.check.target.check_target`), the
                 cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
-                name (:func:`kfdefaults.backend.checks.backend_errors`, flytekit only), or the profile is not
+                name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), or the profile is not
                 what ``kfdefaults.lock`` records (each change at the lock's line).
         """
         task = [f for f in task if f is not None]
@@ -236,9 +266,7 @@ class Pipeline:
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
             resolved = leave_out_duplicate_shm(resolved, self.cluster, kubernetes_version=self.kubernetes_version)
-        errors = [f for f in check_target(resolved) if f.severity == "error"]
-        if self.target.name == "flytekit":
-            errors += backend_errors(resolved)
+        errors = check.errors(resolved)
         if errors:
             raise ProfileError(errors)
         if self.lock is not None and check_lock:
@@ -254,15 +282,13 @@ class Pipeline:
         """Every warning about a profile as it was resolved: its folders', its files' and task layer's own (``--set``,
         ``Elastic(...)``), the merged profile's, its deprecation or that of a profile it extends, and those of its
         target; for flytekit, what the cluster's PodTemplate would break in it
-        (:func:`kfdefaults.backend.checks.backend_warnings`)."""
+        (:func:`kfdefaults.check.backend.backend_warnings`)."""
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
             findings.extend(definition.warnings if definition is not None else fragment.warnings)
-        backend = backend_warnings(resolved, self.cluster) if self.target.name == "flytekit" else []
         fallback = platform_fallback_warning(resolved, self.declared_platform(), self.lock)
-        return sorted_findings(findings + check_merged(resolved) + deprecations(resolved) + target_warnings(resolved)
-                               + backend + ([fallback] if fallback else []))
+        return sorted_findings(findings + check.warnings(resolved, self.cluster) + ([fallback] if fallback else []))
 
     def declared_platform(self) -> list[str]:
         """What the project's ``[tool.kfdefaults] platform`` declares (``[]`` when nothing, or it is broken)."""
@@ -299,8 +325,3 @@ def project_lock(project: Project, inputs: Inputs | None = None) -> Lock | None:
         return None
     present = inputs.look(path) is not None if inputs is not None else os.path.lexists(path)
     return read_lock(path, inputs) if present else None
-
-
-def target_warnings(resolved: Resolved) -> list[Finding]:
-    """The warnings of :func:`kfdefaults.validate.target.check_target` (its errors stop :meth:`Pipeline.resolve`)."""
-    return [f for f in check_target(resolved) if f.severity != "error"]

@@ -12,7 +12,7 @@ from ..k8s.quantity import quantity_value
 from ..paths import format_path
 from ..read import TOML_SUFFIXES
 from ..smp.schema import schema_type
-from .suggest import closest
+from ..validate.suggest import closest
 
 PathT = tuple
 

@@ -21,12 +21,12 @@ from typing import Any
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import normal_mount_path
 from ..merge.result import Resolved
-from .cluster import LAYER, ClusterTemplate
-from .gojson import JSON, canonical, decode
-from .kinds import SCALAR_TAGS, Kind, fields
-from .locate import Setter, pod_setter, profile_path, where
-from .registered import PYTORCH_CONTAINER, is_multi_node, registered_pod_spec
-from .template_merge import (
+from ..backend.cluster import LAYER, ClusterTemplate
+from ..backend.gojson import JSON, canonical, decode
+from ..backend.kinds import SCALAR_TAGS, Kind, fields
+from ..backend.locate import Setter, pod_setter, profile_path, where
+from ..backend.registered import PYTORCH_CONTAINER, is_multi_node, registered_pod_spec
+from ..backend.template_merge import (
     DEFAULT_INIT_TEMPLATE,
     DEFAULT_TEMPLATE,
     PRIMARY_INIT_TEMPLATE,

@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from . import __version__
-from .errors import Finding, KfdefaultsError, Location, ProfileError, sorted_findings
-from .layers import Project
-from .lock import (
+from .. import __version__
+from ..errors import Finding, KfdefaultsError, Location, ProfileError, sorted_findings
+from ..layers import Project
+from ..lock import (
     LOCK_FILE,
     Lock,
     Use,
@@ -26,11 +26,11 @@ from .lock import (
     sha256,
     write_lock,
 )
-from .lock.entries import project_path
-from .lock.file import MAX_LOCK_BYTES
-from .read.files import read_regular_file
-from .pipeline import Pipeline
-from .targets import TARGETS
+from ..lock.entries import project_path
+from ..lock.file import MAX_LOCK_BYTES
+from ..read.files import read_regular_file
+from . import Pipeline
+from ..targets import TARGETS
 
 
 @dataclass
@@ -163,7 +163,7 @@ def _wanted(names: Sequence[str], report: LockReport, existing: Lock | None, kno
     """The profiles to lock: those named, those the code names, those locked already. A name no layer defines is
     an error at the call that uses it (or for the name given); a locked profile that no layer defines any more and
     nothing uses leaves the lock on ``upgrade``, with a warning."""
-    from .validate.suggest import closest  # lazy: difflib, only where a name is unknown
+    from ..validate.suggest import closest  # lazy: difflib, only where a name is unknown
 
     def unknown(name: str) -> str:
         near = closest(name, sorted(known))
