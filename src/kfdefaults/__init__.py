@@ -18,7 +18,7 @@ import importlib
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
-__version__ = "0.2.0"
+from .version import __version__
 
 _WHERE = {
     "Elastic": ".flytekit",

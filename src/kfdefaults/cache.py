@@ -30,7 +30,7 @@ import stat
 import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
-from . import __version__
+from .version import __version__
 from .settings import CACHE_DIR_ENV, NO_CACHE_ENV, flag
 
 if TYPE_CHECKING:

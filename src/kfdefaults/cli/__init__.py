@@ -38,7 +38,7 @@ _SUMMARY = "Layered defaults for Flyte's torch elastic (kfpytorch) tasks: pod te
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return __version__
 

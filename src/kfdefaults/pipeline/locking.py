@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from .. import __version__
+from ..version import __version__
 from ..errors import Finding, KfdefaultsError, Location, ProfileError, sorted_findings
 from ..layers import Project
 from ..lock import (
