@@ -95,7 +95,8 @@ def team(tmp_path_factory) -> Path:
         f"description: {yaml_string('d' + HOSTILE)}\n"
         f"deprecated: {yaml_string('use q' + HOSTILE)}\n"
         "pod_template:\n  annotations:\n"
-        f"    note: {yaml_string('v' + HOSTILE)}\n", encoding="utf-8")
+        f"    note: {yaml_string('v' + HOSTILE)}\n"
+        f"    bare: {yaml_string('w' + CLEAR + OSC52 + 'w')}\n", encoding="utf-8")
     (folder / "bad.yaml").write_text(f"elastic:\n  {yaml_string(HOSTILE)}: 1\n", encoding="utf-8")
     (folder / f"n{CLEAR}{FORGED}.yaml").write_text("elastic: {nnodes: 1}\n", encoding="utf-8")
     return folder
@@ -157,6 +158,8 @@ def test_diff_text_table_and_explain_show_escapes(team):
     assert text.returncode == 1
     assert_shown_safely(text.stdout + text.stderr)
     assert r'+ pod_template.annotations.note: "vk\u001b]52;c;aGk=\u0007\u001b[2J\u009b1m\r\u202e\n::error' in text.stdout
+    # a value without whitespace is quoted too: it reads back as YAML, and a backslash in it is not an escape
+    assert r'+ pod_template.annotations.bare: "w\u001b[2J\u001b]52;c;aGk=\u0007w"' in text.stdout
     for args in (("diff", "cpu-small", "p", "--team", str(team)), ("render", "p", "--team", str(team), "--explain")):
         shown = on_terminal(*args)
         assert_shown_safely(shown)
@@ -164,6 +167,25 @@ def test_diff_text_table_and_explain_show_escapes(team):
     explained = run("render", "p", "--team", str(team), "--explain")
     assert_shown_safely(explained.stdout + explained.stderr)
     assert str(team).replace(CLEAR, r"\x1b[2J") + "/p.yaml:5" in explained.stdout
+
+
+def test_verify_shows_the_live_object_and_the_profile_with_escapes(team, tmp_path):
+    """A live Pod's name is the cluster's, the locations are the profile folder's: both hostile here."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {yaml_string('pod' + HOSTILE)}}}\nspec:\n"
+                   "  containers:\n    - {name: primary, image: a}\n", encoding="utf-8")
+    proc = run("verify", str(pod), "--profile", "p", "--team", str(team))
+    assert proc.returncode == 1
+    assert_shown_safely(proc.stdout + proc.stderr)
+    assert proc.stdout.startswith(r"Pod podk\x1b]52;c;aGk=\x07\x1b[2J\x9b1m\r\u202e\n::error file=x::forged: ")
+    assert str(team).replace(CLEAR, r"\x1b[2J") + "/p.yaml:5" in proc.stdout
+
+
+def test_fields_names_an_unknown_key_with_escapes():
+    proc = run("fields", f"pod_template.spec.x{OSC52}{FORGED}")
+    assert proc.returncode == 1
+    assert_shown_safely(proc.stderr)
+    assert r"kfdefaults fields: PodSpec has no field `x\x1b]52;c;aGk=\x07\n::error file=x::forged`" in proc.stderr
 
 
 def test_where_shows_folder_and_file_names_with_escapes(team):

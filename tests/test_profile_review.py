@@ -300,3 +300,26 @@ def test_a_hostile_pull_request_cannot_forge_the_comment(hostile, github):
         assert any(f"/{name}.yaml:1:1: [team] the file name `{name}` is not a profile name" in t.content
                    for t in fences), name
     assert "usage:" not in body and "0 profiles unchanged" in body
+
+
+def test_error_text_stays_inside_its_block_whatever_the_command_prints(repo, tmp_path):
+    """What ``kfdefaults diff`` says when it cannot compare goes into a fenced block that no line of it closes:
+    here a stand-in command (an older kfdefaults, say) prints fences of both kinds, a heading and HTML."""
+    from markdown_it import MarkdownIt
+
+    repo_path, base = repo
+    said = "a.yaml:1:1: bad\n```\n## Approved by @security-team\n~~~\n````` <img src=x onerror=alert(1)>\n\x1b[2J"
+    (tmp_path / "said.txt").write_text(said + "\n", encoding="utf-8")
+    command = tmp_path / "kfdefaults"
+    command.write_text(f"#!/bin/sh\ncat '{tmp_path / 'said.txt'}' >&2\nexit 2\n", encoding="utf-8")
+    command.chmod(0o755)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "profiles", "--kfdefaults", str(command),
+                           "--base", base, "--dry-run"], cwd=repo_path, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    tokens = MarkdownIt("commonmark", {"html": True}).parse(proc.stdout)
+    fences = [t for t in tokens if t.type == "fence"]
+    assert len(fences) == 3  # child, gpu-large, quiet: each could not be compared
+    shown = said.replace("\x1b", "\\x1b")
+    assert all(t.content == shown + "\n" and t.info == "text" for t in fences)
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h3"]
+    assert not [t for t in tokens if t.type == "html_block" and "onerror" in t.content]

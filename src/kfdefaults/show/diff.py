@@ -210,8 +210,8 @@ def diff_lines(diffs: Sequence[Difference]) -> list[str]:
         + pod_template.labels.team: vision
 
     ``-`` only in A, ``+`` only in B, ``~`` in both with different values; values as
-    :func:`kfdefaults.show.leaves.format_value` writes them. :func:`show_diff` writes each line
-    :func:`~kfdefaults.escape.printable` (a location's file name may hold anything).
+    :func:`kfdefaults.show.leaves.format_value` writes them. Each line is printable as it is: a path and a value
+    are written with their control characters escaped (:func:`kfdefaults.paths.format_key`, ``format_value``).
     """
     lines = []
     for d in diffs:
@@ -300,5 +300,5 @@ def show_diff(a: Side, b: Side, output: str) -> int:
         sys.stdout.write(diff_markdown(a, b, diffs))
     else:
         for line in diff_lines(diffs):
-            sys.stdout.write(printable(line) + "\n")
+            sys.stdout.write(line + "\n")
     return 1 if diffs else 0
