@@ -129,6 +129,26 @@ def test_a_huge_quantity_in_a_live_manifest_is_located(tmp_path, quantity):
     assert_located_error(run(["verify", "-"], tmp_path, stdin=pod), "-:13:27: ", "is longer than any")
 
 
+def test_a_huge_quantity_in_the_clusters_pod_template_is_located(tmp_path):
+    (tmp_path / "template.yaml").write_text(textwrap.dedent(f"""\
+        apiVersion: v1
+        kind: PodTemplate
+        metadata: {{name: default}}
+        template:
+          spec:
+            containers:
+              - name: default
+                image: registry.example.com/base:1
+                resources:
+                  limits:
+                    memory: "{HUGE_QUANTITIES['4,400 digits']}"
+        """))
+    for args in (["render", "gpu-large", "--cluster-template", "template.yaml", "--target", "flytekit"],
+                 ["validate", "--cluster-template", "template.yaml", "--target", "flytekit"]):
+        assert_located_error(run(args, tmp_path), "template.yaml:11:21: [cluster] template.spec.containers[0].resources"
+                             ".limits.memory: ", "is longer than any Kubernetes quantity kfdefaults reads")
+
+
 @pytest.mark.parametrize("quantity", list(HUGE_QUANTITIES.values()), ids=list(HUGE_QUANTITIES))
 def test_a_huge_quantity_from_python_raises_profile_error(quantity):
     overrides = {"pod_template": {"spec": {"containers": [{"name": "primary", "resources": {"limits": {"memory": quantity}}}]}}}
