@@ -48,9 +48,9 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -3, "u": -2, "m": -1, "k": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 MAX_QUANTITY_CHARS = 64
-"""Longest quantity text read, in characters. The longest exact value Kubernetes' consumers hold, an int64 in nano
-units with its sign, is 30 characters (``-9223372036.854775807`` cores, ``9223372036854775807n``); nothing past 64
-is a value anyone meant."""
+"""Longest quantity text read, in characters. The longest exact value Kubernetes' consumers hold, an int64 of nano
+units, is 21 characters (``-9223372036854775808n``, ``-9223372036.854775808``); nothing past 64 is a value anyone
+meant."""
 
 MAX_QUANTITY = 2**63 - 1
 """Largest magnitude of a quantity, in its unit (bytes, cores, devices): the largest int64."""
