@@ -62,6 +62,12 @@ def warn_at(message: str, function: Any) -> None:
                            module=function.__module__, registry=registry)
 
 
+def shown(text: str, keep: int = 20) -> str:
+    """``text`` as a message quotes user input: whole when short, else its first ``keep`` characters and its length
+    (``99999999999999999999... (4,400 characters)``), so that a hostile value never fills a terminal or a CI log."""
+    return text if len(text) <= keep + 10 else f"{text[:keep]}... ({len(text):,} characters)"
+
+
 class MergeError(KfdefaultsError, ValueError):
     """A strategic merge patch that Kubernetes rejects.
 

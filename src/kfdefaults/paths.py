@@ -166,7 +166,8 @@ def parse_path(text: str, *, positions: bool = False, item: bool = False) -> lis
             if current:
                 parts.append(current)
                 current = ""
-            position = re.match(r"\[\s*(\d+)\s*\]", text[i:]) if positions else None
+            # at most 9 digits: a longer run is no list position (and int() refuses 4,300 digits)
+            position = re.match(r"\[\s*([0-9]{1,9})\s*\]", text[i:]) if positions else None
             if position:
                 parts.append(int(position.group(1)))
                 i += position.end()

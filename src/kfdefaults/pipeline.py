@@ -64,6 +64,7 @@ from .validate.deprecation import deprecations
 from .validate.files import DefinitionLoader
 from .validate.folders import empty_folder_warnings
 from .validate.fragment import Definition, Fragment
+from .validate.apiserver import api_server_errors
 from .validate.merged import check_merged
 from .validate.target import check_target
 from .validate.task_layer import task_fragment
@@ -219,7 +220,8 @@ class Pipeline:
 
         Raises:
             ProfileError: the profile is unknown or broken, a pod template patch is rejected, the merged profile
-                sets what the target's plugin cannot honour (:func:`kfdefaults.validate.target.check_target`), the
+                sets what the target's plugin cannot honour (:func:`kfdefaults.validate.target.check_target`) or
+                what the API server rejects (:func:`kfdefaults.validate.apiserver.api_server_errors`), the
                 cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
                 name (:func:`kfdefaults.backend.checks.backend_errors`, flytekit only), or the profile is not
                 what ``kfdefaults.lock`` records (each change at the lock's line).
@@ -236,7 +238,7 @@ class Pipeline:
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
             resolved = leave_out_duplicate_shm(resolved, self.cluster, kubernetes_version=self.kubernetes_version)
-        errors = [f for f in check_target(resolved) if f.severity == "error"]
+        errors = [f for f in check_target(resolved) if f.severity == "error"] + api_server_errors(resolved)
         if self.target.name == "flytekit":
             errors += backend_errors(resolved)
         if errors:
