@@ -14,6 +14,11 @@ working tree. GitHub is reached with ``GITHUB_TOKEN`` at ``GITHUB_API_URL`` (def
 
 Exit status: 0 when every profile could be compared (differences or not), 1 when one could not (a broken file:
 the comment says which), 2 a usage mistake.
+
+The pull request's author chooses every file name, key and value: in the comment, each of them is a code span or
+inside a fenced block, fenced as :mod:`kfdefaults.escape` says (Markdown's rule, with the kfdefaults this Action
+installs), so that none is read as Markdown, HTML or an @-mention; every name is passed to ``kfdefaults`` after
+``--``, so that a file named ``--help.yaml`` is a profile name, not an option.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import tempfile
 import urllib.error
 import urllib.request
 from typing import Any
+
+from kfdefaults.escape import code_span, fenced
 
 MARKER = "<!-- kfdefaults profile review -->"
 SUFFIXES = (".yaml", ".yml", ".toml")
@@ -58,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 elif code == 1:
                     sections.append(text)
                 else:
-                    trouble.append(f"`{name}` could not be compared:\n\n```text\n{text.strip()}\n```\n")
+                    trouble.append(f"{code_span(name)} could not be compared:\n\n{fenced(text.strip())}\n")
     body = comment(sections, trouble, unchanged, base)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -111,8 +118,10 @@ def _names(folder: str) -> set[str]:
 
 
 def _diff(command: str, name: str, old: str, new: str, layer: str) -> tuple[int, str]:
-    proc = subprocess.run([command, "diff", name, f"--{layer}", old, f"--{layer}-against", new, "--format", "markdown"],
-                          capture_output=True, text=True)
+    """``kfdefaults diff NAME`` of the two folders: ``(exit status, the Markdown, or the error text)``. The name,
+    a file's, comes after ``--``: a file named ``-h.yaml`` is not asking for the usage."""
+    proc = subprocess.run([command, "diff", f"--{layer}", old, f"--{layer}-against", new, "--format", "markdown",
+                           "--", name], capture_output=True, text=True, errors="replace")
     return proc.returncode, proc.stdout if proc.returncode in (0, 1) else proc.stderr or proc.stdout
 
 

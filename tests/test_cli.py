@@ -69,6 +69,7 @@ def test_set_is_the_task_layer():
         "--set", "elastic.rdzv_configs.join_timeout=1800",
         "--set", "pod_template.spec.containers[name=primary].image=repo/img:1",
         "--set", 'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"=4',
+        "--set", 'pod_template.spec.containers[name=primary].resources.requests."nvidia.com/gpu"=4',  # equal, or rejected
     )
     assert result.exit_code == 0, result.output
     profile = json.loads(result.stdout)  # warnings (4 GPUs, 8 workers) go to standard error

@@ -76,7 +76,7 @@ def test_markdown_table_for_a_pull_request(pr):
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines[0] == "**kfdefaults diff** `gpu-large (before)` → `gpu-large (after)`: 2 differences."
-    assert lines[2] == "| | path | gpu-large (before) | gpu-large (after) | set by |"
+    assert lines[2] == "| | path | `gpu-large (before)` | `gpu-large (after)` | set by |"
     assert lines[3] == "|---|---|---|---|---|"
     new_file = os.path.join(new, "gpu-large.yaml")
     assert f"| ~ | `elastic.nproc_per_node` | `8` | `4` | team `{new_file}:3` |" in lines

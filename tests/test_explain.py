@@ -254,7 +254,8 @@ def test_set_values_name_their_set_argument():
             "pod_template.spec.containers[name=sidecar].image=busybox:1",
             'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"=4',
             "pod_template.labels={a: b}",
-            "elastic.rdzv_configs.join_timeout=null"]
+            "elastic.rdzv_configs.join_timeout=null",
+            'pod_template.spec.containers[name=primary].resources.requests."nvidia.com/gpu"=4']  # a GPU request is its limit
     args = [a for s in sets for a in ("--set", s)]
     leaves = explain_json("gpu-large", "--platform", PLATFORM, "--team", TEAM, *args)
     by_path = {leaf["path"]: leaf for leaf in leaves if leaf["status"] == "set"}
@@ -265,6 +266,7 @@ def test_set_values_name_their_set_argument():
         "pod_template.spec.containers[name=sidecar].name": sets[2],
         'pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"': sets[3],
         "pod_template.labels.a": sets[4],
+        'pod_template.spec.containers[name=primary].resources.requests."nvidia.com/gpu"': sets[6],
     }
     for path, argument in expect.items():
         set_by = by_path[path]["set_by"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -192,3 +193,133 @@ def test_the_action_runs_the_script_it_ships():
     script = [step["run"] for step in action["runs"]["steps"] if "profile_review.py" in step.get("run", "")]
     assert script and '"${{ github.action_path }}/scripts/profile_review.py"' in script[0]
     assert set(action["inputs"]) >= {"folders", "layer", "github-token"}
+
+
+# --- a hostile pull request: the comment holds no Markdown or HTML that the profile text did not come with ------
+
+HOSTILE_VALUES = [
+    "`<img src=x onerror=alert(1)>`",
+    "a``<img src=x onerror=alert(1)>``**bold**",
+    "```\n## Approved by @security-team\n```",
+    "``",
+    "`" * 40,
+    "x\\|<img src=x onerror=alert(2)>|**bold**",
+    "@security-team **bold** <img src=x onerror=alert(3)>",
+    "line\n## Approved by @security-team\r\n| a | b |",
+]
+"""Values of the head's profile: backtick runs of 1, 2, 3 and 40 followed by HTML, emphasis, a heading and an
+@-mention; a backslash before a table's pipe; line breaks inside a table cell."""
+
+HOSTILE_FILES = ["--help.yaml", "-h.yaml", "a`b.yaml", "<b>x<b>.yaml", "<img src=x onerror=alert(4)>.yaml"]
+"""Files the head adds (and the first two the base already has): option-like names, a backtick, HTML. A file name
+holds no ``/``, so ``<b>x</b>.yaml`` cannot exist: ``<b>x<b>`` opens the same element."""
+
+MARKERS = ("onerror", "security-team", "bold", "Approved", "<b>", "<img")
+"""Text that exists in the repository only: wherever the comment holds it, it must be code."""
+
+OURS_HTML = {"<!-- kfdefaults profile review -->\n", "<sub>", "</sub>"}
+
+
+@pytest.fixture
+def hostile(tmp_path) -> tuple[Path, str]:
+    """A team repository whose head commit is a hostile pull request: values, a key and file names chosen to
+    forge the comment."""
+    repo = tmp_path / "repo"
+    profiles = repo / "profiles"
+    profiles.mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+    (profiles / "hostile.yaml").write_text("pod_template:\n  annotations:\n    note: base\n", encoding="utf-8")
+    (profiles / "broken.yaml").write_text("elastic: {nnodes: 1}\n", encoding="utf-8")
+    for name in HOSTILE_FILES[:2]:
+        (profiles / name).write_text("elastic: {nnodes: 1}\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    annotations = "".join(f"    n{i}: {json.dumps(value)}\n" for i, value in enumerate(HOSTILE_VALUES))
+    (profiles / "hostile.yaml").write_text(f"pod_template:\n  annotations:\n{annotations}", encoding="utf-8")
+    key = json.dumps("x\n```\n## Approved by @security-team\n<img src=x onerror=alert(5)>\n~~~")
+    (profiles / "broken.yaml").write_text(f"elastic:\n  {key}: 1\n", encoding="utf-8")
+    for name in HOSTILE_FILES:
+        (profiles / name).write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "hostile head")
+    return repo, base
+
+
+def flat(tokens) -> list:
+    """Every token of a markdown-it stream, the inline ones' children in place."""
+    out = []
+    for token in tokens:
+        out.append(token)
+        out += flat(token.children or [])
+    return out
+
+
+def test_a_hostile_pull_request_cannot_forge_the_comment(hostile, github):
+    """The comment, read by a CommonMark parser with HTML on (as GitHub renders it, tables included), holds the
+    hostile text only as code: no image, emphasis, heading, link or raw HTML of the repository's, no @-mention
+    outside code, no table row broken by a value; and the option-like file names were compared, not taken for
+    options."""
+    from markdown_it import MarkdownIt
+
+    repo_path, base = hostile
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "profiles", "--kfdefaults", KFDEFAULTS,
+                           "--base", base, "--dry-run"], cwd=repo_path, capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))})
+    assert proc.returncode == 1, proc.stderr  # the broken key and the file names are errors
+    body = proc.stdout
+    assert github.requests == []
+    for parser in (MarkdownIt("commonmark", {"html": True}), MarkdownIt("commonmark", {"html": True}).enable("table")):
+        tokens = flat(parser.parse(body))
+        kinds = {t.type for t in tokens}
+        assert not kinds & {"image", "link_open", "em_open", "html_inline_open", "code_block", "hr", "blockquote_open",
+                            "bullet_list_open", "ordered_list_open"}, kinds
+        assert [t.tag for t in tokens if t.type == "heading_open"] == ["h3"]
+        strong = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "strong_open"]
+        assert strong and set(strong) == {"kfdefaults diff"}
+        assert {t.content for t in tokens if t.type in ("html_inline", "html_block")} <= OURS_HTML
+        for t in tokens:  # the repository's text is code, wherever it is
+            if t.type not in ("code_inline", "fence", "inline"):
+                assert not any(m in t.content for m in MARKERS), (t.type, t.content)
+        html = parser.render(body)
+        outside = re.sub(r"<code>.*?</code>|<pre>.*?</pre>", "", html, flags=re.DOTALL)
+        assert not re.search(r"<(img|em|a|b|h1|h2|h4|h5|h6)\b", outside), outside
+        assert "@security-team" not in outside and "onerror" not in outside
+        if "table_open" in kinds:
+            rows = [t for t in tokens if t.type == "tr_open"]
+            cells = [t for t in tokens if t.type in ("td_open", "th_open")]
+            assert len(rows) == 1 + len(HOSTILE_VALUES) + 1 and len(cells) == 5 * len(rows)  # `note` removed
+            code = {t.content for t in tokens if t.type == "code_inline"}
+            for value in HOSTILE_VALUES:  # each value whole in one code span of its cell, as diff quotes it
+                assert json.dumps(value).replace("\\|", "\\x5c|") in code, value
+    fences = [t for t in flat(MarkdownIt("commonmark").parse(body)) if t.type == "fence"]
+    assert any("## Approved by @security-team" in t.content and "broken.yaml:2:3:" in t.content for t in fences)
+    for name in ("--help", "-h"):  # compared (a bad file name is an error), not the usage printed and "unchanged"
+        assert any(f"/{name}.yaml:1:1: [team] the file name `{name}` is not a profile name" in t.content
+                   for t in fences), name
+    assert "usage:" not in body and "0 profiles unchanged" in body
+
+
+def test_error_text_stays_inside_its_block_whatever_the_command_prints(repo, tmp_path):
+    """What ``kfdefaults diff`` says when it cannot compare goes into a fenced block that no line of it closes:
+    here a stand-in command (an older kfdefaults, say) prints fences of both kinds, a heading and HTML."""
+    from markdown_it import MarkdownIt
+
+    repo_path, base = repo
+    said = "a.yaml:1:1: bad\n```\n## Approved by @security-team\n~~~\n````` <img src=x onerror=alert(1)>\n\x1b[2J"
+    (tmp_path / "said.txt").write_text(said + "\n", encoding="utf-8")
+    command = tmp_path / "kfdefaults"
+    command.write_text(f"#!/bin/sh\ncat '{tmp_path / 'said.txt'}' >&2\nexit 2\n", encoding="utf-8")
+    command.chmod(0o755)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "profiles", "--kfdefaults", str(command),
+                           "--base", base, "--dry-run"], cwd=repo_path, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    tokens = MarkdownIt("commonmark", {"html": True}).parse(proc.stdout)
+    fences = [t for t in tokens if t.type == "fence"]
+    assert len(fences) == 3  # child, gpu-large, quiet: each could not be compared
+    shown = said.replace("\x1b", "\\x1b")
+    assert all(t.content == shown + "\n" and t.info == "text" for t in fences)
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h3"]
+    assert not [t for t in tokens if t.type == "html_block" and "onerror" in t.content]

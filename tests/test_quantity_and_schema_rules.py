@@ -17,14 +17,15 @@ from kfdefaults.validate.enums import enum_values
 
 
 @pytest.mark.parametrize("text", ["8", "0", "+1", "-1", "1.5", ".5", "1.", "500m", "100u", "3n", "16Gi", "16G", "1k",
-                                  "2Ki", "1e3", "1E-3", "1.5e+2", "7Ei", "1P", 8, 0.25, 10**20])
+                                  "2Ki", "1e3", "1E-3", "1.5e+2", "7Ei", "1P", 8, 0.25, 2**63 - 1])
 def test_valid_quantities(text):
     assert is_quantity(text)
     assert quantity_problem(text) is None
 
 
 @pytest.mark.parametrize("text", ["16GB", "16gb", "16 Gi", "1,5", "Gi", "", "1.5.2", "16K", "1e3M", "1e", "0x10", "16iB",
-                                  "m", "1 ", " 1", "1_000", True, None, float("inf"), float("nan"), [1]])
+                                  "m", "1 ", " 1", "1_000", True, None, float("inf"), float("nan"), [1],
+                                  2**63, "8Ei", "1e19", "1" * 65, "1e2147483648"])
 def test_invalid_quantities(text):
     assert not is_quantity(text)
     assert quantity_problem(text)

@@ -373,3 +373,84 @@ def test_the_command_line_refuses_generated_hostile_files_within_bounds(batch):
         code, out, err, peak = run_limited("render", "hostile-0", "--team", folder, "-o", "json")
         assert code == 1 and out == "" and "Traceback" not in err and "internal error" not in err, err
         assert all(LOCATED.match(line) for line in err.splitlines()), err
+
+
+# --- text a terminal, a log or Markdown acts on: in keys, values and file names -------------------------------
+#
+# Each generated profile holds control characters, line breaks and backtick runs (with what follows them in an
+# attack: an OSC 52 or screen-clearing escape, a forged ``::error::`` workflow command, HTML, an @-mention) in a
+# key, a value or its file name, or has an option-like file name (``--help.yaml``). Whatever the command line
+# prints of them is visible characters only, one finding a line, and a name after ``--`` is a name.
+
+PIECES = ["`", "``", "```", "\x1b", "]52;c;aGk=\x07", "[2J", "\r", "\n", "\n::error file=x::forged", "\x9b", "\x7f",
+          "\u202e", "\u2028", "\u200b", "<img src=x onerror=alert(1)>", "@security-team", "|", "\\", " ", "a"]
+OPTION_LIKE = ["--help", "-h", "--version", "-o", "--team", "--", "-"]
+SHOWN_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _yaml_string(text: str) -> str:
+    return '"' + "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else f"\\U{ord(c):08x}"
+                         for c in text) + '"'
+
+
+@st.composite
+def displayed_profiles(draw) -> tuple[str, str, str]:
+    """``(kind, file name without suffix, YAML text)``: kind ``key``, ``value``, ``name`` or ``option``."""
+    kind = draw(st.sampled_from(["key", "value", "name", "option"]))
+    text = "".join(draw(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8)))
+    if kind == "key":
+        return kind, "k", f"elastic:\n  {_yaml_string(text)}: 1\n"
+    if kind == "value":
+        return kind, "v", f"pod_template:\n  annotations:\n    note: {_yaml_string(text)}\n"
+    if kind == "name":
+        return kind, "n" + text.replace("/", "|"), "elastic: {nnodes: 2}\n"
+    return kind, draw(st.sampled_from(OPTION_LIKE)), "elastic: {nnodes: 2}\n"
+
+
+def _shown_safely(text: str) -> None:
+    assert not SHOWN_RAW.search(text), [m.group() for m in SHOWN_RAW.finditer(text)][:5]
+    assert not re.search(r"^\s*::", text, re.MULTILINE), text
+
+
+@settings(FUZZ, max_examples=3)
+@given(st.lists(displayed_profiles(), min_size=6, max_size=10))
+def test_the_command_line_shows_hostile_keys_values_and_file_names_as_escapes(batch):
+    from markdown_it import MarkdownIt
+
+    from kfdefaults.escape import printable
+
+    kfdefaults = os.path.join(os.path.dirname(sys.executable), "kfdefaults")
+    with tempfile.TemporaryDirectory() as folder:
+        names: dict[str, str] = {}
+        for i, (kind, name, text) in enumerate(batch):
+            name = name if kind == "option" else f"{name}{i}"
+            names.setdefault(name, kind)
+            with open(os.path.join(folder, name + ".yaml"), "w", encoding="utf-8") as f:
+                f.write(text)
+
+        def run(*args: str) -> subprocess.CompletedProcess:
+            proc = subprocess.run([kfdefaults, *args], capture_output=True, text=True, timeout=300)
+            assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+            _shown_safely(proc.stdout + proc.stderr)
+            return proc
+
+        checked = run("validate", folder)
+        bad = {n for n, kind in names.items() if kind != "value"}
+        assert checked.returncode == (1 if bad else 0)
+        *findings, summary = checked.stderr.splitlines()
+        assert summary.startswith("kfdefaults validate: ") and all(LOCATED.match(line) for line in findings)
+        assert {LOCATED.match(line)["file"] for line in findings} == {printable(os.path.join(folder, n + ".yaml"))
+                                                                     for n in bad}
+        run("list", "--team", folder)
+        for name, kind in names.items():
+            if kind == "value":
+                assert run("diff", "cpu-small", name, "--team", folder).returncode == 1
+                markdown = run("diff", "cpu-small", name, "--team", folder, "--format", "markdown").stdout
+                tokens = MarkdownIt("commonmark", {"html": True}).enable("table").parse(markdown)
+                children = [c for t in tokens if t.type == "inline" for c in t.children]
+                assert {c.type for c in children} <= {"text", "code_inline", "strong_open", "strong_close"}
+                assert all("onerror" not in c.content and "@" not in c.content for c in children if c.type == "text")
+            elif kind == "option":  # after --, a name: compared (and refused, as a bad name), not an option
+                proc = run("diff", "--team", folder, "--team-against", folder, "--format", "markdown", "--", name)
+                assert proc.returncode == 2 and proc.stdout == "" and "usage:" not in proc.stderr, proc.stderr
+                assert f"{name}.yaml:1:1: [team] the file name `{name}` is not a profile name" in proc.stderr

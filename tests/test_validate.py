@@ -197,6 +197,7 @@ def test_nproc_per_node_above_the_gpu_limit_warns_at_the_higher_layer(tmp_path):
               - name: primary
                 resources:
                   limits: {nvidia.com/gpu: 4}
+                  requests: {nvidia.com/gpu: 4}  # a GPU request is its limit: the API server rejects any other
         """)
     report = validate_paths([str(team)])
     [warning] = report.warnings

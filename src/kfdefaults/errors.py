@@ -2,23 +2,34 @@
 
 Every error that comes from user input carries where it came from, so that the command line can print
 ``FILE:LINE:COLUMN: [layer] dotted.path: message`` and Python callers can read the same fields. Paths are
-written by :mod:`kfdefaults.paths`. Importing this module imports nothing else of kfdefaults but that.
+written by :mod:`kfdefaults.paths`. The text of every error, finding and warning is one line a terminal or a log
+shows as it is (:func:`kfdefaults.escape.printable`: a key or file name holding ESC or a line break cannot
+write to the terminal or forge a line of a CI log); the attributes keep the text as the file wrote it.
+Importing this module imports nothing else of kfdefaults but those two.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, NamedTuple
 
+from .escape import printable
 from .paths import format_path
 
 
 class KfdefaultsError(Exception):
-    """Base class of every error kfdefaults raises on purpose."""
+    """Base class of every error kfdefaults raises on purpose. Its text is :func:`~kfdefaults.escape.printable`."""
+
+    def __str__(self) -> str:
+        return printable(super().__str__())
 
 
 class KfdefaultsWarning(UserWarning):
     """A choice kfdefaults made for the user that they should know about (``@task(shared_memory=...)`` winning
-    over a profile's ``/dev/shm``, say)."""
+    over a profile's ``/dev/shm``, say). Its text is :func:`~kfdefaults.escape.printable`, as Python's
+    ``warnings`` module prints it."""
+
+    def __str__(self) -> str:
+        return printable(super().__str__())
 
 
 def caller_stacklevel(skip: Iterable[str]) -> int:
@@ -49,6 +60,12 @@ def warn_at(message: str, function: Any) -> None:
     registry = vars(module).setdefault("__warningregistry__", {}) if module is not None else None
     warnings.warn_explicit(message, KfdefaultsWarning, code.co_filename, code.co_firstlineno,
                            module=function.__module__, registry=registry)
+
+
+def shown(text: str, keep: int = 20) -> str:
+    """``text`` as a message quotes user input: whole when short, else its first ``keep`` characters and its length
+    (``99999999999999999999... (4,400 characters)``), so that a hostile value never fills a terminal or a CI log."""
+    return text if len(text) <= keep + 10 else f"{text[:keep]}... ({len(text):,} characters)"
 
 
 class MergeError(KfdefaultsError, ValueError):
@@ -127,10 +144,11 @@ class Finding:
                 f"severity={self.severity!r}, layer={self.layer!r})")
 
     def __str__(self) -> str:
+        """``FILE:LINE:COLUMN: [layer] path: message``, one line, :func:`~kfdefaults.escape.printable`."""
         layer = f"[{self.layer}] " if self.layer else ""
         path = f"{self.path}: " if self.path else ""
         prefix = "" if self.severity == "error" else f"{self.severity}: "
-        return f"{self.location}: {layer}{path}{prefix}{self.message}"
+        return printable(f"{self.location}: {layer}{path}{prefix}{self.message}")
 
 
 class ProfileError(KfdefaultsError):

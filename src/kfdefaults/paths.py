@@ -6,16 +6,19 @@ Every message, ``--explain``, ``--set`` and ``diff`` name a value the same way::
     pod_template.spec.containers[name=primary].resources.limits."nvidia.com/gpu"
     pod_template.spec.tolerations[0].key
 
-* A mapping key is a segment; a key holding ``.``, brackets, quotes, ``=``, a backslash or whitespace is written
-  in double quotes, ``\\`` and ``"`` escaped (``limits."nvidia.com/gpu"``, ``rdzv_configs."join.timeout"``).
+* A mapping key is a segment; a key holding ``.``, brackets, quotes, ``=``, a backslash, whitespace or a character
+  a terminal acts on (a control or format character: :func:`kfdefaults.escape.is_unsafe`) is written in double
+  quotes, ``\\`` and ``"`` escaped, the rest as :func:`kfdefaults.escape.printable` writes it
+  (``limits."nvidia.com/gpu"``, ``rdzv_configs."join.timeout"``, ``labels."a\\x1bb"``): a path is always one
+  line of visible text, safe on a terminal, and reads back as the key it names.
 * An item of a list that Kubernetes merges by a patch merge key is named by that key, ``[name=primary]``
-  (:class:`Select`); its value is written bare, or as a JSON string where it could not be read back bare
-  (``[mountPath="/a]b"]``, ``[containerPort=8080]`` stays a number).
+  (:class:`Select`); its value is written bare, or in double quotes as a key is where it could not be read back
+  bare (``[mountPath="/a]b"]``, ``[containerPort=8080]`` stays a number).
 * An item of any other list is named by its position: ``[0]``.
 * An item whose merge key is missing (only in messages about such an item) is ``[]`` (:data:`ANY_ITEM`).
 
 :func:`format_path` writes a path, :func:`parse_path` reads one (``--set`` keys), and :func:`join` adds one
-key to a path already written. Nothing here imports anything of kfdefaults.
+key to a path already written. Nothing here imports anything of kfdefaults but :mod:`kfdefaults.escape`.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ import json
 import re
 from typing import Any, Sequence
 
+from .escape import has_unsafe, quoted, read_escape, unescape
+
 PathT = tuple
 """A path as data: ``str`` keys, :class:`Select` items of merge-keyed lists, ``int`` items of other lists."""
 
 _PLAIN_KEY = re.compile(r"[^.\[\]\"=\s\\]+")
 _SELECTOR = re.compile(r'\[([^=\]]+)=("(?:[^"\\]|\\.)*"|[^\]]*)\]')
-"""``[mergeKey=value]``; a value holding ``]`` is written in double quotes, JSON-escaped (``[mountPath="/a]b"]``)."""
+"""``[mergeKey=value]``; a value holding ``]`` is written in double quotes, escaped (``[mountPath="/a]b"]``)."""
 
 
 class PathError(ValueError):
@@ -64,8 +69,10 @@ class Select:
 
     def __str__(self) -> str:
         value = self.value
-        if not isinstance(value, str) or not value or value != value.strip() or any(c in value for c in '[]"\\'):
-            value = json.dumps(value, ensure_ascii=False)  # quoted where it could not be read back bare
+        if not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False)
+        elif not value or value != value.strip() or any(c in value for c in '[]"\\') or has_unsafe(value):
+            value = quoted(value)  # where it could not be read back bare, or a terminal would act on it
         return f"[{self.key}={value}]"
 
 
@@ -83,11 +90,12 @@ ANY_ITEM: Any = _AnyItem()
 
 
 def format_key(key: Any) -> str:
-    """One mapping key as a segment: bare, or double-quoted when it holds a character the path syntax uses."""
+    """One mapping key as a segment: bare, or double-quoted (:func:`kfdefaults.escape.quoted`) when it holds a
+    character the path syntax uses or one a terminal would act on."""
     text = str(key)
-    if _PLAIN_KEY.fullmatch(text):
+    if _PLAIN_KEY.fullmatch(text) and not has_unsafe(text):
         return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return quoted(text)
 
 
 def join(prefix: str, key: Any) -> str:
@@ -120,8 +128,9 @@ def format_path(path: Sequence[Any]) -> str:
 def parse_path(text: str, *, positions: bool = False, item: bool = False) -> list[Any]:
     """Read a dotted path: ``a.b[name=x].c`` -> ``["a", "b", ("name", "x"), "c"]``.
 
-    Selectors come back as ``(merge key, value)`` tuples; a value in double quotes is read as a JSON string
-    (``[name="1"]`` is the string ``"1"``), a bare one stays text (the caller types it by the schema).
+    Selectors come back as ``(merge key, value)`` tuples; a value in double quotes is a string, its escapes read
+    as :func:`kfdefaults.escape.read_escape` reads them (JSON's among them: ``[name="1"]`` is the string ``"1"``),
+    a bare one stays text (the caller types it by the schema). A backslash escape reads the same in a key.
     With ``positions=True``, ``[3]`` is read as the int 3 (paths that messages print); without, it is an error
     (a ``--set`` key cannot name an item of a list that has no merge key). With ``item=True`` (or
     ``positions=True``) a path may end with a selector: it names a whole list item.
@@ -138,8 +147,8 @@ def parse_path(text: str, *, positions: bool = False, item: bool = False) -> lis
     while i < n:
         c = text[i]
         if c == "\\" and i + 1 < n:
-            current += text[i + 1]
-            i += 2
+            escaped, i = read_escape(text, i)  # \" \\ and the escapes kfdefaults.escape.quoted writes
+            current += escaped
         elif c == '"':
             quoted = not quoted
             i += 1
@@ -157,7 +166,8 @@ def parse_path(text: str, *, positions: bool = False, item: bool = False) -> lis
             if current:
                 parts.append(current)
                 current = ""
-            position = re.match(r"\[\s*(\d+)\s*\]", text[i:]) if positions else None
+            # at most 9 digits: a longer run is no list position (and int() refuses 4,300 digits)
+            position = re.match(r"\[\s*([0-9]{1,9})\s*\]", text[i:]) if positions else None
             if position:
                 parts.append(int(position.group(1)))
                 i += position.end()
@@ -189,10 +199,7 @@ def _read_selector(text: str, i: int, parts: list[Any]) -> tuple[tuple[str, Any]
         raise PathError(f"a selector must follow a field name in {text!r}")
     raw = m.group(2).strip()
     if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        try:
-            raw = json.loads(raw)  # [name="1"]: the quotes say string; escapes as JSON writes them
-        except ValueError:
-            raw = raw[1:-1]
+        raw = unescape(raw[1:-1])  # [name="1"]: the quotes say string; escapes as quoted() and JSON write them
     elif len(raw) >= 2 and raw[0] == raw[-1] == "'":
         raw = raw[1:-1]
     return (m.group(1).strip(), raw), m.end()

@@ -24,6 +24,11 @@ ELASTIC_KEYS = ("nnodes", "nproc_per_node", "start_method", "rdzv_backend", "mon
                 "nccl_collective_timeout_sec", "nccl_enable_monitoring")
 """Every key of a profile's ``elastic`` section, in output order (the plugins' order, Flyte 2's additions last)."""
 
+INT32_MAX = 2**31 - 1
+"""The largest value of ``nnodes``, ``nproc_per_node``, ``max_restarts`` and the run policy's numbers, written or
+worked out (``nproc_per_node: auto``): the kubeflow PyTorchJob fields and flyteidl's messages they become are
+int32, and a larger value fails serialization (``render --as flyte``) or the job."""
+
 NCCL_ENV = {
     "nccl_heartbeat_timeout_sec": "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
     "nccl_async_error_handling": "TORCH_NCCL_ASYNC_ERROR_HANDLING",

@@ -13,6 +13,7 @@ from typing import Any
 from .. import cache
 from ..inputs import Inputs
 from ..errors import Finding, Location, ProfileError
+from ..k8s.quantity import quantity_problem
 from ..layers import ClusterTemplatePath
 from ..paths import format_path
 from ..read import Document, parse_bytes, read_bytes
@@ -98,10 +99,17 @@ def _manifest_problems(document: Document) -> list[Finding]:
 
 
 def _shape(document: Document, value: Any, kind: Kind, path: tuple, problems: list[Finding]) -> None:
-    """A value that Go's decoder would refuse for its field: an object, list or map of the wrong kind."""
+    """A value that Go's decoder would refuse for its field: an object, list or map of the wrong kind, or a
+    quantity ``resource.Quantity`` cannot read or kfdefaults does not (:func:`~kfdefaults.k8s.quantity.quantity_problem`:
+    4,300 digits, an exponent apimachinery wraps)."""
     if value is None:
         return
     tag = kind[0]
+    if tag == "quantity":
+        problem = quantity_problem(value)
+        if problem is not None:
+            problems.append(Finding(document.location(path), format_path(path), problem, layer=LAYER))
+        return
     expected = {"struct": dict, "map": dict, "slice": list}.get(tag if tag != "ptr" else kind[1][0])
     if tag == "ptr":
         _shape(document, value, kind[1], path, problems)

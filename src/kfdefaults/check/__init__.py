@@ -13,6 +13,7 @@ from typing import Collection
 from ..backend.cluster import ClusterTemplate
 from ..errors import Finding
 from ..merge.result import Resolved
+from .apiserver import api_server_errors
 from .backend import backend_errors, backend_warnings
 from .deprecation import deprecations
 from .merged import check_merged
@@ -20,10 +21,10 @@ from .target import check_target
 
 
 def errors(resolved: Resolved) -> list[Finding]:
-    """What stops a merged profile: a setting its target's plugin cannot honour (:func:`.target.check_target`) and,
-    for flytekit, a pod Flyte's backend would build with two containers of one name
-    (:func:`.backend.backend_errors`); each at the line that set it."""
-    found = [f for f in check_target(resolved) if f.severity == "error"]
+    """What stops a merged profile: a setting its target's plugin cannot honour (:func:`.target.check_target`),
+    what the API server rejects (:func:`.apiserver.api_server_errors`) and, for flytekit, a pod Flyte's backend
+    would build with two containers of one name (:func:`.backend.backend_errors`); each at the line that set it."""
+    found = [f for f in check_target(resolved) if f.severity == "error"] + api_server_errors(resolved)
     if resolved.target.name == "flytekit":
         found += backend_errors(resolved)
     return found

@@ -2,6 +2,10 @@
 
 Exit status: 0 success; 1 bad input (each problem printed as ``FILE:LINE:COLUMN: message`` on standard error,
 never a traceback); 2 a usage mistake (argparse's own). ``diff`` exits as ``diff(1)`` does.
+
+Text goes out through :func:`out_lines` and :func:`err`, each line :func:`~kfdefaults.escape.printable`: a name,
+key or message from a file shows its control characters as escapes and stays one line. :func:`out` writes JSON
+and YAML, which escape them in their own syntax (:mod:`kfdefaults.show.output`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import sys
 from typing import Any, Callable, Iterable
 
 from ..errors import KfdefaultsError, ProfileError
+from ..escape import printable
 
 WIDTH = 100
 """Help text is wrapped at this width, whatever the terminal, so that it reads the same everywhere."""
@@ -106,13 +111,20 @@ def add_cluster_template(p: argparse.ArgumentParser) -> None:
 
 
 def out(text: str) -> None:
-    """Write ``text`` to standard output as it is (it ends with a newline where one is wanted)."""
+    """Write ``text`` to standard output as it is (it ends with a newline where one is wanted): JSON or YAML from
+    :mod:`kfdefaults.show.output`, or text already :func:`~kfdefaults.escape.printable`."""
     sys.stdout.write(text)
 
 
+def out_lines(lines: Iterable[str]) -> None:
+    """Write each line to standard output, :func:`~kfdefaults.escape.printable`, ending with a newline."""
+    sys.stdout.write("".join(printable(line) + "\n" for line in lines))
+
+
 def err(text: str) -> None:
-    """Write one line to standard error."""
-    sys.stderr.write(text + "\n")
+    """Write one line to standard error, :func:`~kfdefaults.escape.printable` (a line break in it is written
+    ``\\n``: a message never starts a line of its own choosing in a CI log)."""
+    sys.stderr.write(printable(text) + "\n")
 
 
 def report(findings: Iterable[Any]) -> None:

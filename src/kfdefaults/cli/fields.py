@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from .common import WIDTH, add_kubernetes_version, err, out, parser
+from .common import WIDTH, add_kubernetes_version, err, out, out_lines, parser
 from .common import run as run_body
 
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         if field.get("fields"):
             lines += textwrap.wrap(", ".join(field["fields"]), WIDTH - 2, initial_indent="  fields: ",
                                    subsequent_indent="          ")
-        out("\n".join(lines) + "\n")
+        out_lines(lines)
         return 0
 
     return run_body(body)

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from ..errors import ProfileError, sorted_findings
-from .common import add_layer_options, is_terminal, layer_arguments, out, parser, report
+from ..escape import printable
+from .common import add_layer_options, is_terminal, layer_arguments, out, out_lines, parser, report
 from .common import run as run_body
 
 
@@ -43,18 +44,20 @@ def _list(args: argparse.Namespace) -> int:
         from rich.table import Table
         from rich.text import Text
 
-        from ..show.output import output_encoding, writable
+        from ..show.output import output_encoding
 
         encoding = output_encoding()
         table = Table("name", "layers", "description")
         for row in rows:  # Text: a description is printed as written, never read as rich markup
-            table.add_row(Text(row["name"]), Text(", ".join(row["layers"])), Text(writable(_shown(row), encoding)))
+            table.add_row(*(Text(printable(cell, encoding)) for cell in (row["name"], ", ".join(row["layers"]),
+                                                                         _shown(row))))
         Console().print(table)
     else:
-        width = max((len(r["name"]) for r in rows), default=4)
+        names = [printable(r["name"]) for r in rows]
+        width = max((len(name) for name in names), default=4)
         lwidth = max((len(",".join(r["layers"])) for r in rows), default=6)
-        for row in rows:
-            out(f"{row['name']:<{width}}  {','.join(row['layers']):<{lwidth}}  {_shown(row)}".rstrip() + "\n")
+        out_lines(f"{name:<{width}}  {','.join(row['layers']):<{lwidth}}  {printable(_shown(row))}".rstrip()
+                  for name, row in zip(names, rows))
     report(sorted_findings(problems))
     return 1 if problems else 0
 

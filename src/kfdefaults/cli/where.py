@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ..errors import ProfileError
-from .common import add_layer_options, layer_arguments, out, parser, report
+from .common import add_layer_options, layer_arguments, out, out_lines, parser, report
 from .common import run as run_body
 
 
@@ -43,7 +43,10 @@ def _where(args: argparse.Namespace) -> int:
         except ProfileError as e:
             report(e.findings)
             status = 1
-    out(to_json(report_, encoding=output_encoding()) if args.output == "json" else _text(report_))
+    if args.output == "json":
+        out(to_json(report_, encoding=output_encoding()))
+    else:
+        out_lines(_text(report_))
     return status
 
 
@@ -109,7 +112,7 @@ def describe(source: Any) -> str:
     return type(source).__name__
 
 
-def _text(data: dict[str, Any]) -> str:
+def _text(data: dict[str, Any]) -> list[str]:
     lines = []
     for layer in data["layers"]:
         lines.append(layer["layer"])
@@ -128,7 +131,7 @@ def _text(data: dict[str, Any]) -> str:
         width = max(len(f["profile"]) for f in profile["fragments"])
         for i, fragment in enumerate(profile["fragments"], 1):
             lines.append(f"  {i:>2}  {fragment['layer']:<8}  {fragment['profile']:<{width}}  {_short(fragment['file'])}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _profiles(names: list[str]) -> str:

@@ -158,6 +158,13 @@ def is_native_resource(name: str) -> bool:
     return "/" not in name or NATIVE_RESOURCE_MARK in name
 
 
+def overcommit_allowed(name: str) -> bool:
+    """pkg/apis/core/helper ``IsOvercommitAllowed``: a native resource other than hugepages. A container's request
+    of any other resource (``nvidia.com/gpu``, ``hugepages-2Mi``) must equal its limit, and a limit must be set
+    (``validateResourceRequirements``, pkg/apis/core/validation)."""
+    return is_native_resource(name) and not name.startswith(HUGEPAGES_PREFIX)
+
+
 def is_extended_resource(name: str) -> bool:
     """pkg/apis/core/helper ``IsExtendedResourceName``: not native, not ``requests.``-prefixed, and still a
     qualified name with ``requests.`` in front (the name a ResourceQuota gives it)."""

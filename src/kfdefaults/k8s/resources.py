@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .names import overcommit_allowed
 from .quantity import quantity_value
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -50,7 +51,6 @@ def merge_task_resources(profile: dict[str, Any], task: dict[str, Any]) -> dict[
                 if task_value is None or profile_value is None:
                     continue
                 request, limit = (profile_value, task_value) if kind == "limits" else (task_value, profile_value)
-                exact = "/" in resource and not resource.startswith("kubernetes.io/") or resource.startswith("hugepages-")
-                if (request != limit) if exact else (request > limit):
+                if (request > limit) if overcommit_allowed(resource) else (request != limit):
                     del merged[other_kind][other]
     return {kind: values for kind, values in merged.items() if values}

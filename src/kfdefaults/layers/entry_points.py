@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .. import cache
 from ..errors import Finding, Location, ProfileError
+from ..escape import printable
 from ..inputs import Inputs, remembered
 from .folder import Folder
 
@@ -238,7 +239,7 @@ def _contained(name: str, value: str, distribution: str, load: Callable[[], Any]
         raise _entry_point_error(name, value, distribution, f"importing it {kind}: {detail}") from None
     finally:
         for line in err.getvalue().splitlines():
-            sys.stderr.write(f"entry point {name} ({value}): {line}\n")
+            sys.stderr.write(printable(f"entry point {name} ({value}): {line}") + "\n")
     printed = out.getvalue()
     if printed:
         first = printed.strip().splitlines()[0] if printed.strip() else repr(printed)

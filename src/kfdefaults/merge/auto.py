@@ -27,8 +27,11 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from ..errors import Finding, Location, ProfileError
 from ..k8s.quantity import quantity_value
-from ..paths import Select
+from ..paths import Select, format_path
+from ..targets import INT32_MAX
+from .setter import setter, where
 from .result import Resolved
 
 AUTO = "auto"
@@ -64,19 +67,37 @@ def _whole(amount: Fraction) -> int:
     return max(1, math.floor(amount))
 
 
-def nproc_rule(primary: dict[str, Any] | None, primary_name: str) -> tuple[int, str]:
-    """``nproc_per_node: auto`` for the merged primary container: ``(value, the rule as text)``."""
+def nproc_rule(primary: dict[str, Any] | None, primary_name: str) -> tuple[int, str, PathT | None]:
+    """``nproc_per_node: auto`` for the merged primary container: ``(value, the rule as text, the path in the
+    container of the resource it was worked out from: ("resources", "limits", "nvidia.com/gpu"))``."""
     if primary is not None:
         gpus = _gpus(primary)
         if gpus is not None:
             kind, resource, amount = gpus
-            return _whole(amount), f"auto: the {resource} {kind} of the primary container `{primary_name}`"
+            return (_whole(amount), f"auto: the {resource} {kind} of the primary container `{primary_name}`",
+                    ("resources", kind + "s", resource))
         cpu = _resources(primary, "cpu")
         if cpu is not None:
             kind, written, amount = cpu
             return _whole(amount), (f"auto: no GPU on the primary container `{primary_name}`; its cpu {kind} "
-                                    f"{written}, rounded down, at least 1")
-    return 1, f"auto: neither GPUs nor a cpu request on the primary container `{primary_name}`: 1"
+                                    f"{written}, rounded down, at least 1"), ("resources", kind + "s", "cpu")
+    return 1, f"auto: neither GPUs nor a cpu request on the primary container `{primary_name}`: 1", None
+
+
+def _nproc_too_large(resolved: Resolved, value: int, source: PathT | None) -> ProfileError:
+    """``nproc_per_node: auto`` worked out above :data:`~kfdefaults.targets.INT32_MAX`, the bound of a written
+    value: an error at the resource that made it (``nvidia.com/gpu: 1Ei``), naming the ``auto`` line."""
+    steps = ["spec", "containers", ("name", resolved.primary_container_name), *(source or ())]
+    made_by = setter(resolved.fragments, "pod", steps)
+    auto_by = setter(resolved.fragments, "elastic", ["nproc_per_node"])
+    top = made_by or auto_by
+    location = top.location if top is not None else Location(f"<profile {resolved.name}>")
+    written = (source or ("",))[-1]
+    message = (f"`nproc_per_node: auto` ({where(auto_by)}) makes this {written} {value:,} workers per node, above "
+               f"{INT32_MAX:,}, the most nproc_per_node may be (written or worked out: the PyTorchJob and flyteidl "
+               "fields it becomes are int32); write the number of GPUs of one node")
+    return ProfileError([Finding(location, format_path(("pod_template", *steps)), message, "error",
+                                 top.layer if top is not None else None)])
 
 
 def omp_rule(container: dict[str, Any], nproc: int, primary: bool) -> tuple[str, str]:
@@ -116,6 +137,10 @@ def resolve_auto(resolved: Resolved) -> tuple[Resolved, dict[PathT, tuple[Any, s
         ``(resolved, rules)``: the profile with every ``auto`` resolved (``resolved`` itself when it has none),
         and for each resolved value its leaf path (as :mod:`kfdefaults.show.leaves` names it) -> ``(the value,
         or None where the key was left out; the rule applied, as text)``.
+
+    Raises:
+        ProfileError: ``nproc_per_node: auto`` works out above the bound of a written value (2,147,483,647: a GPU
+            limit of ``1Ei``), at the resource that made it, naming the ``auto`` line.
     """
     elastic = resolved.elastic_settings
     spec = (resolved.pod_template_spec or {}).get("spec") or {}
@@ -128,7 +153,9 @@ def resolve_auto(resolved: Resolved) -> tuple[Resolved, dict[PathT, tuple[Any, s
     primary_name = out.primary_container_name
     primary = next((c for c in containers if c.get("name") == primary_name), None)
     if out.elastic_settings.get("nproc_per_node") == AUTO:
-        value, rule = nproc_rule(primary, primary_name)
+        value, rule, source = nproc_rule(primary, primary_name)
+        if value > INT32_MAX:
+            raise _nproc_too_large(out, value, source)
         out.elastic_settings["nproc_per_node"] = value
         rules[("elastic", "nproc_per_node")] = (value, rule)
     nproc = out.elastic_settings.get("nproc_per_node")

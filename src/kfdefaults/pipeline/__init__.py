@@ -17,6 +17,7 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import cache, check
+from ..check.folders import empty_folder_warnings
 from ..backend.avoid import leave_out_duplicate_shm
 from ..backend.cluster import ClusterTemplate, load_cluster_template
 from ..errors import Finding, Location, ProfileError, sorted_findings
@@ -44,12 +45,10 @@ from ..merge.fold import merge_fragments
 from ..merge.result import Resolved, SdkObjects
 from ..smp.schema import normalize_version
 from ..targets import Target, default_target, target_named
-from ..check.folders import empty_folder_warnings
 from ..validate.files import DefinitionLoader
 from ..validate.fragment import Definition, Fragment
 from ..validate.suggest import closest
 from ..validate.task_layer import task_fragment
-
 
 LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "ruamel.yaml", "yaml")
 """The installed libraries whose code makes a result besides kfdefaults' own: the Kubernetes schemas that check and
@@ -249,7 +248,8 @@ class Pipeline:
 
         Raises:
             ProfileError: the profile is unknown or broken, a pod template patch is rejected, the merged profile
-                sets what the target's plugin cannot honour (:func:`kfdefaults.check.target.check_target`), the
+                sets what the target's plugin cannot honour (:func:`kfdefaults.check.target.check_target`) or
+                what the API server rejects (:func:`kfdefaults.check.apiserver.api_server_errors`), the
                 cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
                 name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), or the profile is not
                 what ``kfdefaults.lock`` records (each change at the lock's line).

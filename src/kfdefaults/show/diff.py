@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ..escape import code_span, printable, table_cell
 from ..paths import PathT, Select, format_path
 from .explain import Entry, Origin, atomic_list, explain, skeleton
 from .leaves import format_value, same, tree_order
-from .output import output_encoding, to_json, to_yaml, writable
+from .output import output_encoding, to_json, to_yaml
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 """Stands for "no value at this path on this side"."""
@@ -209,7 +210,8 @@ def diff_lines(diffs: Sequence[Difference]) -> list[str]:
         + pod_template.labels.team: vision
 
     ``-`` only in A, ``+`` only in B, ``~`` in both with different values; values as
-    :func:`kfdefaults.show.leaves.format_value` writes them.
+    :func:`kfdefaults.show.leaves.format_value` writes them. Each line is printable as it is: a path and a value
+    are written with their control characters escaped (:func:`kfdefaults.paths.format_key`, ``format_value``).
     """
     lines = []
     for d in diffs:
@@ -223,31 +225,28 @@ def diff_lines(diffs: Sequence[Difference]) -> list[str]:
     return lines
 
 
-def _code(text: str) -> str:
-    """``text`` as a Markdown code span that survives a table cell (pipes escaped, backticks fenced)."""
-    text = text.replace("|", "\\|")
-    fence = "``" if "`" in text else "`"
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
     """A Markdown summary and table, ready to paste into a pull-request comment.
 
     Columns: the change (``+``, ``-``, ``~``), the leaf path, the value on each side, and where the value
     that is now in effect was set (B's origin; A's for a value B no longer has), with the layer that set A's
     value when another layer set it (``team ... (was platform ...)``).
+
+    Every text that came from a file or the command line (the labels, paths, values, file names) is a code span
+    (:func:`kfdefaults.escape.code_span`, :func:`~kfdefaults.escape.table_cell`): nothing a profile holds is read
+    as Markdown or HTML, and no value ends a table row.
     """
-    title = f"**kfdefaults diff** {_code(a.label)} → {_code(b.label)}"
+    title = f"**kfdefaults diff** {code_span(a.label)} → {code_span(b.label)}"
     if not diffs:
         return f"{title}: no differences.\n"
     noun = "difference" if len(diffs) == 1 else "differences"
-    head_a, head_b = (side_.label.replace("|", "\\|") for side_ in (a, b))
-    lines = [f"{title}: {len(diffs)} {noun}.", "", f"| | path | {head_a} | {head_b} | set by |", "|---|---|---|---|---|"]
+    lines = [f"{title}: {len(diffs)} {noun}.", "",
+             f"| | path | {table_cell(a.label)} | {table_cell(b.label)} | set by |", "|---|---|---|---|---|"]
     for d in diffs:
-        before = _code(format_value(d.before)) if d.before is not ABSENT else ""
-        after = _code(format_value(d.after)) if d.after is not ABSENT else ""
-        lines.append(f"| {_MARK[d.change]} | {_code(format_path(d.path))} | {before} | {after} | {d.cause(_code)} |")
+        before = table_cell(format_value(d.before)) if d.before is not ABSENT else ""
+        after = table_cell(format_value(d.after)) if d.after is not ABSENT else ""
+        lines.append(f"| {_MARK[d.change]} | {table_cell(format_path(d.path))} | {before} | {after} | "
+                     f"{d.cause(table_cell)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -260,22 +259,22 @@ def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
     console = Console()
     encoding = output_encoding()
     if not diffs:
-        console.print(Text(writable(f"{a.label} and {b.label}: no differences", encoding)))
+        console.print(Text(printable(f"{a.label} and {b.label}: no differences", encoding)))
         return
     noun = "difference" if len(diffs) == 1 else "differences"
-    arrow = "→" if writable("→", encoding) == "→" else "->"
-    table = Table(title=Text(writable(f"{a.label} {arrow} {b.label}: {len(diffs)} {noun}", encoding)), title_justify="left")
+    arrow = "→" if printable("→", encoding) == "→" else "->"
+    table = Table(title=Text(printable(f"{a.label} {arrow} {b.label}: {len(diffs)} {noun}", encoding)), title_justify="left")
     for column in ("", "path", a.label, b.label, "set by"):
-        table.add_column(Text(writable(column, encoding)), overflow="fold", no_wrap=column == "path")  # a path stays whole
+        table.add_column(Text(printable(column, encoding)), overflow="fold", no_wrap=column == "path")  # a path stays whole
     styles = {"added": "green", "removed": "red", "changed": "yellow"}
     for d in diffs:
         where = d.cause()
-        table.add_row(Text(_MARK[d.change], style=styles[d.change]), Text(writable(format_path(d.path), encoding)),
-                      Text(writable(format_value(d.before), encoding) if d.before is not ABSENT else "",  # Text: no markup
+        table.add_row(Text(_MARK[d.change], style=styles[d.change]), Text(printable(format_path(d.path), encoding)),
+                      Text(printable(format_value(d.before), encoding) if d.before is not ABSENT else "",  # Text: no markup
                            style="red" if d.before is not ABSENT else ""),
-                      Text(writable(format_value(d.after), encoding) if d.after is not ABSENT else "",
+                      Text(printable(format_value(d.after), encoding) if d.after is not ABSENT else "",
                            style="green" if d.after is not ABSENT else ""),
-                      Text(writable(where, encoding), style="dim"))
+                      Text(printable(where, encoding), style="dim"))
     console.print(table)
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..escape import printable
 from ..paths import Select, format_path
 from .explain import Entry, explain
 from .image import explain_note
 from .leaves import format_value
-from .output import output_encoding, to_json, to_yaml, writable
+from .output import output_encoding, to_json, to_yaml
 
 
 def explain_document(name: str, entries: Sequence[Entry], notes: Sequence[str] = ()) -> dict[str, Any]:
@@ -24,7 +25,8 @@ def explain_lines(entries: Sequence[Entry]) -> list[str]:
         PATH  VALUE  LAYER  FILE:LINE  removed by LAYER FILE:LINE
         PATH  VALUE  LAYER  FILE:LINE  locked by LAYER FILE:LINE; auto: RULE
 
-    Values are written by :func:`kfdefaults.show.leaves.format_value` (a value holding whitespace is quoted).
+    Values are written by :func:`kfdefaults.show.leaves.format_value` (a value holding whitespace is quoted);
+    :func:`show_explain` writes each line :func:`~kfdefaults.escape.printable`.
     """
     rows = [(format_path(e.path), shown_value(e), e.set_by.layer, e.set_by.where, removal(e) or remark(e))
             for e in entries]
@@ -75,10 +77,10 @@ def print_explain_table(name: str, entries: Sequence[Entry], width: int | None =
 
     encoding = output_encoding()  # cells escaped before rich measures them: the columns stay aligned
     console = Console(highlight=False, width=width)
-    rows = [tuple(writable(cell, encoding) for cell in (format_path(e.path), shown_value(e), e.set_by.layer,
+    rows = [tuple(printable(cell, encoding) for cell in (format_path(e.path), shown_value(e), e.set_by.layer,
                                                          e.set_by.where, removal(e))) for e in entries]
     any_removed = any(e.removed for e in entries)
-    remarks = [remark(e) for e in entries]
+    remarks = [printable(remark(e), encoding) for e in entries]
     any_remark = any(remarks)
     columns = (("path", "value", "layer", "set at") + (("removed by",) if any_removed else ())
                + (("locked / auto",) if any_remark else ()))
@@ -88,19 +90,20 @@ def print_explain_table(name: str, entries: Sequence[Entry], width: int | None =
     natural = sum(w + 3 for w in widths) + 1
     if natural > console.width:
         for text, style in narrow_lines(name, entries, console.width):
-            console.print(Text(writable(text, encoding), style=style), soft_wrap=True)
+            console.print(Text(printable(text, encoding), style=style), soft_wrap=True)
         return
-    table = Table(title=f"{name}: where each value comes from", title_justify="left")
+    table = Table(title=Text(printable(f"{name}: where each value comes from", encoding), style="table.title"),
+                  title_justify="left")
     for column in columns:
         table.add_column(column, no_wrap=True)
-    for e, row in zip(entries, rows):
+    for e, row, said in zip(entries, rows, remarks):
         style = "dim" if e.removed else ""
         cells = [Text(row[0], style=style), Text(row[1], style=style),
                  Text(row[2], style=style or _LAYER_STYLE.get(row[2], "")), Text(row[3], style=style)]
         if any_removed:
             cells.append(Text(row[4], style="red"))
         if any_remark:
-            cells.append(Text(remark(e), style="bold" if e.locked_by is not None else ""))
+            cells.append(Text(said, style="bold" if e.locked_by is not None else ""))
         table.add_row(*cells)
     console.print(table)
 
@@ -215,11 +218,11 @@ def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None =
         from rich.console import Console
 
         for note in notes:
-            Console(highlight=False).print(writable(note, output_encoding()), markup=False, soft_wrap=True)
+            Console(highlight=False).print(printable(note, output_encoding()), markup=False, soft_wrap=True)
     elif output in ("json", "yaml"):
         document = explain_document(resolved.name, entries, notes)
         encoding = output_encoding()
         sys.stdout.write(to_json(document, encoding=encoding) if output == "json" else to_yaml(document, encoding=encoding))
     else:
         for line in explain_lines(entries) + notes:
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(printable(line) + "\n")

@@ -3,8 +3,9 @@
 ``render --explain`` and ``diff`` both work on leaves, so that both name a value the same way, and the way
 ``--set`` names it:
 
-* A mapping key is a path segment; a key holding ``.``, brackets, quotes, ``=`` or whitespace is written in
-  double quotes (``limits."nvidia.com/gpu"``), as ``--set`` reads it.
+* A mapping key is a path segment; a key holding ``.``, brackets, quotes, ``=``, whitespace or a control
+  character is written in double quotes (``limits."nvidia.com/gpu"``), as ``--set`` reads it
+  (:func:`kfdefaults.paths.format_key`).
 * An item of a list that Kubernetes merges by a patch merge key is named by that key
   (``containers[name=primary]``, ``volumeMounts[mountPath=/dev/shm]``); the key and the strategy come from
   the schema's ``x-kubernetes-patch-merge-key`` / ``x-kubernetes-patch-strategy`` through
@@ -22,10 +23,11 @@ import json
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..escape import has_unsafe
 from ..paths import PathT, Select, format_path
 from ..read.scalars import resolve_plain_scalar
 from ..smp.schema import SchemaLookupError, schema_type
-from .output import needs_quotes_for_yaml11
+from .output import escaped_strings, needs_quotes_for_yaml11, yaml_quoted
 
 _NOT_LEAVES = ("name", "extends")
 
@@ -33,27 +35,26 @@ _NOT_LEAVES = ("name", "extends")
 def format_value(value: Any) -> str:
     """A leaf value as one line of text, the way a YAML 1.2 flow scalar (and ``--set``) writes it.
 
-    Strings stay bare unless a reader would take them for something else or they hold whitespace or YAML
-    indicators; then they are double-quoted (``"2:4"``, ``"no"``, ``"8 x A100"``). Numbers, booleans and
-    ``null`` are written as YAML writes them; empty containers as ``{}`` and ``[]``.
+    Strings stay bare unless a reader would take them for something else or they hold whitespace, YAML
+    indicators or a character a terminal would act on (:func:`kfdefaults.escape.is_unsafe`); then they are
+    double-quoted, those characters escaped (``"2:4"``, ``"no"``, ``"8 x A100"``, ``"a\\u001bb"``:
+    :func:`kfdefaults.show.output.yaml_quoted`). Numbers, booleans and ``null`` are written as YAML writes them;
+    empty containers as ``{}`` and ``[]``, others as JSON (a flow collection), their strings escaped alike. The
+    result is always one line of visible characters.
     """
     if isinstance(value, str):
-        return _quoted(value) if _needs_quotes(value) else value
+        return yaml_quoted(value) if _needs_quotes(value) else value
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
     if isinstance(value, float) and not math.isfinite(value):
         return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _quoted(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    return escaped_strings(json.dumps(value, ensure_ascii=False, sort_keys=True), None, astral="yaml")
 
 
 def _needs_quotes(text: str) -> bool:
-    if not text or text != text.strip() or any(c.isspace() for c in text):
+    if not text or text != text.strip() or any(c.isspace() for c in text) or has_unsafe(text):
         return True
     if text[0] in "-?:,[]{}#&*!|>'\"%@`" or ": " in text or " #" in text:
         return True

@@ -10,6 +10,10 @@ YAML output quotes every string that a YAML 1.1 reader (kubectl, PyYAML) would t
 ``"no"``, ``"on"``, ``"y"``, ``"0755"``, ``"1_000"``, ``"12:30"``, ``"2024-01-01"``. Round-tripping the output
 through kubectl therefore keeps strings strings.
 
+Strings are written with the format's own escapes (``"\\u001b"``, ``"\\u202e"``) for every character a terminal
+would act on rather than show (:func:`kfdefaults.escape.is_unsafe`): the data reads back the same, and the
+output is safe to print.
+
 Output for a terminal or file whose encoding is not a Unicode one (the ``C`` locale without Python's UTF-8
 mode, ``de_DE.ISO-8859-1``) writes the characters that encoding cannot hold as escapes of the format
 (:func:`output_encoding`): ``"\\u65e5"`` in JSON and YAML, which read back as the same data.
@@ -23,6 +27,7 @@ import re
 import sys
 from typing import Any
 
+from ..escape import is_unsafe, printable
 from ..smp.schema import SchemaLookupError, schema_type
 from ..targets import ELASTIC_KEYS
 
@@ -130,41 +135,33 @@ def output_encoding(stream: Any = None) -> str | None:
     return None if name.startswith("utf") else name
 
 
-def _escaped(text: str, encoding: str | None, *, astral: str) -> str:
-    """``text`` with every character ``encoding`` cannot hold written as ``\\uXXXX``; a character beyond U+FFFF as
-    JSON writes it (``astral="json"``: a surrogate pair) or as YAML does (``"yaml"``: ``\\UXXXXXXXX``).
+def escaped_strings(text: str, encoding: str | None, *, astral: str) -> str:
+    """``text`` with every character ``encoding`` cannot hold, and every one a terminal would act on
+    (:func:`kfdefaults.escape.is_unsafe`: DEL, the C1 controls, the bidirectional and zero-width format
+    characters, U+2028...), written as ``\\uXXXX``; a character beyond U+FFFF as JSON writes it
+    (``astral="json"``: a surrogate pair) or as YAML does (``"yaml"``: ``\\UXXXXXXXX``).
 
-    Only valid where non-ASCII characters stand inside double-quoted strings, as in the JSON and YAML written
-    here (plain YAML scalars are ASCII).
+    Only valid where those characters stand inside double-quoted strings, as in the JSON and YAML written here
+    (plain YAML scalars are printable ASCII; JSON has escaped the C0 controls already).
     """
-    if encoding is None or text.isascii():
+    if text.isascii() and "\x7f" not in text:
+        return text
+    if encoding is None and text.replace("\n", "").isprintable():
         return text
     out = []
     for c in text:
-        if c.isascii():
+        if c == "\n" or (c.isascii() and c != "\x7f") or printable(c, encoding) == c:
             out.append(c)
             continue
-        try:
-            c.encode(encoding)
-            out.append(c)
-        except UnicodeEncodeError:
-            code = ord(c)
-            if code <= 0xFFFF:
-                out.append(f"\\u{code:04x}")
-            elif astral == "yaml":
-                out.append(f"\\U{code:08x}")
-            else:
-                code -= 0x10000
-                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        code = ord(c)
+        if code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        elif astral == "yaml":
+            out.append(f"\\U{code:08x}")
+        else:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
     return "".join(out)
-
-
-def writable(text: str, encoding: str | None) -> str:
-    """``text`` with every character ``encoding`` cannot hold written as a backslash escape (``\\u65e5``), for
-    text that is not data (a table cell: escaped before rich measures it, the columns stay aligned)."""
-    if encoding is None or text.isascii():
-        return text
-    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def to_json(data: Any, *, encoding: str | None = None) -> str:
@@ -175,7 +172,7 @@ def to_json(data: Any, *, encoding: str | None = None) -> str:
         encoding: What the text will be written in (:func:`output_encoding`); characters it cannot hold are
             written as JSON escapes (``\\u65e5``). ``None``: every character kept.
     """
-    return _escaped(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding, astral="json")
+    return escaped_strings(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding, astral="json")
 
 
 _PLAIN = re.compile(r"(?:[A-Za-z0-9_./(]|-+[A-Za-z0-9_./(])[A-Za-z0-9_./()@=+:;,~^$%<>!&*?|'\"\- ]*")
@@ -205,22 +202,26 @@ def _yaml_scalar(value: Any) -> str:
         and not needs_quotes_for_yaml11(text)
         and _YAML12_NOT_STRING.fullmatch(text) is None
     )
-    return text if plain else _escape_unprintable(json.dumps(text, ensure_ascii=False))
+    return text if plain else yaml_quoted(text)
 
 
 def _yaml_printable(c: str) -> bool:
-    """Whether YAML allows ``c`` unescaped (line separators, which readers take for line breaks, excluded)."""
+    """Whether YAML allows ``c`` unescaped (line separators, which readers take for line breaks, excluded) and a
+    terminal shows it as it is (:func:`kfdefaults.escape.is_unsafe`)."""
     code = ord(c)
     return (code in (0x09, 0x0A, 0x0D) or 0x20 <= code <= 0x7E or 0xA0 <= code <= 0x2027 or 0x202A <= code <= 0xD7FF
-            or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF)
+            or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF) and not is_unsafe(c)
 
 
-def _escape_unprintable(quoted: str) -> str:
-    """``quoted`` (a JSON string) with what YAML does not allow unescaped written as ``\\uXXXX`` / ``\\UXXXXXXXX``.
+def yaml_quoted(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar (a JSON string, valid YAML), with what YAML does not allow
+    unescaped and what a terminal would act on written as ``\\uXXXX`` / ``\\UXXXXXXXX``: it reads back as
+    ``text`` and shows as one line of visible characters.
 
     A character loop rather than a regular expression: the class of YAML's printable characters spans the
     whole of Unicode, and compiling it cost more than rendering a profile.
     """
+    quoted = json.dumps(text, ensure_ascii=False)
     if quoted.isascii() and "\x7f" not in quoted:  # json.dumps has escaped the ASCII control characters
         return quoted
     return "".join(c if _yaml_printable(c) else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
@@ -280,10 +281,10 @@ def to_yaml(data: Any, *, encoding: str | None = None) -> str:
         The document, ending with a newline.
     """
     if not isinstance(data, (dict, list)) or not data:
-        return _escaped(_yaml_inline(data) + "\n", encoding, astral="yaml")
+        return escaped_strings(_yaml_inline(data) + "\n", encoding, astral="yaml")
     lines: list[str] = []
     _emit(data, 0, lines)
-    return _escaped("\n".join(lines) + "\n", encoding, astral="yaml")
+    return escaped_strings("\n".join(lines) + "\n", encoding, astral="yaml")
 
 
 def stable_task_template(template: dict[str, Any]) -> dict[str, Any]:

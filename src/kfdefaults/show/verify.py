@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backend.elastic_config import JOB_FIELDS, job_fields
-from ..errors import Location
-from ..k8s.quantity import quantity_value
+from ..errors import Finding, Location, ProfileError
+from ..k8s.quantity import quantity_problem, quantity_value
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
 from ..settings import RUNTIME_ENV
@@ -153,7 +153,7 @@ def verify_object(obj: LiveObject, profile: str, named_by: str, now: ProfileNow)
         report.mismatches += job_mismatches(obj, resolved, origins)
     for template in obj.templates:
         replica = template.replica
-        report.mismatches += _TemplateComparison(resolved, template, origins, kubernetes_version).run()
+        report.mismatches += _TemplateComparison(resolved, obj, template, origins, kubernetes_version).run()
         registered = registered_settings(obj, template, resolved.primary_container_name)
         where = f" of {replica}" if replica else ""
         if registered is None:
@@ -214,8 +214,9 @@ def equal_values(profile: Any, live: Any, schema: Any = None) -> bool:
 class _TemplateComparison:
     """One pod template of the profile (metadata and PodSpec) against one live pod template."""
 
-    def __init__(self, resolved: Resolved, template: LiveTemplate, origins: _Origins, version: str | None) -> None:
-        self.resolved, self.template, self.origins = resolved, template, origins
+    def __init__(self, resolved: Resolved, obj: LiveObject, template: LiveTemplate, origins: _Origins,
+                 version: str | None) -> None:
+        self.resolved, self.obj, self.template, self.origins = resolved, obj, template, origins
         self.spec_schema = schema_type("PodSpec", version)
         self.primary = resolved.primary_container_name
         found = template.primary_container(self.primary)
@@ -230,13 +231,21 @@ class _TemplateComparison:
             for key, value in (metadata.get(part) or {}).items():
                 self._node(value, live.get(key, ABSENT) if isinstance(live, dict) else ABSENT,
                            ("pod_template", part, key), None)
-        self._node(pod.get("spec") or {}, self.template.spec, ("pod_template", "spec"), self.spec_schema)
+        self._node(pod.get("spec") or {}, self.template.spec, ("pod_template", "spec"), self.spec_schema,
+                   at=self.template.path + ("spec",))
         return self.out
 
     def _add(self, path: PathT, live: Any, now: Any) -> None:
         self.out.append(Mismatch(path, live, now, self.origins.of(path), self.template.replica))
 
-    def _node(self, profile: Any, live: Any, path: PathT, schema: Any, skip: str | None = None) -> None:
+    def _node(self, profile: Any, live: Any, path: PathT, schema: Any, skip: str | None = None,
+              at: tuple | None = None) -> None:
+        """Compare ``profile`` with ``live``; ``at`` is where ``live`` is in the document (``None`` when absent).
+
+        Raises:
+            ProfileError: a live quantity the profile's is compared with is not one kfdefaults reads (4,300 digits,
+                an exponent outside int32: :func:`kfdefaults.k8s.quantity.quantity_problem`), at its place.
+        """
         if isinstance(profile, dict):
             if not profile:
                 if not (isinstance(live, dict) or (live is ABSENT and schema is not None and schema.kind == "map")):
@@ -250,16 +259,19 @@ class _TemplateComparison:
                     continue
                 child, meta = schema_field(schema, key)
                 live_sub = live.get(key, ABSENT) if isinstance(live, dict) else ABSENT
+                sub_at = at + (key,) if at is not None and live_sub is not ABSENT else None
                 if isinstance(sub, list):
-                    self._list(sub, live_sub, path + (key,), child, meta)
+                    self._list(sub, live_sub, path + (key,), child, meta, sub_at)
                 else:
-                    self._node(sub, live_sub, path + (key,), child)
+                    self._node(sub, live_sub, path + (key,), child, at=sub_at)
         elif isinstance(profile, list):
-            self._list(profile, live, path, None, None)
+            self._list(profile, live, path, None, None, at)
+        elif schema is not None and schema.name == "Quantity" and at is not None and quantity_problem(live):
+            raise ProfileError([Finding(self.obj.document.location(at), format_path(at), str(quantity_problem(live)))])
         elif not equal_values(profile, live, schema):
             self._add(path, live, profile)
 
-    def _list(self, items: list, live: Any, path: PathT, schema: Any, meta: Any) -> None:
+    def _list(self, items: list, live: Any, path: PathT, schema: Any, meta: Any, at: tuple | None = None) -> None:
         if not items:
             return  # an empty list asks for nothing: the cluster may add to any list
         if live is not ABSENT and not isinstance(live, list):
@@ -270,23 +282,26 @@ class _TemplateComparison:
         key = merge_key_of(items, meta)
         for index, item in enumerate(items):
             if key is None:
-                if not any(self._covers(item, candidate, elem) for candidate in live_items):
+                if not any(self._covers(item, candidate, elem, at + (i,) if at is not None else None)
+                           for i, candidate in enumerate(live_items)):
                     self._add(path + (index,), ABSENT, item)
                 continue
             wanted = item[key]
             if path == ("pod_template", "spec", "containers") and wanted == self.primary:
                 wanted = self.live_primary
-            match = [c for c in live_items if isinstance(c, dict) and equal_values(wanted, c.get(key, ABSENT))]
+            match = [i for i, c in enumerate(live_items) if isinstance(c, dict)
+                     and equal_values(wanted, c.get(key, ABSENT))]
             if not match:
                 self._add(path + (Select(key, item[key]),), ABSENT, item)
             else:
-                self._node(item, match[-1], path + (Select(key, item[key]),), elem, skip=key)
+                self._node(item, live_items[match[-1]], path + (Select(key, item[key]),), elem, skip=key,
+                           at=at + (match[-1],) if at is not None else None)
 
-    def _covers(self, item: Any, candidate: Any, schema: Any) -> bool:
+    def _covers(self, item: Any, candidate: Any, schema: Any, at: tuple | None) -> bool:
         """Whether a live item of an atomic list holds every value of the profile's item."""
         saved, self.out = self.out, []
         try:
-            self._node(item, candidate, (), schema)
+            self._node(item, candidate, (), schema, at=at)
             return not self.out
         finally:
             self.out = saved

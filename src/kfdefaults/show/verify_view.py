@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Sequence
 
+from ..escape import printable
 from ..paths import format_path
 from .diff import ABSENT
 from .leaves import format_value
@@ -93,5 +94,5 @@ def show_reports(reports: Sequence[Report], output: str) -> int:
     else:
         for report in reports:
             for line in report_lines(report):
-                sys.stdout.write(line + "\n")
+                sys.stdout.write(printable(line) + "\n")
     return 0 if equal else 1

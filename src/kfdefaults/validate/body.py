@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from ..errors import Finding, sorted_findings
+from ..errors import Finding, shown, sorted_findings
 from ..paths import format_path
 from ..read import Document
 from ..smp.schema import SchemaLookupError, schema_type
@@ -133,9 +133,10 @@ def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) ->
         msg = msg[len("Value error, ") :]
     value = err.get("input")
     scalar = not isinstance(value, (dict, list))  # a container's text may be long: never printed
-    said = scalar and (f"got {value}" in msg or f"got {value!r}" in msg or msg.startswith(repr(value)))
+    plain, written = (shown(str(value)), shown(repr(value))) if scalar else ("", "")  # a hostile value: short
+    said = scalar and (f"got {plain}" in msg or f"got {written}" in msg or msg.startswith(written))
     if kind not in ("missing",) and scalar and not said:
-        msg = f"{msg} (got {value!r})"
+        msg = f"{msg} (got {written})"
     if kind in ("int_type", "float_type") and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
         msg = f"{msg}; write it without quotes"
     if kind == "string_type" and isinstance(value, (bool, int, float)):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Finding
+from ..errors import Finding, shown
 from ..paths import PathError, format_path, parse_path
 from ..read import Document
 from ..smp.schema import SchemaLookupError, schema_type
@@ -155,7 +155,7 @@ def _typed(schema: Any, key: str, value: Any) -> Any:
         try:
             return int(value)
         except (TypeError, ValueError):
-            raise _Refused(f"`{key}` is an integer, not {value!r}") from None
+            raise _Refused(f"`{key}` is an integer, not {shown(repr(value))}") from None
     return value
 
 

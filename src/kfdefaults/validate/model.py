@@ -15,12 +15,20 @@ from typing import Any, Dict, List, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..errors import shown
 from ..layers import NAME_PATTERN
+from ..targets import INT32_MAX
 
-_INT32 = 2**31 - 1
-"""The largest int32: the kubeflow PyTorchJob fields these settings become are int32."""
+_INT32 = INT32_MAX
 
 _MIN_MAX = re.compile(r"([0-9]+)\s*:\s*([0-9]+)")  # spaces around ":" are read as torch reads them (int(" 4"))
+
+
+def _bounded_int(digits: str) -> int:
+    """ASCII ``digits`` as an int, or ``_INT32 + 1`` when there are more than an int32 holds (before ``int()``,
+    which refuses more than 4,300 digits): the range checks then say what is wrong."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 10 else _INT32 + 1
 
 
 class _Strict(BaseModel):
@@ -124,20 +132,20 @@ class ElasticSection(_Strict):
             return v
         if isinstance(v, bool):
             raise ValueError('nnodes must be an int >= 1 or "MIN:MAX"')
-        if isinstance(v, int):
-            if not 1 <= v <= _INT32:
-                raise ValueError(f"nnodes must be between 1 and {_INT32} (a PyTorchJob's replicas are an int32), got {v}")
-            return v
+        if isinstance(v, int) or isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():
+            n = v if isinstance(v, int) else _bounded_int(v.strip())
+            if not 1 <= n <= _INT32:
+                raise ValueError(f"nnodes must be between 1 and {_INT32} (a PyTorchJob's replicas are an int32), "
+                                 f"got {shown(v.strip()) if isinstance(v, str) else v}")
+            return n
         if isinstance(v, str):
             text = v.strip()
-            if text.isascii() and text.isdigit():
-                return cls._nnodes(int(text))
             m = _MIN_MAX.fullmatch(text)
             if not m:
-                raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX" (like "1:4"), got {v!r}')
-            lo, hi = int(m.group(1)), int(m.group(2))
+                raise ValueError(f'nnodes must be an int >= 1 or "MIN:MAX" (like "1:4"), got {shown(repr(v))}')
+            lo, hi = _bounded_int(m.group(1)), _bounded_int(m.group(2))
             if not 1 <= lo <= hi <= _INT32:
-                raise ValueError(f'nnodes "{v}" needs 1 <= MIN <= MAX <= {_INT32}')
+                raise ValueError(f'nnodes "{shown(text)}" needs 1 <= MIN <= MAX <= {_INT32}')
             if lo == hi == 1:
                 return 1  # "1:1" is one node: a plain pod, not a PyTorchJob of one replica
             return f"{lo}:{hi}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..errors import Finding, Location, ProfileError
+from ..errors import Finding, Location, ProfileError, shown
 from ..paths import PathError, format_path, parse_path
 from ..read import parse_text
 from ..read.scalars import AmbiguousScalar, resolve_plain_scalar
@@ -94,7 +94,7 @@ def _typed_selectors(parts: list[Any], key: str, kubernetes_version: str | None)
                     try:
                         parts[i + 1] = (nxt[0], int(nxt[1]))
                     except ValueError:
-                        raise SetError(f"`{meta.merge_key}` is an integer, not {nxt[1]!r}") from None
+                        raise SetError(f"`{meta.merge_key}` is an integer, not {shown(repr(nxt[1]))}") from None
             else:
                 schema = schema.lookup_struct(part)[0]
         except SchemaLookupError:
@@ -148,7 +148,7 @@ def parse_sets(items: Iterable[str], kubernetes_version: str | None = None) -> t
     findings = []
     for item in items:
         key, sep, value = split_assignment(item)
-        label = f"--set {item}"
+        label = f"--set {shown(item, 80)}"  # the label repeats the argument: a hostile one is cut short
         if not sep or not key.strip():
             findings.append(Finding(Location(label), "", "expected KEY=VALUE"))
             continue

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from ..errors import Finding, Location, ProfileError
 from ..paths import PathError, format_path, parse_path
 from ..read import MAX_DEPTH, Document
+from ..read.document import MAX_INT_DIGITS
 from .fragment import Fragment, fragment_from_body
 
 TASK_SOURCE = "overrides"
@@ -16,8 +18,9 @@ TASK_SOURCE = "overrides"
 def _shape_problems(overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
     """What makes task-layer data unreadable before any validation: dotted keys, nesting, cycles.
 
-    Files are held to :data:`kfdefaults.read.MAX_DEPTH` levels by their reader; data from Python is held
-    to the same here (a dictionary that contains itself would otherwise nest without end).
+    Files are held to :data:`kfdefaults.read.MAX_DEPTH` levels and integers of at most
+    :data:`~kfdefaults.read.document.MAX_INT_DIGITS` digits by their reader; data from Python is held to the same
+    here (a dictionary that contains itself would otherwise nest without end).
     """
     problems = []
     for key in overrides:
@@ -25,17 +28,35 @@ def _shape_problems(overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
         if dot and head in ("elastic", "pod_template"):
             problems.append((key, f"unknown field `{key}`: overrides are nested mappings, "
                                   f"write {{{head!r}: {{{rest!r}: ...}}}}"))
-    stack: list[tuple[Any, int]] = [(overrides, 1)]
+    stack: list[tuple[Any, tuple]] = [(overrides, ())]
     while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        value, path = stack.pop()
+        if len(path) >= MAX_DEPTH:
             problems.append(("", f"values nest deeper than {MAX_DEPTH} levels (or a value contains itself)"))
             break
         if isinstance(value, Mapping):
-            stack.extend((v, depth + 1) for v in value.values())
+            for key, item in value.items():
+                if _huge(key):
+                    problems.append((format_path(path), _too_many_digits(key)))
+                else:
+                    stack.append((item, path + (key,)))
         elif isinstance(value, (list, tuple)):
-            stack.extend((v, depth + 1) for v in value)
+            stack.extend((v, path + (i,)) for i, v in enumerate(value))
+        elif _huge(value):
+            problems.append((format_path(path), _too_many_digits(value)))
     return problems
+
+
+def _huge(value: Any) -> bool:
+    """An int of more than :data:`~kfdefaults.read.document.MAX_INT_DIGITS` digits: a file cannot hold one, and
+    Python converts none of more than 4,300 digits to text, which every message about it would."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_INT_DIGITS
+
+
+def _too_many_digits(value: int) -> str:
+    digits = int(value.bit_length() * math.log10(2)) + 1
+    return (f"an integer of about {digits:,} digits; no profile value is that large (at most {MAX_INT_DIGITS} digits "
+            "are read, as in a file)")
 
 
 def task_fragment(

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from ..errors import Finding
+from ..errors import Finding, shown
 from ..paths import Select, format_path
 from ..read import Document
+from ..targets import INT32_MAX
 
 
 class TorchEnvSetting(NamedTuple):
@@ -100,6 +101,8 @@ NOT_TORCH_SETTINGS = ("NCCL_TIMEOUT", "TORCH_NCCL_TIMEOUT", "TORCH_DIST_TIMEOUT"
 """Names people try for the process-group timeout; torch 2.13 reads none of them."""
 
 _INT = re.compile(r"[0-9]+")
+_MAX_DIGITS = 20
+"""Longest value of an ``int`` or ``number`` variable read (``2147483647.000000000``), before any conversion."""
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")
 
 
@@ -110,15 +113,18 @@ def value_problem(name: str, value: str) -> tuple[str, str] | None:
         return None
     text = value.strip()
     if setting.kind == "flag" and text not in ("0", "1"):
-        return "error", f"`{name}` takes 0 or 1, got {value!r}"
+        return "error", f"`{name}` takes 0 or 1, got {shown(repr(value))}"
     if setting.kind == "choice" and text not in setting.choices:
-        return "error", f"`{name}` takes one of {', '.join(setting.choices)}, got {value!r}"
+        return "error", f"`{name}` takes one of {', '.join(setting.choices)}, got {shown(repr(value))}"
     if setting.kind in ("int", "number"):
         pattern = _INT if setting.kind == "int" else _NUMBER
         unit = {"s": " seconds", "ms": " milliseconds", "entries": " entries"}.get(setting.unit, "")
+        whole = "a whole number" if setting.kind == "int" else "a number"
         if not pattern.fullmatch(text) or float(text) < setting.lowest:
-            whole = "a whole number" if setting.kind == "int" else "a number"
-            return "error", f"`{name}` takes {whole} of{unit} >= {setting.lowest:g}, got {value!r}"
+            return "error", f"`{name}` takes {whole} of{unit} >= {setting.lowest:g}, got {shown(repr(value))}"
+        if len(text) > _MAX_DIGITS or float(text) > INT32_MAX:  # the length first: int() of 4,300 digits raises
+            return "error", (f"`{name}` takes {whole} of{unit} up to {INT32_MAX:,}, got {shown(text)}: the bound of the "
+                             "variables torch's C++ reads as an int (std::stoi throws past it)")
         if name == "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC" and int(text) < 60:
             return "warning", (f"`{name}` of {text} seconds ends a process whose NCCL watchdog is only briefly "
                                "blocked; keep it at a minute or more")
