@@ -273,8 +273,8 @@ def test_a_team_folder_named_like_a_shard_of_the_cache_is_still_read(case: dict)
     first, _, how, status = render(case, *args, env=env)
     assert (how, status) == ("rendered", 0) and "train:2.1" in first
     assert render(case, *args, env=env)[2] == "replayed"
-    (team / "vision.yaml").write_text(TEAM.replace("train:2.1", "train:2.2"))
-    age(team)
+    (team / "vision.yaml").write_text(TEAM.replace("train:2.1", "train:2.2"))  # same size
+    age(team / "vision.yaml")  # and the same time; the folder's own times unchanged
     out, _, how, _ = render(case, *args, env=env)
     assert how == "rendered" and "train:2.2" in out and "train:2.1" not in out
     (team / "speech.yaml").write_text(TEAM)  # a new file in it: its listing changed
