@@ -374,24 +374,33 @@ def test_a_folder_above_the_cache_others_can_write_is_used_only_with_the_sticky_
                           f"writable by others (mode {mode:04o}, no sticky bit), who can put another folder in its place"]
 
 
-@pytest.mark.parametrize("owner", ["mine", "foreign"])
-def test_a_cache_folder_that_is_a_link_is_used_only_if_its_target_is_the_users(project: Path, tmp_path: Path,
-                                                                               owner: str) -> None:
-    if owner == "foreign" and os.geteuid() != 0:
+@pytest.mark.parametrize("owner", ["mine", "foreign folder", "foreign link"])
+def test_a_cache_folder_that_is_a_link_is_used_only_if_its_target_and_the_link_are_the_users(
+        project: Path, tmp_path: Path, owner: str) -> None:
+    """A link to a folder of the user's is used; a link to another user's folder is not, nor a link another user
+    made in a folder all can write (/tmp), even to the user's own folder: they could point it elsewhere at any
+    time (Linux's fs.protected_symlinks would not follow it; a path resolved by hand would)."""
+    if owner != "mine" and os.geteuid() != 0:
         pytest.skip("making a folder another user owns takes root")
     target = tmp_path / "real-cache"
     target.mkdir(mode=0o700)
-    if owner == "foreign":
-        os.chown(target, FOREIGN_UID, FOREIGN_UID)
-    link = tmp_path / "cache"
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "cache"
     link.symlink_to(target)
+    if owner == "foreign folder":
+        os.chown(target, FOREIGN_UID, FOREIGN_UID)
+    if owner == "foreign link":
+        os.lchown(link, FOREIGN_UID, FOREIGN_UID)
     proc = run([KFDEFAULTS, "render", "big", "-o", "json"], project, environment(link))
     assert proc.returncode == 0 and gpus(proc.stdout) == 8
-    if owner == "mine":
-        assert "not using the cache" not in proc.stderr and list(target.glob("??/*.json"))
-    else:
-        assert f"kfdefaults: warning: not using the cache at {link}: it is owned by uid {FOREIGN_UID}" in proc.stderr
-        assert list(target.iterdir()) == []
+    said = {"mine": None, "foreign folder": f"it is owned by uid {FOREIGN_UID}, not by this user (uid 0)",
+            "foreign link": f"it is reached through {link}, a symbolic link of uid {FOREIGN_UID}, who can point it "
+                            "elsewhere"}[owner]
+    warned = [line for line in proc.stderr.splitlines() if "not using the cache" in line]
+    assert warned == ([f"kfdefaults: warning: not using the cache at {link}: {said}"] if said else [])
+    assert bool(list(target.glob("??/*.json"))) is (said is None)
 
 
 def test_links_at_the_caches_shard_folders_entries_and_stamp_are_not_written_through(project: Path,
@@ -430,10 +439,12 @@ def test_links_at_the_caches_shard_folders_entries_and_stamp_are_not_written_thr
 # --- seeded: planted links and caches of every kind ----------------------------------------------------------
 
 HAZARDS = ("lock-link", "old-temporary-link", "shard-links", "entry-links", "stamp-link", "cache-link-mine",
-           "cache-link-foreign", "foreign-cache", "group-writable-cache", "other-writable-cache", "open-folder-above")
+           "cache-link-foreign", "foreign-link-to-cache", "foreign-cache", "group-writable-cache", "other-writable-cache",
+           "open-folder-above")
 """What a repository or another user can plant where kfdefaults writes."""
 
-REFUSED = {"cache-link-foreign", "foreign-cache", "group-writable-cache", "other-writable-cache", "open-folder-above"}
+REFUSED = {"cache-link-foreign", "foreign-link-to-cache", "foreign-cache", "group-writable-cache",
+           "other-writable-cache", "open-folder-above"}
 """The hazards that make kfdefaults run without the cache (and say so)."""
 
 
@@ -446,7 +457,7 @@ def test_generated_planted_links_and_caches_change_nothing(tmp_path_factory, haz
     """``kfdefaults lock`` and two renders (the second from the cache, if one is used) amid the drawn hazards:
     every file a link points at keeps its bytes and time, the output is what a run without any cache prints,
     a cache that is not used is said once per run, and a link at the lock file is refused."""
-    if {"cache-link-foreign", "foreign-cache"} & hazards and os.geteuid() != 0:
+    if {"cache-link-foreign", "foreign-link-to-cache", "foreign-cache"} & hazards and os.geteuid() != 0:
         return  # making a folder another user owns takes root
     tmp = tmp_path_factory.mktemp("planted")
     root = tmp / "repo"
@@ -469,11 +480,13 @@ def test_generated_planted_links_and_caches_change_nothing(tmp_path_factory, haz
     if "foreign-cache" in hazards:
         os.chown(cache, FOREIGN_UID, FOREIGN_UID)
     named = cache
-    if {"cache-link-mine", "cache-link-foreign"} & hazards:
+    if {"cache-link-mine", "cache-link-foreign", "foreign-link-to-cache"} & hazards:
         named = tmp / "cache-link"
         named.symlink_to(cache)
         if "cache-link-foreign" in hazards:
             os.chown(cache, FOREIGN_UID, FOREIGN_UID)
+        if "foreign-link-to-cache" in hazards:
+            os.lchown(named, FOREIGN_UID, FOREIGN_UID)
     if "lock-link" in hazards:
         (root / "kfdefaults.lock").symlink_to(bashrc)
     if "old-temporary-link" in hazards:

@@ -21,8 +21,8 @@ The folder is used only if no one but this user can change what it holds, as ``s
 others can write (OpenSSH ``misc.c``, ``safe_path``): the folder (links resolved) and each of its two-letter
 folders must be owned by this user (``os.geteuid()``) and writable by no group nor others; each folder above it
 must be owned by this user or root and writable by no one else, unless its sticky bit keeps others from
-renaming what it holds (``/tmp``), or its group is this user's own group (a user private group). Folders the
-cache makes are made with mode ``0o700``. Otherwise kfdefaults runs without the cache, and says why once per
+renaming what it holds (``/tmp``), or its group is this user's own group (a user private group); each symbolic
+link on the way must be this user's or root's. Folders the cache makes are made with mode ``0o700``. Otherwise kfdefaults runs without the cache, and says why once per
 process on standard error (:func:`cache_dir`): an entry that another user rewrote, its digest recomputed, would
 change what ``render`` prints and ``Elastic()`` registers.
 

@@ -49,17 +49,18 @@ def cache_dir() -> str | None:
 def _safe_folder(folder: str) -> str | None:
     """``folder``'s real path, made if missing, when only this user can change what it holds; else ``None``."""
     try:
-        missing, path = [], os.path.abspath(folder)
-        while not os.path.lexists(path):
-            missing.append(path)
-            path = os.path.dirname(path)
-        for path in reversed(missing):  # os.makedirs gives the folders above the last one the umask's mode
-            try:
-                os.mkdir(path, 0o700)
-            except FileExistsError:
-                pass
-        real = os.path.realpath(folder)
-        problem = _others_can_write(real)
+        real, problem = _real_path(folder)
+        if problem is None:
+            missing, path = [], real
+            while not os.path.lexists(path):
+                missing.append(path)
+                path = os.path.dirname(path)
+            for path in reversed(missing):  # os.makedirs gives the folders above the last one the umask's mode
+                try:
+                    os.mkdir(path, 0o700)
+                except FileExistsError:
+                    pass
+            problem = _others_can_write(real)
     except OSError:  # it cannot be made or looked at: every use would be a miss
         return None
     if problem is None:
@@ -68,6 +69,37 @@ def _safe_folder(folder: str) -> str | None:
 
     sys.stderr.write(f"kfdefaults: warning: not using the cache at {folder}: {problem}\n")
     return None
+
+
+def _real_path(path: str, depth: int = 0) -> tuple[str, str | None]:
+    """``path`` with every symbolic link resolved, as :func:`os.path.realpath` (a missing tail kept as written), and
+    what is wrong: a link met on the way owned by another user than this one or root, who can point it elsewhere
+    (what Linux's ``fs.protected_symlinks`` keeps a process from following out of ``/tmp``; ``realpath`` would).
+
+    Raises:
+        OSError: a link loops (more than 40 met), or a folder cannot be looked at.
+    """
+    if depth > 40:
+        raise OSError(f"too many levels of symbolic links: {path}")
+    real, parts = os.sep, [p for p in os.path.join(os.getcwd(), path).split(os.sep) if p not in ("", ".")]
+    for i, part in enumerate(parts):
+        if part == "..":  # of what is reached so far, links resolved, as the kernel reads it
+            real = os.path.dirname(real)
+            continue
+        candidate = os.path.join(real, part)
+        try:
+            st = os.lstat(candidate)
+        except FileNotFoundError:
+            return os.path.normpath(os.path.join(candidate, *parts[i + 1:])), None
+        if not stat.S_ISLNK(st.st_mode):
+            real = candidate
+            continue
+        if hasattr(os, "geteuid") and st.st_uid not in (0, os.geteuid()):
+            return candidate, f"it is reached through {candidate}, a symbolic link of uid {st.st_uid}, who can point it elsewhere"
+        real, problem = _real_path(os.path.join(real, os.readlink(candidate)), depth + 1)
+        if problem is not None:
+            return real, problem
+    return real, None
 
 
 def private_folder_problem(st: os.stat_result) -> str | None:
