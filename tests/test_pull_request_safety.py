@@ -157,6 +157,29 @@ def test_the_temporary_file_is_never_one_already_there(project: Path, tmp_path: 
     assert not (project / ".kfdefaults.lock.second.tmp").exists()  # renamed into place
 
 
+def test_a_link_planted_while_the_lock_is_written_is_replaced_not_followed(project: Path, tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """A link put at ``kfdefaults.lock`` after the check, as the temporary file is made (by another process of the
+    machine): the rename replaces the link itself; what it points at keeps its bytes."""
+    import tempfile
+
+    bashrc = victim(tmp_path / "home")
+    before = state(bashrc)
+    make = tempfile.mkstemp
+
+    def planted_meanwhile(*args, **kwargs):
+        made = make(*args, **kwargs)
+        (project / "kfdefaults.lock").symlink_to(bashrc)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkstemp", planted_meanwhile)
+    write_lock(str(project / "kfdefaults.lock"), {"version": 1, "kfdefaults": "0.2.0", "kubernetes_version": "1.32",
+                                                  "profiles": {}})
+    assert state(bashrc) == before
+    assert stat.S_ISREG((project / "kfdefaults.lock").lstat().st_mode)
+    assert read_lock(str(project / "kfdefaults.lock")).data["profiles"] == {}
+
+
 HOSTILE_FOLDER = "$(touch PWNED) `touch PWNED2`; touch PWNED3 | <x> & 'q' \"dq\" \\ é ☃ 𝄞"
 """A team folder named to run commands in a shell that reads the lock file's text."""
 
