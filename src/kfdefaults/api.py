@@ -34,7 +34,7 @@ from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
 from .validate.deprecation import NOTE, deprecations
-from .validate.folders import sub_folders_hint
+from .validate.folders import empty_folder_warnings, sub_folders_hint
 from .validate.merged import check_merged
 
 __all__ = ["Report", "Resolved", "compare", "resolve", "validate_paths"]
@@ -224,6 +224,7 @@ def validate_paths(
                         cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings, project),
                         project=project, lock=_lock(project, findings))
     pipeline.loader.remember = False  # each file is checked once: reading the cache helps, filling it costs more
+    findings.extend(empty_folder_warnings(catalog))  # a folder of a layer that adds nothing, as render says it
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:

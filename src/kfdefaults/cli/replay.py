@@ -305,15 +305,26 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _is_cache_file(path: str, cache_folder: str) -> bool:
-    """Whether ``path`` is one of the cache's own: the folder, a shard folder, an entry or temporary file in
-    one, or the sweep's stamp (a project inside the cache folder is not)."""
+    """Whether ``path`` is one of the cache's own: the folder, the sweep's stamp, a file named as an entry or a
+    temporary file in a two-letter folder, or such a folder that holds those alone (one that holds anything
+    else, such as a team folder named ``be``, is a folder of the project, and its files and listing are inputs)."""
     if not _inside(path, cache_folder):
         return False
     parts = os.path.relpath(path, cache_folder).split(os.sep)
     if parts == ["."] or parts == [".swept"]:
         return True
-    shard = len(parts[0]) == 2 and all(c in "0123456789abcdef" for c in parts[0])
-    return shard and len(parts) <= 2
+    from .. import cache
+
+    shard, entry, temporary = cache.own_names()
+    if not shard.fullmatch(parts[0]):
+        return False
+    if len(parts) == 2:
+        return entry.fullmatch(parts[1]) is not None or temporary.fullmatch(parts[1]) is not None
+    try:
+        names = os.listdir(path) if len(parts) == 1 else []
+    except OSError:
+        return False
+    return bool(names) and all(entry.fullmatch(n) or temporary.fullmatch(n) for n in names)
 
 
 def _module_source(path: str) -> str | None:
