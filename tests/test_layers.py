@@ -180,6 +180,30 @@ def test_installed_packages_can_be_ignored_to_test_a_package_folder(monkeypatch,
     assert kfdefaults.resolve("gpu-large", platform=[str(working_copy)]).elastic_settings["nnodes"] == "3:9"
 
 
+def test_validate_says_what_render_and_list_say_of_a_platform_package_without_profiles(tmp_path):
+    """An installed platform package whose folder holds no profile file adds nothing: render and list warn,
+    and so does validate (with and without files of its own), in the same words."""
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    install_profile_package(site, "hollow_profiles", "hollow_profiles", {"README.md": "profiles come later\n"})
+    profile(tmp_path / "team", "mine.yaml", "description: mine\n")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}, "PYTHONPATH": str(site),
+           "KFDEFAULTS_CACHE_DIR": os.environ["KFDEFAULTS_CACHE_DIR"]}
+    warning = (f"{site / 'hollow_profiles'}: [platform] warning: no profile files (*.yaml, *.yml, *.toml) in this "
+               "platform folder (from entry point hollow_profiles (hollow_profiles))")
+    said = {}
+    for name, args in {"render": ["render", "mine", "--team", "team"], "list": ["list"],
+                       "validate": ["validate"], "validate team": ["validate", "team"]}.items():
+        proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        said[name] = proc.stderr.splitlines().count(warning)
+    assert said == {"render": 1, "list": 1, "validate": 1, "validate team": 1}
+    assert proc.stderr.splitlines()[-1].endswith(": 0 errors, 1 warning")
+
+
 def test_a_broken_entry_point_is_a_located_error(monkeypatch, tmp_path):
     site = tmp_path / "site"
     install_profile_package(site, "broken_profiles", "no_such_module:FOLDER", {})

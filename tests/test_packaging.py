@@ -52,10 +52,11 @@ def test_the_builtin_profiles_validate_clean_from_the_repository_root():
 
 
 def test_the_cache_fingerprint_covers_every_module_of_every_subpackage(tmp_path):
+    import kfdefaults
     from kfdefaults import cache
 
     files = cache.source_files()
-    package = pathlib.Path(cache.__file__).parent
+    package = pathlib.Path(kfdefaults.__file__).parent
     on_disk = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if "__pycache__" not in p.parts)
     assert files == on_disk
     assert {"smp/patch.py", "validate/body.py", "merge/fold.py", "flytekit/task.py"} <= set(files)
@@ -65,10 +66,10 @@ def test_a_change_to_a_module_deep_in_the_tree_is_a_new_cache_key(tmp_path):
     """A stale entry after a code change would be a wrong answer: changing any module changes every key."""
     import shutil
 
-    from kfdefaults import cache
+    import kfdefaults
 
     copy = tmp_path / "copy"
-    shutil.copytree(pathlib.Path(cache.__file__).parent, copy / "kfdefaults", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(pathlib.Path(kfdefaults.__file__).parent, copy / "kfdefaults", ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
     env["PYTHONPATH"] = str(copy)
     code = "import kfdefaults.cache as c; assert c.__file__.startswith(%r); print(c.key(b'x', 'profile'))" % str(copy)

@@ -278,6 +278,26 @@ def test_a_project_inside_the_cache_folder_is_still_read(case: dict) -> None:
     assert how == "rendered" and "train:2.2" in out
 
 
+def test_a_team_folder_named_like_a_shard_of_the_cache_is_still_read(case: dict) -> None:
+    """A team folder ``be`` in the cache folder is the project's, not one of the cache's two-letter folders:
+    its files and its listing are inputs, so an edit is rendered, never a stale replay."""
+    team = case["work"].parent / "be"
+    case["team"].rename(team)
+    age(case["work"].parent)
+    env = {**case["env"], "KFDEFAULTS_CACHE_DIR": str(case["work"].parent)}  # the working folder below it
+    args = ("render", "vision", "--team", "../be", "--as", "podtemplate")
+    first, _, how, status = render(case, *args, env=env)
+    assert (how, status) == ("rendered", 0) and "train:2.1" in first
+    assert render(case, *args, env=env)[2] == "replayed"
+    (team / "vision.yaml").write_text(TEAM.replace("train:2.1", "train:2.2"))  # same size
+    age(team / "vision.yaml")  # and the same time; the folder's own times unchanged
+    out, _, how, _ = render(case, *args, env=env)
+    assert how == "rendered" and "train:2.2" in out and "train:2.1" not in out
+    (team / "speech.yaml").write_text(TEAM)  # a new file in it: its listing changed
+    age(team)
+    assert render(case, *args, env=env)[2] == "rendered"
+
+
 def test_a_link_pointed_elsewhere_with_its_time_kept_is_seen(case: dict) -> None:
     other = case["work"] / "other"
     other.mkdir()

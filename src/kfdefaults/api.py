@@ -15,7 +15,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 from . import check
 from .backend.cluster import load_cluster_template
 from .check.deprecation import NOTE
-from .check.folders import sub_folders_hint
+from .check.folders import empty_folder_warnings, sub_folders_hint
 from .errors import Finding, Location, ProfileError, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
@@ -223,6 +223,7 @@ def validate_paths(
                         cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings, project),
                         project=project, lock=_lock(project, findings))
     pipeline.loader.remember = False  # each file is checked once: reading the cache helps, filling it costs more
+    findings.extend(empty_folder_warnings(catalog))  # a folder of a layer that adds nothing, as render says it
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:

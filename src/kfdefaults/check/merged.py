@@ -19,6 +19,10 @@ from ..validate.suggest import closest
 PathT = tuple
 
 
+def _named(prefix: str, steps: Sequence[Any]) -> str:
+    return format_path((prefix, *steps))
+
+
 class _MergedChecker:
     def __init__(self, merged: Any) -> None:
         self.merged = merged

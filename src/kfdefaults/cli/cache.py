@@ -23,9 +23,13 @@ def run(args: argparse.Namespace) -> int:
     def body() -> None:
         from .. import cache
 
+        from ..settings import NO_CACHE_ENV, flag
+
         folder = cache.cache_dir()
-        if folder is None:
+        if flag(NO_CACHE_ENV):
             out("the cache is off (KFDEFAULTS_NO_CACHE)\n")
+        elif folder is None:
+            out(f"the cache at {cache.configured_dir()} is not used\n")
         elif args.action == "clear":
             removed = cache.clear(folder)
             out(f"removed {removed} file{'s' * (removed != 1)} from {folder}\n")

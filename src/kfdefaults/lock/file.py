@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import unicodedata
 from typing import Any
 
 from ..errors import Finding, KfdefaultsError, Location, ProfileError
@@ -37,6 +38,8 @@ from ..read import Document
 from ..read.document import error
 from ..read.files import read_regular_file
 from ..read.toml import load_toml, toml_positions
+from ..smp.schema import available_versions
+from ..cache import write_file
 from ..targets import TARGETS
 
 LOCK_FILE = "kfdefaults.lock"
@@ -139,7 +142,57 @@ def _shape_problems(data: dict[str, Any], doc: Document) -> list[Finding]:
     if template is not None and not (isinstance(template, dict) and isinstance(template.get("file"), str)
                                      and _is_digest(template.get("digest"))):
         out.append(bad(("cluster_template",), "must be a table of `file` and `digest`"))
+    return out or [bad(path, message) for path, message in _field_problems(data)]
+
+
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
+"""A version as a package's metadata gives it (PEP 440's characters, at most 64; ``unknown`` when it has none)."""
+
+_PACKAGE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?")
+"""A distribution's name (the Python packaging specification's "Names and normalization"), at most 100 characters."""
+
+
+def _field_problems(data: dict[str, Any]) -> list[tuple[tuple, str]]:
+    """``(path, what is wrong)`` for each value of a lock file of the right shape that no ``kfdefaults lock``
+    writes, checked as a profile's values are: a Kubernetes version with no schema here
+    (:func:`kfdefaults.smp.schema.available_versions`), a version or package name of other characters, a
+    ``file`` that is absolute, climbs out (``..``), is empty or holds a control character. :func:`write_lock`
+    writes nothing that this refuses."""
+    out: list[tuple[tuple, str]] = []
+    known = available_versions()
+    if "kubernetes_version" in data and data["kubernetes_version"] not in known:
+        out.append((("kubernetes_version",), f"must be a Kubernetes minor version this kfdefaults has a schema for "
+                                             f"({', '.join(known)})"))
+    if "kfdefaults" in data and not _VERSION.fullmatch(data["kfdefaults"]):
+        out.append((("kfdefaults",), "must be a version (letters, digits and . + ! _ -, at most 64)"))
+    template = data.get("cluster_template")
+    if template is not None and _path_problem(template["file"]):
+        out.append((("cluster_template", "file"), _path_problem(template["file"])))
+    for name, entry in data.get("profiles", {}).items():
+        for i, item in enumerate(entry["files"]):
+            where = ("profiles", name, "files", i)
+            if _path_problem(item["file"]):
+                out.append(((*where, "file"), _path_problem(item["file"])))
+            if "package" in item and not _PACKAGE.fullmatch(item["package"]):
+                out.append(((*where, "package"), "must be a package name (letters, digits and . _ -, at most 100)"))
+            if "version" in item and not _VERSION.fullmatch(item["version"]):
+                out.append(((*where, "version"), "must be a version (letters, digits and . + ! _ -, at most 64)"))
     return out
+
+
+def _path_problem(file: str) -> str | None:
+    """Why ``file`` is no path the lock writes (relative, ``/`` separators, in the project; :func:`project_path
+    <kfdefaults.lock.entries.project_path>`), or ``None``."""
+    if not file:
+        return "must name a file"
+    bad = next((c for c in file if unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:
+        return f"must not hold a control or format character (U+{ord(bad):04X})"
+    if file.startswith(("/", "\\\\")) or re.match(r"[A-Za-z]:[/\\\\]", file):
+        return "must be a path relative to the lock file's folder, not an absolute one"
+    if ".." in re.split(r"[/\\\\]", file):
+        return "must not climb out of the lock file's folder (..)"
+    return None
 
 
 def _is_digest(value: Any) -> bool:
@@ -148,35 +201,118 @@ def _is_digest(value: Any) -> bool:
 
 
 def write_lock(path: str, data: dict[str, Any]) -> None:
-    """Write ``data`` (the shape :class:`Lock` reads) to ``path``, whole or not at all: a temporary file beside it
-    (``.kfdefaults.lock.tmp``, the one name every run uses, so that a run killed mid-write leaves nothing more
-    behind), renamed over it. A lock file that is a link is written where the link points; its mode is kept.
+    """Write ``data`` (the shape :class:`Lock` reads) to ``path``, whole or not at all and through no link
+    (:func:`kfdefaults.cache.write_file`: a fresh temporary file beside it, ``.kfdefaults.lock.<random>.tmp``, made
+    with ``O_EXCL``, renamed over it), as :func:`lock_text`. An existing lock file's mode is kept.
 
     Raises:
-        KfdefaultsError: the folder cannot be written, or a name in ``data`` cannot be written as UTF-8.
+        ProfileError: ``path`` is a symbolic link (:func:`refuse_link`).
+        KfdefaultsError: the folder cannot be written, or ``data`` holds what the lock file cannot hold (a name
+            that is not text, a field :func:`read_lock` would refuse).
     """
-    import tomli_w
-
+    refuse_link(path)
     try:
-        text = (HEADER + "\n" + tomli_w.dumps(data, multiline_strings=False)).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise KfdefaultsError(f"cannot write {path}: a file name is not UTF-8 text ({e.object[e.start:e.end]!r})") from None
-    target = os.path.realpath(path)
-    temporary = os.path.join(os.path.dirname(target), ".kfdefaults.lock.tmp")
+        text = (HEADER + "\n" + lock_text(data)).encode("utf-8")
+    except ValueError as e:
+        raise KfdefaultsError(f"cannot write {path}: {e}") from None
+    problems = _field_problems(data)
+    if problems:
+        where, message = problems[0]
+        value: Any = data
+        for part in where:
+            value = value[part]
+        raise KfdefaultsError(f"cannot write {path}: {'.'.join(map(str, where))} ({value!r}) {message}")
     try:
-        mode = os.stat(target).st_mode & 0o777 if os.path.exists(target) else None
-        if mode is None:
+        try:
+            mode = os.lstat(path).st_mode & 0o777
+        except FileNotFoundError:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask  # as any file the user writes
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(text)
-            os.chmod(temporary, mode)
-            os.replace(temporary, target)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        write_file(path, text, prefix="." + LOCK_FILE + ".", mode=mode)
     except OSError as e:
         raise KfdefaultsError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def refuse_link(path: str) -> None:
+    """Refuse to write the lock file at ``path`` when it is a symbolic link: a repository that ships
+    ``kfdefaults.lock -> ~/.bashrc`` must not have ``kfdefaults lock`` write there, and replacing the link with a
+    file would change what the project holds without a word.
+
+    Raises:
+        ProfileError: it is a link, at ``path:1:1``, naming where it points.
+    """
+    try:
+        target = os.readlink(path)
+    except OSError:  # not a link (or not there)
+        return
+    raise ProfileError([Finding(Location(path, 1, 1), "", (
+        f"the lock file is a symbolic link (to {target!r}): kfdefaults writes no file through a link; put the file "
+        f"itself in its place (or remove the link) and run `kfdefaults lock` again"))])
+
+
+SAFE_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/-+@=,:_ ")
+"""The characters a string of the lock file holds as they are: ASCII letters and digits, ``. _ / - + @ = , :`` and
+the space. Every other one is written as a TOML escape (``\\u0024`` for ``$``), so that no name of a repository
+puts a ``$``, a backquote, ``;``, ``|``, ``&``, parentheses, ``<``, ``>``, a quote, a newline, a control or bidi
+character in the text a reviewer or a shell reads."""
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string, each character outside :data:`SAFE_CHARACTERS` written ``\\uXXXX`` (or
+    ``\\UXXXXXXXX`` above U+FFFF): :mod:`tomllib` reads back ``text`` (TOML 1.0, "String").
+
+    Raises:
+        ValueError: ``text`` holds a lone surrogate (a file name that is not UTF-8), which TOML cannot hold.
+    """
+    out = []
+    for c in text:
+        if c in SAFE_CHARACTERS:
+            out.append(c)
+            continue
+        code = ord(c)
+        if 0xD800 <= code <= 0xDFFF:
+            raise ValueError(f"a file name is not UTF-8 text ({text!r})")
+        out.append(f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}")
+    return '"' + "".join(out) + '"'
+
+
+def lock_text(data: dict[str, Any]) -> str:
+    """``data`` as TOML text, laid out as earlier versions wrote it with ``tomli_w`` (scalars, then each table and
+    array of tables after a blank line), so that a lock file written again differs only where its data does; every
+    key and string written by :func:`toml_string` (a key of letters, digits, ``_`` and ``-`` bare).
+
+    Raises:
+        ValueError: a string :func:`toml_string` cannot write.
+    """
+    def key(name: str) -> str:
+        return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else toml_string(name)
+
+    def scalar(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, str):
+            return toml_string(value)
+        if value == []:
+            return "[]"
+        raise ValueError(f"a lock file holds no {type(value).__name__}")
+
+    def is_table(value: Any) -> bool:
+        return isinstance(value, dict) or (isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value))
+
+    def table(node: dict[str, Any], name: str, in_array: bool) -> list[str]:
+        scalars = [(k, v) for k, v in node.items() if not is_table(v)]
+        tables = [(k, v) for k, v in node.items() if is_table(v)]
+        lines = [f"[[{name}]]" if in_array else f"[{name}]"] if in_array or (name and (scalars or not tables)) else []
+        lines += [f"{key(k)} = {scalar(v)}" for k, v in scalars]
+        for k, v in tables:
+            inner = f"{name}.{key(k)}" if name else key(k)
+            for item, item_in_array in ([(i, True) for i in v] if isinstance(v, list) else [(v, False)]):
+                if lines:
+                    lines.append("")
+                lines += table(item, inner, item_in_array)
+        return lines
+
+    return "\n".join(table(data, "", False)) + "\n"

@@ -90,10 +90,6 @@ def setter(fragments: Sequence[Any], section: str, steps: Sequence[Any], *, remo
     return None
 
 
-def _named(prefix: str, steps: Sequence[Any]) -> str:
-    return format_path((prefix, *steps))
-
-
 def where(who: Setter | None) -> str:
     """``[layer] FILE:LINE:COLUMN`` of a setter, for a message that names several places."""
     return f"[{who.layer}] {who.location}" if who else "the defaults"

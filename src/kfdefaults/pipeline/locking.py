@@ -27,10 +27,10 @@ from ..lock import (
     write_lock,
 )
 from ..lock.entries import project_path
-from ..lock.file import MAX_LOCK_BYTES
+from ..lock.file import MAX_LOCK_BYTES, refuse_link
 from ..read.files import read_regular_file
-from . import Pipeline
 from ..targets import TARGETS
+from . import Pipeline
 
 
 @dataclass
@@ -82,13 +82,16 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
     Raises:
         KfdefaultsError: no ``pyproject.toml`` is found, there is no profile to lock, or the file cannot be
             written.
-        ProfileError: the project's ``pyproject.toml`` or lock file is broken, or a declared platform is missing.
+        ProfileError: the project's ``pyproject.toml`` or lock file is broken, a declared platform is missing, or
+            (``write``, ``upgrade``) the lock file is a symbolic link.
     """
     project = Project.find([start or os.getcwd()])
     if project.root is None or project.pyproject is None:
         raise KfdefaultsError(f"no pyproject.toml in {start or os.getcwd()} or above: {LOCK_FILE} lives beside the "
                               "project's pyproject.toml")
     path = os.path.join(project.root, LOCK_FILE)
+    if mode != "check":
+        refuse_link(path)  # before any work: the file would not be written
     with _exclusive(project.pyproject, mode != "check"):  # one `kfdefaults lock` at a time reads and writes it
         report = LockReport(path)
         existing = _existing_lock(path, mode, report)

@@ -6,11 +6,25 @@ schemas and the Kubernetes version checked against. A changed file, a new kfdefa
 key; an entry is never reused for anything else, so the cache is never wrong. Only files that validate are
 cached (an invalid file is read again, to report its errors).
 
-Nothing in the folder is trusted: an entry is read only if it is a regular file no larger than
+Nothing in the folder is trusted: an entry is read only if it is a regular file of this user no larger than
 :data:`MAX_ENTRY_BYTES` (opened without following a symbolic link and without waiting on a pipe), whose first
 line names its own key and the digest of the rest; each user then checks the shape of the value (:func:`load`
-takes the check). Anything else is a miss. Writes are atomic (a temporary file renamed), and any trouble
-reading or writing is a miss too: deleting the folder at any time is safe (``kfdefaults cache clear``).
+takes the check). Anything else is a miss. Any trouble reading or writing is a miss too: deleting the folder
+at any time is safe (``kfdefaults cache clear``).
+
+Every file is written whole, and through no link (:func:`write_file`): into a fresh temporary file of its
+folder, created with ``O_EXCL`` (so that no file or link already at that name, dangling or not, is opened),
+then renamed over its name (a link there is replaced, never written through). The entries, the sweep's stamp
+and ``kfdefaults.lock`` (:func:`kfdefaults.lock.file.write_lock`) are all written so.
+
+The folder is used only if no one but this user can change what it holds, as ``ssh`` refuses a key file that
+others can write (OpenSSH ``misc.c``, ``safe_path``): the folder (links resolved) and each of its two-letter
+folders must be owned by this user (``os.geteuid()``) and writable by no group nor others; each folder above it
+must be owned by this user or root and writable by no one else, unless its sticky bit keeps others from
+renaming what it holds (``/tmp``), or its group is this user's own group (a user private group); each symbolic
+link on the way must be this user's or root's. Folders the cache makes are made with mode ``0o700``. Otherwise kfdefaults runs without the cache, and says why once per
+process on standard error (:func:`cache_dir`): an entry that another user rewrote, its digest recomputed, would
+change what ``render`` prints and ``Elastic()`` registers.
 
 The folder is kept under :data:`MAX_CACHE_BYTES`: at most once every :data:`SWEEP_SECONDS`, a write sweeps it
 (:func:`sweep`), removing temporary files left by a killed process and the entries used least recently until
@@ -30,8 +44,8 @@ import stat
 import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
-from .version import __version__
-from .settings import CACHE_DIR_ENV, NO_CACHE_ENV, flag
+from ..version import __version__
+from .folder import cache_dir, configured_dir, private_folder_problem, recheck, write_file
 
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -71,7 +85,7 @@ _SWEPT = ".swept"  # the file whose modification time is that of the last sweep
 
 
 @functools.lru_cache(maxsize=1)
-def _names() -> tuple:
+def own_names() -> tuple:
     """The patterns of the names the cache gives: a shard folder, an entry, a temporary file (and the names of
     earlier versions' temporary files). Compiled when a sweep needs them: the replay of a render imports no ``re``."""
     import re
@@ -80,21 +94,14 @@ def _names() -> tuple:
             re.compile(r"(?:[0-9a-f]{62}\..*|tmp[a-z0-9_]{8})\.tmp"))
 
 
-def cache_dir() -> str | None:
-    """The cache folder, or ``None`` when the cache is turned off."""
-    if flag(NO_CACHE_ENV):
-        return None
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "kfdefaults")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The installed kfdefaults' folder."""
 
 
 def source_files() -> list[str]:
     """Every Python source file of the installed kfdefaults, every subpackage included, as paths relative to
     the package folder, sorted (what :func:`_code_fingerprint` covers)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = _PACKAGE
     found = []
     for root, folders, files in os.walk(here):
         folders[:] = sorted(f for f in folders if f != "__pycache__")
@@ -107,7 +114,7 @@ def source_stamp() -> str:
     """kfdefaults' version and every one of its source files (path, size, time), as one line per part: what
     says that the code is the same as when something was cached (a few hundred ``stat`` calls, no import)."""
     parts = [f"kfdefaults {__version__}", f"format {FORMAT}"]
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = _PACKAGE
     for relative in source_files():
         st = os.stat(os.path.join(here, relative))
         parts.append(f"{relative} {st.st_size} {st.st_mtime_ns}")
@@ -119,7 +126,7 @@ def _code_fingerprint() -> str:
     """:func:`source_stamp` and the kubernetes-validate version: a change to any module of the package or a new
     schema is a new key for every entry."""
     # lazy: the schema module imports json and re, which the replay of a render (through source_stamp) skips
-    from .smp import schema
+    from ..smp import schema
 
     stamp = f"{source_stamp()}\nkubernetes-validate {schema.schema_package_version()}"
     return digest(stamp.encode("utf-8", "surrogatepass"))
@@ -156,7 +163,7 @@ def load(entry_key: str, valid: Callable[[Any], bool] | None = None, *, fast: bo
     try:
         with open(fd, "rb") as f:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES or not _own(st):
                 return None
             raw = f.read(MAX_ENTRY_BYTES + 1)
             if time.time() - st.st_mtime > 86400:
@@ -201,41 +208,44 @@ def store(entry_key: str, value: Any, *, fast: bool = False) -> None:
     path = _path(entry_key)
     if path is None:
         return
-    import tempfile
-
     try:
         body = (marshal.dumps(value) if fast else
                 _json().dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if len(body) > MAX_ENTRY_BYTES - 256:
             return
         folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=entry_key[2:] + ".", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(b" ".join([_HEADER, _format(fast), entry_key.encode(), digest(body).encode()]) + b"\n")
-                f.write(body)  # one write, not one per token
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:  # the cache folder was removed: checked and made again at the next use
+            recheck()
+            return
+        if private_folder_problem(os.lstat(folder)) is not None:  # a link, or a folder someone else can write
+            return
+        header = b" ".join([_HEADER, _format(fast), entry_key.encode(), digest(body).encode()]) + b"\n"
+        write_file(path, header + body, prefix=entry_key[2:] + ".")
     except (OSError, TypeError, ValueError, RecursionError):
         return
     _sweep_now_and_then(os.path.dirname(folder))
 
 
+def _own(st: os.stat_result) -> bool:
+    """Whether a file is this user's: the cache's folders are, so an entry of another owner was not written by it."""
+    return not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+
+
 def _sweep_now_and_then(folder: str) -> None:
-    """Sweep ``folder`` if the last sweep was :data:`SWEEP_SECONDS` ago or more (one ``stat`` otherwise)."""
+    """Sweep ``folder`` if the last sweep was :data:`SWEEP_SECONDS` ago or more (one ``lstat`` otherwise): the time
+    of the stamp file :data:`_SWEPT`, written again (:func:`write_file`) before the sweep."""
     stamp = os.path.join(folder, _SWEPT)
     try:
-        if time.time() - os.stat(stamp).st_mtime < SWEEP_SECONDS:
+        if time.time() - os.lstat(stamp).st_mtime < SWEEP_SECONDS:
             return
     except OSError:
         pass
     try:
-        with open(stamp, "ab"):
-            pass
-        os.utime(stamp)
+        write_file(stamp, b"", prefix=_SWEPT + ".")
     except OSError:
         return
     sweep(folder)
@@ -246,7 +256,7 @@ def _own_files(folder: str) -> list[tuple[str, os.stat_result | None, str]]:
     named as the cache names them, in the folders it names; nothing else in ``folder`` is touched."""
     found: list[tuple[str, os.stat_result | None, str]] = []
     try:
-        shard_name, entry_name, temporary_name = _names()
+        shard_name, entry_name, temporary_name = own_names()
         shards = [e.path for e in os.scandir(folder) if shard_name.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return found
@@ -302,7 +312,7 @@ def clear(folder: str | None = None) -> int:
         return 0
     removed = sum(_remove(path) for path, _, _ in _own_files(folder))
     for name in os.listdir(folder) if os.path.isdir(folder) else []:
-        if _names()[0].fullmatch(name):
+        if own_names()[0].fullmatch(name):
             try:
                 os.rmdir(os.path.join(folder, name))  # only if empty
             except OSError:
@@ -340,7 +350,7 @@ def load_patch_schema(kubernetes_version: str | None) -> None:
         ValueError: no schema for that version.
     """
     # lazy: as in _code_fingerprint
-    from .smp import schema
+    from ..smp import schema
 
     minor = schema.normalize_version(kubernetes_version)
     if cache_dir() is None:
