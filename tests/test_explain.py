@@ -14,7 +14,8 @@ from cli_runner import invoke as run_cli
 from conftest import PLATFORM, TEAM
 
 from kfdefaults.paths import Select, format_path
-from kfdefaults.show.leaves import format_value, profile_leaves
+from kfdefaults.merge.leaves import profile_leaves
+from kfdefaults.show.leaves import format_value
 
 
 def invoke(*args: str):
