@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import normal_mount_path
+from ..merge.leaves import same
 from ..merge.provenance import Setter, highest, provenance, where
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
@@ -228,6 +229,6 @@ def _get(data: Any, keys: list) -> Any:
 def _same(value: Any, got: Any, kind: Kind) -> bool:
     """Whether the pod's value is the profile's (a missing value is the Go zero value)."""
     if kind[0] == "intorstr":
-        return (value if value not in (None, 0) else None) == (got if got not in (None, 0) else None)
+        return same(value if value not in (None, 0) else None, got if got not in (None, 0) else None)
     zero = {"str": "", "int": 0, "bool": False, "float": 0}[kind[0]]
-    return (zero if value is None else value) == (zero if got is None else got)
+    return same(zero if value is None else value, zero if got is None else got)

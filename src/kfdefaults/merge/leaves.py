@@ -19,8 +19,6 @@ Nothing here imports flytekit or the kubernetes client. How leaves are printed i
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any, Mapping, Sequence
 
 from ..paths import PathT, Select
@@ -30,13 +28,27 @@ _NOT_LEAVES = ("name", "extends")
 
 
 def same(a: Any, b: Any) -> bool:
-    """Whether two leaf values are the same data: typed, as Kubernetes compares them (``8`` is not ``"8"``,
-    ``1`` is not ``true``, ``1`` is not ``1.0``)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """Whether two values are the same data, as JSON and Kubernetes read them: the one comparison of values of
+    the provenance, locks, ``diff``, ``verify`` and the checks (docs/merge-semantics.md, "When two values are the
+    same").
+
+    * A number is a number: ``1`` and ``1.0`` are the same (JSON has one kind of number, Go's ``encoding/json``
+      decodes both into the same ``float64``, and kubectl writes a patch's ``30.0`` out as ``30``). The merge
+      engine keeps kubectl's typed comparison of merge keys, where they differ (:mod:`kfdefaults.smp.goruntime`).
+    * A boolean is never a number (``true`` is not ``1``), a string never a number (``"8"`` is not ``8``, even
+      where the API server would read both as the same quantity), ``null`` only ``null``.
+    * Mappings are the same with the same keys and the same values, in any order; lists with the same items in
+      the same order.
+    * NaN, which is not JSON and which no profile holds (validation refuses it), is the same as NaN: a value is
+      always the same as itself.
+    """
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return a == b or (a != a and b != b)  # NaN
+    return type(a) is type(b) and a == b
 
 
 def profile_leaves(profile: Mapping[str, Any], *, kubernetes_version: str | None = None, patch: bool = False) -> dict[PathT, Any]:
@@ -119,7 +131,7 @@ def merge_key_of(items: Sequence[Any], meta: Any) -> str | None:
     """The merge key that names the items of a list, or ``None`` when they are named by index.
 
     A list is named by merge key when its field has patch strategy ``merge`` and a merge key, and every item
-    is a mapping holding a distinct scalar value for it.
+    is a mapping holding a scalar value for it, no two of them :func:`same`.
     """
     if meta is None or not meta.merge_key or "merge" not in meta.strategies:
         return None
@@ -129,7 +141,7 @@ def merge_key_of(items: Sequence[Any], meta: Any) -> str | None:
         value = item.get(key) if isinstance(item, Mapping) else None
         if value is None or isinstance(value, (dict, list)):
             return None
-        marker = (type(value).__name__, json.dumps(value))
+        marker = (isinstance(value, bool), isinstance(value, str), value)  # 1 and 1.0 alike, not true and 1
         if marker in seen:
             return None
         seen.add(marker)

@@ -11,7 +11,8 @@ leaves each step changes (:meth:`.provenance.Provenance.apply`, which compares v
   a child keeps its parents' locks.
 * A fragment breaks a lock when its step changes the value at the path or anything under it: a different
   scalar, a deletion (``null``, ``delete: [...]``, ``$patch``), an added or removed item or key, items in
-  another order. Writing the same value again is allowed.
+  another order. Writing the same value again is allowed (``1`` and ``1.0`` are the same number, ``true`` is
+  not ``1``).
 
 The path of a container named like the locking fragment's primary container
 (``containers[name=primary]``) follows the primary container when a later layer renames it, as the merge does

@@ -3,7 +3,7 @@
 Both sides are flattened into leaves as ``render --explain`` names them (:mod:`kfdefaults.merge.leaves`): list items
 by their patch merge key where the list has one (``containers[name=primary]``), by index otherwise
 (``tolerations[1]``). A difference is a leaf path whose value is only on one side or differs
-(:func:`kfdefaults.merge.leaves.same`, typed: ``8`` and ``"8"`` differ). ``name`` is not compared (it is what was asked for); where a value came from is
+(:func:`kfdefaults.merge.leaves.same`: ``8`` and ``"8"`` differ, ``1`` and ``1.0`` do not). ``name`` is not compared (it is what was asked for); where a value came from is
 not a difference either, but each difference carries the origin of both sides, so that a reviewer sees which
 file caused it.
 """

@@ -13,8 +13,9 @@ merged profile, leaf by leaf as ``render --explain`` names them (:mod:`kfdefault
   one difference, at the item;
 * an item of an atomic list (``tolerations``, ``args``) must be in the live list, anywhere (the cluster appends
   its own): the live item holds every value of the profile's item, compared by these same rules;
-* a Kubernetes quantity compares by value (``1000m`` is ``1``, ``8`` is ``"8"``, ``1024Mi`` is ``1Gi``), a number by
-  value (``30`` is ``30.0``); anything else by type and value (``"8"`` is not ``8`` where the schema says string);
+* a Kubernetes quantity compares by value (``1000m`` is ``1``, ``8`` is ``"8"``, ``1024Mi`` is ``1Gi``: the API server
+  stores it in its canonical form); anything else as :func:`kfdefaults.merge.leaves.same` compares values (``30`` is
+  ``30.0``, ``"8"`` is not ``8`` where the schema says string, ``true`` is not ``1``);
 * an empty mapping (``emptyDir: {}``) asks for a mapping there; an empty list asks for nothing (the cluster may add
   to any list).
 
@@ -184,18 +185,14 @@ class _Origins:
 
 
 def equal_values(profile: Any, live: Any, schema: Any = None) -> bool:
-    """Whether a live scalar is the profile's: a quantity by value, a number by value, else by type and value
-    (:func:`kfdefaults.merge.leaves.same`); ``schema`` is the field's :class:`~kfdefaults.smp.schema.SchemaType`."""
+    """Whether a live scalar is the profile's: a quantity by value, else as :func:`kfdefaults.merge.leaves.same`
+    says; ``schema`` is the field's :class:`~kfdefaults.smp.schema.SchemaType`."""
     if live is ABSENT:
         return False
     if schema is not None and schema.name == "Quantity":
         a, b = quantity_value(profile), quantity_value(live)
         if a is not None and b is not None:
             return a == b
-    numbers = (int, float)
-    if (isinstance(profile, numbers) and isinstance(live, numbers) and not isinstance(profile, bool)
-            and not isinstance(live, bool)):
-        return profile == live
     return same(profile, live)
 
 
