@@ -362,6 +362,23 @@ def test_explain_and_diff_do_not_import_flytekit_or_the_kubernetes_client():
 # --- leaves ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("target", ["flytekit", "flyte2"])
+def test_a_profile_that_checks_clean_is_merged_once(target, monkeypatch):
+    """Who set what is worked out when something asks (a warning to locate, --explain, diff): a profile whose
+    checks find nothing is merged once, its merge not replayed."""
+    from kfdefaults.pipeline import Pipeline
+
+    monkeypatch.setenv("KFDEFAULTS_NO_CACHE", "1")
+    pipeline = Pipeline.discover(platform=[PLATFORM], team=[TEAM], target=target)
+    clean = []
+    for name in sorted(pipeline.catalog.names()):
+        resolved = pipeline.resolve(name)
+        if not pipeline.warnings(resolved):
+            clean.append(name)
+            assert resolved.provenance_memo is None, name
+    assert {"gpu-large", "cpu-small"} <= set(clean)
+
+
 def test_leaf_paths_use_merge_keys_from_the_schema_and_indices_for_atomic_lists():
     leaves = profile_leaves({"pod_template": {"spec": {
         "containers": [{"name": "a", "args": ["x", "y"], "ports": [{"containerPort": 80}],

@@ -175,8 +175,8 @@ class _MergedChecker:
                           "but no layer defines that volume in pod_template.spec.volumes: Kubernetes rejects the pod",
                           self.setter(*path, "name"))
         shm = [m for m in mounts if is_shm_mount(m.get("mountPath"))]
-        setters = [self.setter(*base, "volumeMounts", Select("mountPath", m.get("mountPath"))) for m in shm]
-        if len(shm) > 1:
+        if len(shm) > 1:  # who set what is asked only of a profile that has something to report
+            setters = [self.setter(*base, "volumeMounts", Select("mountPath", m.get("mountPath"))) for m in shm]
             top = max(range(len(shm)), key=lambda i: setters[i].index if setters[i] else -1)
             listed = "; ".join(f"`{m.get('mountPath')}` (volume `{m.get('name')}`, {where(s)})" for m, s in zip(shm, setters))
             self.warn(

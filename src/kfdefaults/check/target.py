@@ -106,8 +106,8 @@ def _flyte2_warnings(merged: Any) -> list[Finding]:
                                     f"the primary container's env {variable}={shown} wins over `{key}: "
                                     f"{_yaml(value)}`: Flyte 2's plugin sets {variable} only when it is unset; "
                                     f"write the one value in one place", "warning", layer))
-        elif value is False and variable not in env:
-            found = provenance(merged).setter(("elastic", key))
+        elif value is False and variable not in env and any(key in f.elastic for f in merged.fragments):
+            found = provenance(merged).setter(("elastic", key))  # asked only where a layer writes the key
             if found is None:
                 continue  # the plugin's own default
             effect = ("torch's default applies (monitoring on)" if key == "nccl_enable_monitoring" else
