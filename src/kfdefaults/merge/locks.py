@@ -27,7 +27,7 @@ from typing import Any, Collection, Sequence
 from ..errors import Finding
 from ..paths import PathT, Select, format_path
 from ..validate.fragment import Fragment, Lock
-from ..validate.sets import typed_selectors
+from ..validate.sets import SetError, typed_selectors
 from .leaves import value_at
 from .origins import Origin, change_origin
 from .primary import DEFAULT_PRIMARY_CONTAINER_NAME
@@ -47,7 +47,10 @@ def primary_views(fragments: Sequence[Fragment]) -> tuple[list[str], str]:
 def lock_path(lock: Lock, view: str, final: str, kubernetes_version: str | None) -> PathT:
     """The lock's leaf path in the merged profile: ``containers[name=VIEW]`` becomes ``containers[name=FINAL]``,
     a merge key's value typed as the schema types it (``ports[containerPort=8080]`` names the integer)."""
-    steps = typed_selectors(list(lock.steps), lock.text, kubernetes_version)
+    try:
+        steps = typed_selectors(list(lock.steps), lock.text, kubernetes_version)
+    except SetError:  # validated with this schema; another one leaves the selector as written
+        steps = list(lock.steps)
     if steps[:3] == ["pod_template", "spec", "containers"] and len(steps) > 3 and steps[3] == ("name", view):
         steps[3] = ("name", final)
     return tuple(Select(*step) if isinstance(step, tuple) else step for step in steps)
