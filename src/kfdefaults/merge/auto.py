@@ -114,7 +114,7 @@ def resolve_auto(resolved: Resolved) -> tuple[Resolved, dict[PathT, tuple[Any, s
 
     Returns:
         ``(resolved, rules)``: the profile with every ``auto`` resolved (``resolved`` itself when it has none),
-        and for each resolved value its leaf path (as :mod:`kfdefaults.show.leaves` names it) -> ``(the value,
+        and for each resolved value its leaf path (as :mod:`.leaves` names it) -> ``(the value,
         or None where the key was left out; the rule applied, as text)``.
     """
     elastic = resolved.elastic_settings
