@@ -14,7 +14,8 @@ from cli_runner import invoke as run_cli
 from conftest import PLATFORM, TEAM
 
 from kfdefaults.paths import Select, format_path
-from kfdefaults.show.leaves import format_value, profile_leaves
+from kfdefaults.merge.leaves import profile_leaves
+from kfdefaults.show.leaves import format_value
 
 
 def invoke(*args: str):
@@ -361,6 +362,23 @@ def test_explain_and_diff_do_not_import_flytekit_or_the_kubernetes_client():
 
 
 # --- leaves ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["flytekit", "flyte2"])
+def test_a_profile_that_checks_clean_is_merged_once(target, monkeypatch):
+    """Who set what is worked out when something asks (a warning to locate, --explain, diff): a profile whose
+    checks find nothing is merged once, its merge not replayed."""
+    from kfdefaults.pipeline import Pipeline
+
+    monkeypatch.setenv("KFDEFAULTS_NO_CACHE", "1")
+    pipeline = Pipeline.discover(platform=[PLATFORM], team=[TEAM], target=target)
+    clean = []
+    for name in sorted(pipeline.catalog.names()):
+        resolved = pipeline.resolve(name)
+        if not pipeline.warnings(resolved):
+            clean.append(name)
+            assert resolved.provenance_memo is None, name
+    assert {"gpu-large", "cpu-small"} <= set(clean)
 
 
 def test_leaf_paths_use_merge_keys_from_the_schema_and_indices_for_atomic_lists():

@@ -383,7 +383,7 @@ def compare(
             # one profile under two sets of folders, defined on one side only: new (or deleted) in the change
             sides.append(Side(f"{label}: absent", name, shown, []))
             continue
-        sides.append(side(label, pipeline.resolve(name), shown, kubernetes_version=pipeline.kubernetes_version))
+        sides.append(side(label, pipeline.resolve(name), shown))
     if not sides[0].entries and not sides[1].entries and pipeline is not None:
         pipeline.fragments(name_a)  # on neither side: the unknown-profile error, with its near names
     return sides[0], sides[1]

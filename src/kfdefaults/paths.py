@@ -42,7 +42,8 @@ class PathError(ValueError):
 
 
 class Select:
-    """A list item named by its patch merge key: ``[name=primary]``. Immutable; equal when key and value are.
+    """A list item named by its patch merge key: ``[name=primary]``. Immutable; equal when key and value are (as
+    :func:`kfdefaults.merge.leaves.same` compares scalars: ``[port=1]`` is ``[port=1.0]``, not ``[port=true]``).
 
     Attributes:
         key: The list's patch merge key (``name``, ``mountPath``, ``containerPort``).
@@ -59,7 +60,8 @@ class Select:
         raise AttributeError(f"Select is immutable: cannot set {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Select) and (self.key, self.value) == (other.key, other.value)
+        return (isinstance(other, Select) and (self.key, self.value) == (other.key, other.value)
+                and isinstance(self.value, bool) == isinstance(other.value, bool))
 
     def __hash__(self) -> int:
         return hash((Select, self.key, self.value))

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import Location
 from ..k8s.mounts import is_shm_mount
-from ..merge.fold import merge_step
+from ..merge.step import merge_step
 from ..merge.result import Resolved
 from ..validate.fragment import Fragment
 from .cluster import LAYER, ClusterTemplate
@@ -121,7 +121,7 @@ def shm_patch(resolved: Resolved, cluster: ClusterTemplate) -> tuple[JSON, dict[
     return ({"spec": patch_spec} if patch_spec else {}), causes
 
 
-def leave_out_duplicate_shm(resolved: Resolved, cluster: ClusterTemplate, *, kubernetes_version: str | None = None) -> Resolved:
+def leave_out_duplicate_shm(resolved: Resolved, cluster: ClusterTemplate) -> Resolved:
     """``resolved`` with the cluster layer applied (see above), or ``resolved`` itself when it changes nothing.
 
     Raises:
@@ -130,4 +130,4 @@ def leave_out_duplicate_shm(resolved: Resolved, cluster: ClusterTemplate, *, kub
     patch, causes = shm_patch(resolved, cluster)
     if not patch:
         return resolved
-    return merge_step(resolved, ClusterFragment(resolved.name, cluster, patch, causes), kubernetes_version=kubernetes_version)
+    return merge_step(resolved, ClusterFragment(resolved.name, cluster, patch, causes))

@@ -16,8 +16,9 @@ container, and a container of another name only under a task container of that v
 from __future__ import annotations
 
 from ..errors import Finding, Location
+from ..merge.provenance import highest, provenance
 from ..merge.result import Resolved
-from .locate import pod_setter, primary_name_setter, profile_path
+from ..paths import Select, format_path
 from .template_merge import (
     DEFAULT_INIT_TEMPLATE,
     DEFAULT_TEMPLATE,
@@ -44,18 +45,17 @@ def dropped_by_pod_template_name(resolved: Resolved) -> list[Finding]:
             name = container.get("name")
             if name in kept[field]:
                 continue
-            steps = ["spec", field, ("name", name)]
-            setters = [pod_setter(resolved, steps + ["name"])]
+            path = ("pod_template", "spec", field, Select("name", name))
+            setters = [provenance(resolved).setter((*path, "name"))]
             if field == "containers" and name == resolved.primary_container_name:
-                setters.append(primary_name_setter(resolved))
+                setters.append(provenance(resolved).setter(("pod_template", "primary_container_name")))
                 why = ("it is the primary container, but the backend lays only a template container named `primary` "
                        "under a task's primary container: name it `primary` (primary_container_name) for this use")
             else:
                 what = "init container" if field == "initContainers" else "sidecar"
                 why = f"a {what} reaches the task only if the task has a container named `{name}` itself"
-            present = [s for s in setters if s is not None]
-            top = max(present, key=lambda s: s.index) if present else None
-            findings.append(Finding(top.location if top else Location(f"<profile {resolved.name}>"), profile_path(steps),
-                                    f"dropped when this PodTemplate is named by pod_template_name: {why}", "warning",
-                                    top.fragment.layer if top else None))
+            top = highest(setters)
+            findings.append(Finding(top.origin.location if top else Location(f"<profile {resolved.name}>"),
+                                    format_path(path), f"dropped when this PodTemplate is named by pod_template_name: "
+                                    f"{why}", "warning", top.origin.layer if top else None))
     return findings

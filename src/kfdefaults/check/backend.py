@@ -20,11 +20,13 @@ from typing import Any
 
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import normal_mount_path
+from ..merge.leaves import same
+from ..merge.provenance import Setter, highest, provenance, where
 from ..merge.result import Resolved
+from ..paths import PathT, Select, format_path
 from ..backend.cluster import LAYER, ClusterTemplate
 from ..backend.gojson import JSON, canonical, decode
 from ..backend.kinds import SCALAR_TAGS, Kind, fields
-from ..backend.locate import Setter, pod_setter, profile_path, where
 from ..backend.registered import PYTORCH_CONTAINER, is_multi_node, registered_pod_spec
 from ..backend.template_merge import (
     DEFAULT_INIT_TEMPLATE,
@@ -35,16 +37,16 @@ from ..backend.template_merge import (
 )
 
 FIELDS = ("containers", "initContainers")
+SPEC = ("pod_template", "spec")
 
 
-def _finding(path: str, message: str, setters: list[Setter | None], fallback: Location, fallback_layer: str | None,
+def _finding(path: PathT, message: str, setters: list[Setter | None], fallback: Location, fallback_layer: str | None,
              severity: str = "warning") -> Finding:
     """A finding at the highest of ``setters`` (the layer that made the combination), else at ``fallback``."""
-    present = [s for s in setters if s is not None]
-    if present:
-        top = max(present, key=lambda s: s.index)
-        return Finding(top.location, path, message, severity, top.fragment.layer)
-    return Finding(fallback, path, message, severity, fallback_layer)
+    top = highest(setters)
+    if top is not None:
+        return Finding(top.origin.location, format_path(path), message, severity, top.origin.layer)
+    return Finding(fallback, format_path(path), message, severity, fallback_layer)
 
 
 def backend_pod(resolved: Resolved, cluster: ClusterTemplate | None) -> JSON:
@@ -74,18 +76,18 @@ def backend_errors(resolved: Resolved) -> list[Finding]:
     for name in sorted({n for n in final if final.count(n) > 1}, key=str):
         others = [(field, original) for (field, original, is_primary), n in zip(placed, final) if n == name and not is_primary]
         field = others[0][0] if others else "containers"
-        steps = ["spec", field, ("name", name), "name"]
+        path = (*SPEC, field, Select("name", name))
         if name == PYTORCH_CONTAINER and renamed:
             message = (f"a container named `pytorch` beside the primary container `{primary}`: this profile runs as a "
                        f"PyTorchJob (nnodes {resolved.elastic_settings.get('nnodes')!r}), where Flyte's PyTorch plugin "
                        f"renames the primary container `pytorch`, so the pod would have two containers of that name, "
                        "which the API server rejects; rename this one")
-            setters = [pod_setter(resolved, steps)]
+            setters = [provenance(resolved).setter((*path, "name"))]
         else:
             message = (f"two containers named `{name}` in the pod (containers and init containers share one set of "
                        "names): the API server rejects it; rename one")
-            setters = [pod_setter(resolved, ["spec", f, ("name", name), "name"]) for f in FIELDS]
-        findings.append(_finding(profile_path(steps[:-1]), message, setters, Location(f"<profile {resolved.name}>"),
+            setters = [provenance(resolved).setter((*SPEC, f, Select("name", name), "name")) for f in FIELDS]
+        findings.append(_finding(path, message, setters, Location(f"<profile {resolved.name}>"),
                                  None, "error"))
     return sorted_findings(findings)
 
@@ -108,18 +110,21 @@ class _Checker:
         self.pod = backend_pod(resolved, cluster)
         self.findings: list[Finding] = []
 
-    def warn(self, path: str, message: str, setters: list[Setter | None], fallback: Location) -> None:
+    def warn(self, path: PathT, message: str, setters: list[Setter | None], fallback: Location) -> None:
         self.findings.append(_finding(path, message, setters, fallback, LAYER))
+
+    def setter(self, path: PathT) -> Setter | None:
+        return provenance(self.resolved).setter(path)
 
     def run(self) -> None:
         for field in FIELDS:
             for ours, theirs in zip(self.spec.get(field) or [], self.pod.get(field) or []):
                 self.mounts(field, ours, theirs)
-                self.lost_values(["spec", field, ("name", ours.get("name"))], ours, theirs, ("struct", "Container"),
-                                 field, ours.get("name"))
+                self.lost_values((*SPEC, field, Select("name", ours.get("name"))), ours, theirs,
+                                 ("struct", "Container"), field, ours.get("name"))
         self.volumes()
         pod_level = {k: v for k, v in self.spec.items() if k not in FIELDS}
-        self.lost_values(["spec"], pod_level, self.pod, ("struct", "PodSpec"), None, None)
+        self.lost_values(SPEC, pod_level, self.pod, ("struct", "PodSpec"), None, None)
         self.dropped_template_containers()
 
     def template_mounts(self, field: str, name: str) -> list[tuple[dict, Location, str]]:
@@ -131,7 +136,7 @@ class _Checker:
     def mounts(self, field: str, ours: JSON, theirs: JSON) -> None:
         name = ours.get("name")
         from_template = self.template_mounts(field, name)
-        base = ["spec", field, ("name", name)]
+        base = (*SPEC, field, Select("name", name))
         by_path: dict[str, list[str]] = {}
         for m in theirs.get("volumeMounts") or []:
             by_path.setdefault(normal_mount_path(m.get("mountPath")), []).append(m.get("mountPath"))
@@ -139,11 +144,11 @@ class _Checker:
             template_side = [(m, loc, c) for m, loc, c in from_template if normal_mount_path(m.get("mountPath")) == path]
             if len(written) < 2 or not template_side:
                 continue
-            setters = [pod_setter(self.resolved, base + ["volumeMounts", ("mountPath", m.get("mountPath"))])
+            setters = [self.setter((*base, "volumeMounts", Select("mountPath", m.get("mountPath"))))
                        for m in ours.get("volumeMounts") or [] if normal_mount_path(m.get("mountPath")) == path]
             listed = [f"volume `{m.get('name')}` from the cluster's PodTemplate (container `{c}`, {loc})" for m, loc, c in template_side]
             listed += [f"one from this profile ({where(s)})" for s in setters]
-            self.warn(profile_path(base + ["volumeMounts", ("mountPath", written[-1])]),
+            self.warn((*base, "volumeMounts", Select("mountPath", written[-1])),
                       f"container `{name}` mounts `{path}` {len(written)} times in the pod Flyte's backend builds: "
                       f"{'; '.join(listed)}. The backend adds the template's mounts to the task's, it does not merge "
                       "them, and the API server rejects a path mounted twice; keep one", setters, template_side[0][1])
@@ -151,7 +156,7 @@ class _Checker:
         own = {(m.get("name"), m.get("mountPath")) for m in ours.get("volumeMounts") or []}
         for m, loc, c in from_template:
             if m.get("name") not in volumes and (m.get("name"), m.get("mountPath")) not in own:
-                self.warn(profile_path(base), f"the cluster's PodTemplate mounts volume `{m.get('name')}` at "
+                self.warn(base, f"the cluster's PodTemplate mounts volume `{m.get('name')}` at "
                           f"`{m.get('mountPath')}` in container `{name}` (from its container `{c}`, {loc}), but "
                           "neither the template nor the profile defines that volume: the API server rejects the pod",
                           [], loc)
@@ -163,14 +168,14 @@ class _Checker:
             theirs = [self.cluster.location("volumes", i, "name") for i, v in template if v.get("name") == name]
             if not theirs:
                 continue  # the profile's own duplicates are not the backend's doing
-            setter = pod_setter(self.resolved, ["spec", "volumes", ("name", name)])
-            self.warn(profile_path(["spec", "volumes", ("name", name)]),
+            setter = self.setter((*SPEC, "volumes", Select("name", name)))
+            self.warn((*SPEC, "volumes", Select("name", name)),
                       f"{names.count(name)} volumes named `{name}` in the pod Flyte's backend builds: the cluster's "
                       f"PodTemplate defines one ({', '.join(map(str, theirs))}) and this profile another ({where(setter)}); "
                       "the backend adds the template's volumes to the task's and the API server rejects two of one "
                       "name: rename the profile's, or mount the cluster's", [setter], theirs[0])
 
-    def lost_values(self, steps: list, ours: Any, theirs: Any, kind: Kind, field: str | None, name: str | None) -> None:
+    def lost_values(self, path: PathT, ours: Any, theirs: Any, kind: Kind, field: str | None, name: str | None) -> None:
         """Scalars the profile sets that the pod does not get: the template's value won (mergo lets no zero value
         override). A container's ``name`` is the PyTorch plugin's to change, not the template's."""
         for key, sub in fields(kind[1]):
@@ -179,23 +184,22 @@ class _Checker:
             inner = sub[1] if sub[0] == "ptr" else sub
             value, got = ours[key], (theirs or {}).get(key)
             if inner[0] == "struct" and isinstance(value, dict):
-                self.lost_values(steps + [key], value, got if isinstance(got, dict) else {}, inner, field, name)
+                self.lost_values((*path, key), value, got if isinstance(got, dict) else {}, inner, field, name)
             elif (inner[0] in SCALAR_TAGS or inner[0] == "intorstr") and not _same(value, got, inner):
-                self.report_lost(steps + [key], value, got, field, name)
+                self.report_lost((*path, key), value, got, field, name)
 
-    def report_lost(self, steps: list, value: Any, got: Any, field: str | None, name: str | None) -> None:
-        keys = [s for s in steps[1:] if not isinstance(s, tuple)]
+    def report_lost(self, path: PathT, value: Any, got: Any, field: str | None, name: str | None) -> None:
+        keys = [s for s in path[2:] if not isinstance(s, Select)]
         if field is None:
             loc = self.cluster.location(*keys)
         else:
             layers = self.cluster.layers_for(field, name, self.primary)
             loc = next((self.cluster.location(field, i, *keys[1:]) for i, c in reversed(layers)
                         if _get(c, keys[1:]) is not None), self.cluster.location(field))
-        setter = pod_setter(self.resolved, steps)
-        self.warn(profile_path(steps), f"the pod gets `{json.dumps(got)}` from the cluster's PodTemplate ({loc}), not "
+        self.warn(path, f"the pod gets `{json.dumps(got)}` from the cluster's PodTemplate ({loc}), not "
                   f"this profile's `{json.dumps(value)}`: Flyte's backend merges with mergo, where a zero value (false, "
                   "0, \"\") never overrides the template's; change the template, or set a value other than zero",
-                  [setter], loc)
+                  [self.setter(path)], loc)
 
     def dropped_template_containers(self) -> None:
         task_names = {f: {c.get("name") for c in self.spec.get(f) or []} - {self.primary} for f in FIELDS}
@@ -206,7 +210,7 @@ class _Checker:
                 if name in kept[field] or name in task_names[field]:
                     continue
                 what = "init container" if field == "initContainers" else "container"
-                self.warn(f"template.spec.{field}[{i}]",
+                self.warn(("template", "spec", field, i),
                           f"Flyte's backend drops the cluster PodTemplate's {what} `{name}` from this task's pod: it "
                           f"lays `{kept[field][0]}` under every {what}, `{kept[field][1]}` under the primary, and a "
                           f"{what} of another name only under a task {what} of that very name"
@@ -225,6 +229,6 @@ def _get(data: Any, keys: list) -> Any:
 def _same(value: Any, got: Any, kind: Kind) -> bool:
     """Whether the pod's value is the profile's (a missing value is the Go zero value)."""
     if kind[0] == "intorstr":
-        return (value if value not in (None, 0) else None) == (got if got not in (None, 0) else None)
+        return same(value if value not in (None, 0) else None, got if got not in (None, 0) else None)
     zero = {"str": "", "int": 0, "bool": False, "float": 0}[kind[0]]
-    return (zero if value is None else value) == (zero if got is None else got)
+    return same(zero if value is None else value, zero if got is None else got)

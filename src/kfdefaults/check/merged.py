@@ -4,40 +4,46 @@ layer and file) that makes the combination. The profile is valid: these are warn
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import is_shm_mount
 from ..k8s.quantity import quantity_value
-from ..paths import format_path
+from ..merge.provenance import Setter, highest, provenance, where
+from ..paths import PathT, Select, format_path
 from ..read import TOML_SUFFIXES
 from ..smp.schema import schema_type
-from ..merge.setter import Setter, deletion, setter, where
 from ..validate.suggest import closest
 
-PathT = tuple
 
+SPEC = ("pod_template", "spec")
 
-def _named(prefix: str, steps: Sequence[Any]) -> str:
-    return format_path((prefix, *steps))
+def deletion(paths: Sequence[PathT], *setters: Setter | None) -> str:
+    """How to delete ``paths`` in the file that a finding points at (the highest of ``setters``), written in that
+    file's format: ``key: null`` in YAML, ``delete = ["..."]`` in TOML (which has no null)."""
+    top = highest(setters)
+    written = [format_path(p) for p in paths]
+    if top is not None and top.origin.location.file.endswith(TOML_SUFFIXES):
+        return "`delete = [" + ", ".join(f'"{w}"' if '"' not in w else f"'{w}'" for w in written) + "]`"
+    return ", ".join(f"`{format_path(p[-1:])}: null`" for p in paths) + \
+        f" (or `delete: [{', '.join(written)}]`)"
 
 
 class _MergedChecker:
     def __init__(self, merged: Any) -> None:
         self.merged = merged
-        self.fragments = merged.fragments
         self.findings: list[Finding] = []
+
+    def setter(self, *path: Any) -> Setter | None:
+        """The layer and line that set the value at ``path`` (:mod:`kfdefaults.merge.provenance`); ``None`` for a
+        default."""
+        return provenance(self.merged).setter(path)
 
     def warn(self, name: str, message: str, *setters: Setter | None) -> None:
         """A warning located at the highest of ``setters`` (the layer that made the combination)."""
-        present = [s for s in setters if s is not None]
-        top = max(present, key=lambda s: s.index) if present else None
-        location = top.location if top else Location(f"<profile {self.merged.name}>")
-        self.findings.append(Finding(location, name, message, "warning", top.layer if top else None))
-
-    def pod_setter(self, steps: Sequence[Any]) -> Setter | None:
-        return setter(self.fragments, "pod", steps)
+        top = highest(setters)
+        location = top.origin.location if top else Location(f"<profile {self.merged.name}>")
+        self.findings.append(Finding(location, name, message, "warning", top.origin.layer if top else None))
 
     def run(self) -> list[Finding]:
         spec = (self.merged.pod_template_spec or {}).get("spec") or {}
@@ -70,8 +76,7 @@ class _MergedChecker:
         elastic = self.merged.elastic_settings
         rdzv = elastic.get("rdzv_configs") or {}
         if isinstance(rdzv, dict) and rdzv.get("store_type") == "file" and elastic.get("nnodes") not in (1, None):
-            setters = (setter(self.fragments, "elastic", ["rdzv_configs", "store_type"]),
-                       setter(self.fragments, "elastic", ["nnodes"]))
+            setters = (self.setter("elastic", "rdzv_configs", "store_type"), self.setter("elastic", "nnodes"))
             self.warn(
                 "elastic.rdzv_configs.store_type",
                 f"`store_type: file` with nnodes {elastic.get('nnodes')}: the file store uses the rendezvous endpoint "
@@ -92,20 +97,20 @@ class _MergedChecker:
         if not isinstance(grace, int) or int(value) < grace:
             return
         name = primary.get("name")
-        steps = ["spec", "containers", ("name", name), "env", ("name", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"), "value"]
-        grace_setter = self.pod_setter(["spec", "terminationGracePeriodSeconds"])
+        path = (*SPEC, "containers", Select("name", name), "env", Select("name", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"), "value")
+        grace_setter = self.setter(*SPEC, "terminationGracePeriodSeconds")
         self.warn(
-            _named("pod_template", steps),
+            format_path(path),
             f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT is {value} s but the pod's terminationGracePeriodSeconds is {grace} "
             f"({where(grace_setter) if grace_setter else 'the Kubernetes default'}): when the pod is deleted, the "
             "kubelet kills the agent before it has stopped its workers; keep the grace period longer",
-            self.pod_setter(steps), grace_setter,
+            self.setter(*path), grace_setter,
         )
 
     def run_policy_of_a_single_pod(self) -> None:
         elastic = self.merged.elastic_settings
         if elastic.get("nnodes") == 1 and elastic.get("run_policy"):
-            setters = (setter(self.fragments, "elastic", ["run_policy"]), setter(self.fragments, "elastic", ["nnodes"]))
+            setters = (self.setter("elastic", "run_policy"), self.setter("elastic", "nnodes"))
             self.warn(
                 "elastic.run_policy",
                 "has no effect: with `nnodes: 1` the task runs as a plain pod, and `run_policy` is a PyTorchJob's "
@@ -116,13 +121,8 @@ class _MergedChecker:
 
     def primary_not_named(self, containers: list[dict[str, Any]], primary_name: str) -> None:
         names = [str(c.get("name")) for c in containers]
-        named = None
-        for index in range(len(self.fragments) - 1, -1, -1):
-            if self.fragments[index].primary_container_name is not None:
-                fragment = self.fragments[index]
-                named = Setter(index, fragment.layer, fragment.location(("pod_template", "primary_container_name")))
-                break
-        first = self.pod_setter(["spec", "containers", ("name", containers[0].get("name")), "name"])
+        setter = self.setter("pod_template", "primary_container_name")
+        first = self.setter(*SPEC, "containers", Select("name", containers[0].get("name")), "name")
         hint = closest(primary_name, names)
         self.warn(
             "pod_template.primary_container_name",
@@ -130,7 +130,7 @@ class _MergedChecker:
             f"{', '.join(f'`{n}`' for n in names)}. flytekit adds an empty `{primary_name}` container to run the task, "
             "and the settings written for the others do not reach it"
             + (f"; did you mean `{hint}`?" if hint else f"; name one of them `{primary_name}` or set primary_container_name"),
-            named, first,
+            setter, first,
         )
 
     def gpus(self, primary: dict[str, Any]) -> None:
@@ -145,9 +145,8 @@ class _MergedChecker:
             if gpus is None or gpus < 1 or nproc == gpus:
                 continue
             name = primary.get("name")
-            gpu_steps = ["spec", "containers", ("name", name), "resources", "limits", resource]
-            gpu_setter = self.pod_setter(gpu_steps)
-            nproc_setter = setter(self.fragments, "elastic", ["nproc_per_node"])
+            gpu_setter = self.setter(*SPEC, "containers", Select("name", name), "resources", "limits", resource)
+            nproc_setter = self.setter("elastic", "nproc_per_node")
             shown = int(gpus) if gpus.denominator == 1 else float(gpus)
             if nproc > gpus:
                 effect = (f"so workers beyond {shown} share a GPU or fail to get one; set nproc_per_node to {shown} "
@@ -167,22 +166,22 @@ class _MergedChecker:
 
     def shm(self, container: dict[str, Any], volumes: dict[Any, dict[str, Any]]) -> None:
         name = container.get("name")
-        base = ["spec", "containers", ("name", name)]
+        base = (*SPEC, "containers", Select("name", name))
         mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)]
         for mount in mounts:
             if mount.get("name") is not None and mount.get("name") not in volumes:
-                steps = base + ["volumeMounts", ("mountPath", mount.get("mountPath")), "name"]
-                self.warn(_named("pod_template", steps[:-1]),
+                path = (*base, "volumeMounts", Select("mountPath", mount.get("mountPath")))
+                self.warn(format_path(path),
                           f"container `{name}` mounts volume `{mount.get('name')}` at `{mount.get('mountPath')}`, "
                           "but no layer defines that volume in pod_template.spec.volumes: Kubernetes rejects the pod",
-                          self.pod_setter(steps))
+                          self.setter(*path, "name"))
         shm = [m for m in mounts if is_shm_mount(m.get("mountPath"))]
-        setters = [self.pod_setter(base + ["volumeMounts", ("mountPath", m.get("mountPath"))]) for m in shm]
-        if len(shm) > 1:
+        if len(shm) > 1:  # who set what is asked only of a profile that has something to report
+            setters = [self.setter(*base, "volumeMounts", Select("mountPath", m.get("mountPath"))) for m in shm]
             top = max(range(len(shm)), key=lambda i: setters[i].index if setters[i] else -1)
             listed = "; ".join(f"`{m.get('mountPath')}` (volume `{m.get('name')}`, {where(s)})" for m, s in zip(shm, setters))
             self.warn(
-                _named("pod_template", base + ["volumeMounts", ("mountPath", shm[top].get("mountPath"))]),
+                format_path((*base, "volumeMounts", Select("mountPath", shm[top].get("mountPath")))),
                 f"container `{name}` mounts /dev/shm {len(shm)} times: {listed}. One mount hides the other; keep one "
                 "(a layer replaces a lower layer's mount by giving the same mountPath)",
                 *setters,
@@ -199,13 +198,12 @@ class _MergedChecker:
             size = quantity_value(size_text) if size_text is not None else None
             if size is None or size <= memory:
                 continue
-            size_steps = ["spec", "volumes", ("name", volume.get("name")), "emptyDir", "sizeLimit"]
-            memory_steps = base + ["resources", "limits", "memory"]
-            size_setter = self.pod_setter(size_steps)
-            memory_setter = self.pod_setter(memory_steps)
+            size_path = (*SPEC, "volumes", Select("name", volume.get("name")), "emptyDir", "sizeLimit")
+            memory_path = (*base, "resources", "limits", "memory")
+            size_setter, memory_setter = self.setter(*size_path), self.setter(*memory_path)
             memory_is_higher = memory_setter is not None and (size_setter is None or memory_setter.index > size_setter.index)
             self.warn(
-                _named("pod_template", memory_steps if memory_is_higher else size_steps),  # the path of the line shown
+                format_path(memory_path if memory_is_higher else size_path),  # the path of the line shown
                 f"/dev/shm sizeLimit {size_text} ({where(size_setter)}) is above the memory limit {memory_text} of "
                 f"container `{name}` ({where(memory_setter)}): /dev/shm in memory counts against the container's "
                 "memory, so the container is OOM-killed before /dev/shm is full; keep sizeLimit below the memory limit",
@@ -216,13 +214,13 @@ class _MergedChecker:
         """A container other than the primary one without an image: the API server requires one
         (``validateContainerCommon``: "image: Required value"); flytekit sets the primary container's only."""
         name = container.get("name")
-        steps = ["spec", field, ("name", name)]
+        path = (*SPEC, field, Select("name", name))
         hint = closest(str(name), [primary_name]) if field == "containers" else None
         self.warn(
-            _named("pod_template", steps),
+            format_path(path),
             f"container `{name}` has no image: Kubernetes rejects the pod (flytekit gives an image to the primary "
             f"container `{primary_name}` only)" + (f"; did you mean `{primary_name}`?" if hint else "; give it one"),
-            self.pod_setter(steps + ["name"]),
+            self.setter(*path, "name"),
         )
 
     def volume_sources(self, volume: dict[str, Any]) -> None:
@@ -241,15 +239,15 @@ class _MergedChecker:
         if len(sources) < 2:
             return
         name = volume.get("name")
-        setters = [self.pod_setter(["spec", "volumes", ("name", name), k]) for k in sources]
+        setters = [self.setter(*SPEC, "volumes", Select("name", name), k) for k in sources]
         listed = ", ".join(f"`{k}` ({where(s)})" for k, s in zip(sources, setters))
         top = max(range(len(sources)), key=lambda i: setters[i].index if setters[i] else -1)
         lower = [k for i, k in enumerate(sources) if i != top]
         self.warn(
-            _named("pod_template", ["spec", "volumes", ("name", name), sources[top]]),
+            format_path((*SPEC, "volumes", Select("name", name), sources[top])),
             f"volume `{name}` has {len(sources)} sources: {listed}. Kubernetes rejects the pod (a volume has exactly "
             f"one source); to replace a lower layer's source, delete it where the new one is set: "
-            + deletion([("pod_template", "spec", "volumes", ("name", name), k) for k in lower], *setters),
+            + deletion([(*SPEC, "volumes", Select("name", name), k) for k in lower], *setters),
             *setters,
         )
 
@@ -260,7 +258,7 @@ class _MergedChecker:
                 "elastic.rdzv_configs.timeout",
                 "c10d ignores `timeout` and no layer sets `join_timeout`: the join timeout stays torch's 600 s; "
                 "set `join_timeout`",
-                setter(self.fragments, "elastic", ["rdzv_configs", "timeout"]),
+                self.setter("elastic", "rdzv_configs", "timeout"),
             )
 
 

@@ -12,10 +12,11 @@ differ; those are warnings: a container environment variable that overrides an `
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import Finding, Location, sorted_findings
-from ..paths import format_path
+from ..merge.provenance import provenance
+from ..paths import Select, format_path
 from ..targets import FLYTE2, NCCL_ENV, TARGETS, Target
 
 _ENV_INSTEAD = {
@@ -27,32 +28,12 @@ _ENV_INSTEAD = {
 (``FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC`` is read by Flyte 2's plugin only)."""
 
 
-def _elastic_setter(fragments: Sequence[Any], key: str) -> Any:
-    """The highest fragment whose ``elastic`` section sets ``key`` to a value (not ``null``)."""
-    for fragment in reversed(fragments):
-        if isinstance(fragment.elastic, dict) and fragment.elastic.get(key) is not None:
-            return fragment
-    return None
-
-
-def _env_setter(fragments: Sequence[Any], primary: str, name: str) -> tuple[Any, tuple] | tuple[None, None]:
-    """The highest fragment that sets environment variable ``name`` of the primary container, and the path of
-    that entry's ``value`` in the fragment's file."""
-    for fragment in reversed(fragments):
-        containers = ((fragment.pod_template or {}).get("spec") or {}).get("containers")
-        for i, container in enumerate(containers if isinstance(containers, list) else []):
-            if not isinstance(container, dict) or container.get("name") != primary:
-                continue
-            for j, entry in enumerate(container.get("env") or []):
-                if isinstance(entry, dict) and entry.get("name") == name:
-                    return fragment, ("pod_template", "spec", "containers", i, "env", j, "value")
-    return None, None
-
-
-def _located(fragment: Any, path: tuple, merged: Any) -> tuple[Location, str | None]:
-    if fragment is None:
+def _located(merged: Any, path: tuple) -> tuple[Location, str | None]:
+    """Where the value at ``path`` was set (:mod:`kfdefaults.merge.provenance`), and its layer."""
+    found = provenance(merged).setter(path)
+    if found is None:
         return Location(f"<profile {merged.name}>"), None
-    return fragment.location(path), fragment.layer
+    return found.origin.location, found.origin.layer
 
 
 def _unhonoured(target: Target, key: str, value: Any) -> str:
@@ -97,7 +78,7 @@ def check_target(merged: Any) -> list[Finding]:
     for key, value in elastic.items():
         if value is None or target.honours(key, value):
             continue
-        location, layer = _located(_elastic_setter(merged.fragments, key), ("elastic", key), merged)
+        location, layer = _located(merged, ("elastic", key))
         findings.append(Finding(location, format_path(("elastic", key)), _unhonoured(target, key, value), layer=layer))
     if target is FLYTE2:
         findings += _flyte2_warnings(merged)
@@ -118,24 +99,23 @@ def _flyte2_warnings(merged: Any) -> list[Finding]:
         plugin_sets = None if value is None or value is False else ("1" if value is True else str(value))
         entry = env.get(variable)
         if entry is not None and plugin_sets is not None and entry.get("value") != plugin_sets:
-            fragment, path = _env_setter(merged.fragments, primary, variable)
-            location, layer = _located(fragment, path or (), merged)
+            path = ("pod_template", "spec", "containers", Select("name", primary), "env", Select("name", variable))
+            location, layer = _located(merged, path + ("value",) if "value" in entry else path)
             shown = entry.get("value") if "value" in entry else "(from valueFrom)"
             findings.append(Finding(location, format_path(("elastic", key)),
                                     f"the primary container's env {variable}={shown} wins over `{key}: "
                                     f"{_yaml(value)}`: Flyte 2's plugin sets {variable} only when it is unset; "
                                     f"write the one value in one place", "warning", layer))
-        elif value is False and variable not in env:
-            fragment = next((f for f in reversed(merged.fragments) if isinstance(f.elastic, dict)
-                             and f.elastic.get(key) is False), None)
-            if fragment is None:
+        elif value is False and variable not in env and any(key in f.elastic for f in merged.fragments):
+            found = provenance(merged).setter(("elastic", key))  # asked only where a layer writes the key
+            if found is None:
                 continue  # the plugin's own default
             effect = ("torch's default applies (monitoring on)" if key == "nccl_enable_monitoring" else
                       "torch elastic sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 in every worker anyway")
-            findings.append(Finding(fragment.location(("elastic", key)), format_path(("elastic", key)),
+            findings.append(Finding(found.origin.location, format_path(("elastic", key)),
                                     f"`{key}: false` turns nothing off: Flyte 2's plugin then leaves {variable} unset, "
                                     f"and {effect}; to turn it off, set {variable}=0 in the primary container's env",
-                                    "warning", fragment.layer))
+                                    "warning", found.origin.layer))
     return findings
 
 

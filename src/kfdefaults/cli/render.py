@@ -114,8 +114,7 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
     if args.explain:
         from ..show.explain_view import show_explain
 
-        show_explain(resolved, args.output or ("table" if is_terminal() else "text"),
-                     kubernetes_version=pipeline.kubernetes_version)
+        show_explain(resolved, args.output or ("table" if is_terminal() else "text"))
         return
     if args.as_ == "podtemplate":
         from ..smp.schema import schema_type

@@ -79,7 +79,7 @@ def _verify(args: argparse.Namespace) -> int:
             task = pipeline.task_layer(name, tree, source="--set", labels=labels)
             resolved = pipeline.resolve(name, [task])
             digest = pipeline.resolve(name).digest() if task is not None else resolved.digest()
-            now = profiles[(target.name, name)] = ProfileNow(resolved, digest, pipeline.kubernetes_version)
+            now = profiles[(target.name, name)] = ProfileNow(resolved, digest)
         report = verify_object(obj, name, named_by, now)
         lock_now = _lock_digest(pipeline)
         if report.lock is not None and lock_now is None:

@@ -31,7 +31,7 @@ from ..errors import Finding, Location, ProfileError
 from ..k8s.quantity import quantity_value
 from ..paths import Select, format_path
 from ..targets import INT32_MAX
-from .setter import setter, where
+from .origins import where, written_by
 from .result import Resolved
 
 AUTO = "auto"
@@ -87,17 +87,17 @@ def nproc_rule(primary: dict[str, Any] | None, primary_name: str) -> tuple[int, 
 def _nproc_too_large(resolved: Resolved, value: int, source: PathT | None) -> ProfileError:
     """``nproc_per_node: auto`` worked out above :data:`~kfdefaults.targets.INT32_MAX`, the bound of a written
     value: an error at the resource that made it (``nvidia.com/gpu: 1Ei``), naming the ``auto`` line."""
-    steps = ["spec", "containers", ("name", resolved.primary_container_name), *(source or ())]
-    made_by = setter(resolved.fragments, "pod", steps)
-    auto_by = setter(resolved.fragments, "elastic", ["nproc_per_node"])
+    path = ("pod_template", "spec", "containers", Select("name", resolved.primary_container_name), *(source or ()))
+    made_by = written_by(resolved.fragments, path)
+    auto_by = written_by(resolved.fragments, ("elastic", "nproc_per_node"))
     top = made_by or auto_by
-    location = top.location if top is not None else Location(f"<profile {resolved.name}>")
+    location = top.origin.location if top is not None else Location(f"<profile {resolved.name}>")
     written = (source or ("",))[-1]
     message = (f"`nproc_per_node: auto` ({where(auto_by)}) makes this {written} {value:,} workers per node, above "
                f"{INT32_MAX:,}, the most nproc_per_node may be (written or worked out: the PyTorchJob and flyteidl "
                "fields it becomes are int32); write the number of GPUs of one node")
-    return ProfileError([Finding(location, format_path(("pod_template", *steps)), message, "error",
-                                 top.layer if top is not None else None)])
+    return ProfileError([Finding(location, format_path(path), message, "error",
+                                 top.origin.layer if top is not None else None)])
 
 
 def omp_rule(container: dict[str, Any], nproc: int, primary: bool) -> tuple[str, str]:
@@ -135,7 +135,7 @@ def resolve_auto(resolved: Resolved) -> tuple[Resolved, dict[PathT, tuple[Any, s
 
     Returns:
         ``(resolved, rules)``: the profile with every ``auto`` resolved (``resolved`` itself when it has none),
-        and for each resolved value its leaf path (as :mod:`kfdefaults.show.leaves` names it) -> ``(the value,
+        and for each resolved value its leaf path (as :mod:`.leaves` names it) -> ``(the value,
         or None where the key was left out; the rule applied, as text)``.
 
     Raises:

@@ -1,5 +1,5 @@
 """Fragments, lowest layer first -> one :class:`~.result.Resolved`: the ``elastic`` sections key by key, the pod
-templates by strategic merge patch, one :func:`merge_step` per fragment.
+templates by strategic merge patch, one :func:`~.step.merge_step` per fragment.
 
 A merge is a function of its fragments alone (and of kfdefaults' code and the schema version), so it is kept in
 the cache (:mod:`kfdefaults.cache`): a profile whose files are unchanged is merged once.
@@ -12,19 +12,18 @@ import os
 from typing import Any
 
 from .. import cache
-from ..errors import Finding, Location, MergeError, ProfileError, sorted_findings
+from ..errors import Finding, Location, ProfileError, sorted_findings
 from ..paths import format_path
 from ..smp.schema import normalize_version
 from ..targets import FLYTEKIT, Target
 from ..validate.fragment import Fragment
 from .auto import resolve_auto
-from .elastic import merge_elastic
 from .locks import LockBook
 from .near_names import near_miss_containers
 from .primary import assign_primary_container
+from .provenance import Provenance
 from .result import Resolved, SdkObjects
-
-PathT = tuple
+from .step import fill_plugin_defaults, merge_step
 
 
 def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version: str | None = None,
@@ -33,13 +32,14 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
 
     The ``elastic`` sections merge key by key over the ``target`` plugin's defaults (:func:`.elastic.merge_elastic`);
     pod templates merge with :func:`kfdefaults.strategic_merge_patch` (kind ``PodTemplateSpec``), starting
-    from an empty one. One :func:`merge_step` per fragment from :meth:`Resolved.initial`, then
-    :func:`fill_plugin_defaults`: :mod:`kfdefaults.show.explain` replays these same steps for provenance, so
+    from an empty one. One :func:`~.step.merge_step` per fragment from :meth:`Resolved.initial`, then
+    :func:`~.step.fill_plugin_defaults`: :mod:`.provenance` replays these same steps to say who set what, so
     keep the merge in them.
 
     Policy is checked on the way, step by step: a fragment that changes a path a fragment below it locked
-    (:mod:`.locks`), or that adds a container whose name is a near miss of the primary container's or of one
-    below (:mod:`.near_names`), is an error.
+    (:mod:`.locks`, on the leaves the provenance sees each step change, recorded as the merge goes when a
+    fragment locks anything and kept with the result), or that adds a container whose name is a near miss of the
+    primary container's or of one below (:mod:`.near_names`), is an error.
 
     ``remember=False`` neither reads nor stores the merge in the cache (``validate`` merges a thousand profiles
     once each: storing them would cost more than it saves).
@@ -54,19 +54,24 @@ def merge_fragments(name: str, fragments: list[Fragment], *, kubernetes_version:
         hit = cache.load(entry_key, lambda value: _is_merge(value, target))
         if hit is not None:
             return Resolved(name, hit["description"], hit["elastic"], hit["pod"], hit["primary"], fragments, sdk,
-                            target)
-    state = Resolved.initial(name, sdk, target)
-    locks = LockBook(fragments)
+                            target, kubernetes_version)
+    state = Resolved.initial(name, sdk, target, kubernetes_version)
+    locks = LockBook(fragments, kubernetes_version)
+    record = Provenance(state) if locks.any else None
     problems: list[Finding] = []
     for fragment, view in zip(fragments, locks.views):
-        before, state = state, merge_step(state, fragment, kubernetes_version=kubernetes_version)
+        before, state = state, merge_step(state, fragment)
         problems += near_miss_containers(before, fragment, (view, locks.final))
-        problems += locks.step(before, state, fragment)
+        if record is not None:
+            problems += locks.step(before, state, fragment, record.apply(state, fragment))
     if problems:
         raise ProfileError(sorted_findings(problems))
     _reject_leftover_directives(state.pod_template_spec, fragments)
+    if record is not None:
+        record.finish()
     merged = state.replace(elastic_settings=fill_plugin_defaults(state.elastic_settings, target), fragments=fragments)
     merged, _ = resolve_auto(merged)  # nproc_per_node, OMP_NUM_THREADS and /dev/shm sizeLimit written "auto"
+    merged.provenance_memo = record
     if entry_key is not None:
         cache.store(entry_key, {"description": merged.description, "elastic": merged.elastic_settings,
                                 "pod": merged.pod_template_spec, "primary": merged.primary_container_name})
@@ -85,52 +90,6 @@ def _is_merge(value: Any, target: Target) -> bool:
             and isinstance(elastic["rdzv_configs"], dict) and isinstance(elastic.get("run_policy") or {}, dict)
             and isinstance(pod, dict) and set(pod) <= {"metadata", "spec"}
             and all(isinstance(part, dict) for part in pod.values()))
-
-
-def merge_step(state: Resolved, fragment: Fragment, *, kubernetes_version: str | None = None) -> Resolved:
-    """Apply one fragment on top of ``state``: one step of :func:`merge_fragments`.
-
-    Args:
-        state: What the fragments below built; not modified.
-        fragment: The next fragment, its containers already named as :func:`assign_primary_container` names them.
-        kubernetes_version: Kubernetes minor version of the strategic merge patch schema.
-
-    Returns:
-        The new state.
-
-    Raises:
-        ProfileError: a pod template patch that Kubernetes would reject, located in the fragment's file.
-    """
-    # lazy: a merge read from the cache neither needs nor imports the engine (tests/test_cache.py sees it so)
-    from ..smp.patch import strategic_merge_patch
-
-    new = state.replace(fragments=state.fragments + [fragment])
-    if fragment.description is not None:
-        new.description = fragment.description or None
-    if fragment.primary_container_name is not None:
-        new.primary_container_name = fragment.primary_container_name
-    if fragment.elastic:
-        new.elastic_settings = merge_elastic(state.elastic_settings, fragment.elastic)
-    if fragment.pod_template:
-        try:
-            new.pod_template_spec = strategic_merge_patch(state.pod_template_spec, fragment.pod_template,
-                                                          kubernetes_version=kubernetes_version)
-        except MergeError as e:
-            file_path = _file_path_of(e.parts)
-            raise ProfileError([Finding(fragment.location(file_path), format_path(file_path) or "pod_template",
-                                        e.reason, layer=fragment.layer)]) from None
-    return new
-
-
-def fill_plugin_defaults(elastic: dict[str, Any], target: Target = FLYTEKIT) -> dict[str, Any]:
-    """``elastic`` with every key a layer deleted (``null``) set back to the ``target`` plugin's default, in place.
-
-    ``rdzv_configs`` comes back as ``{}``: deleting it means "no rendezvous settings", not the defaults.
-    """
-    for key, default in target.defaults.items():
-        if key not in elastic:
-            elastic[key] = {} if key == "rdzv_configs" else default
-    return elastic
 
 
 def merge_key(fragments: list[Fragment], kubernetes_version: str | None, target: Target = FLYTEKIT) -> str | None:
@@ -222,16 +181,3 @@ def _reject_leftover_directives(pod: dict[str, Any], fragments: list[Fragment]) 
                 break
     unique = {str(f): f for f in findings}
     raise ProfileError(list(unique.values()) or [Finding(Location("kfdefaults"), "", "a directive is left in the merged pod template")])
-
-
-def _file_path_of(parts: tuple) -> PathT:
-    """A PodTemplateSpec path (``metadata.labels.team``) -> the profile file's (``pod_template.labels.team``),
-    cut at the first list item: items are named by merge key, and the list is the best position in the file."""
-    keys: list[Any] = []
-    for part in parts:
-        if not isinstance(part, str):
-            break
-        keys.append(part)
-    if keys[:1] == ["metadata"]:
-        keys = keys[1:]
-    return ("pod_template", *keys)

@@ -1,6 +1,7 @@
 """Locked paths in the merge: a profile's ``locked`` list holds each path against every fragment merged after it.
 
-The rule, checked step by step as :func:`kfdefaults.merge.fold.merge_fragments` folds the fragments:
+The rule, checked step by step as :func:`kfdefaults.merge.fold.merge_fragments` folds the fragments, on the
+leaves each step changes (:meth:`.provenance.Provenance.apply`, which compares values by :func:`.leaves.same`):
 
 * A lock is declared by the fragment whose file lists it, once that fragment is merged: the locked value is the
   merged value at that point (the file's own value, or what the layers below gave; "absent" is a value too, so
@@ -8,9 +9,10 @@ The rule, checked step by step as :func:`kfdefaults.merge.fold.merge_fragments` 
 * Every fragment merged after it is bound: the higher layers (team files, ``--set``, task arguments) and every
   profile that ``extends`` the locking one, in whatever layer it is defined. Parents come first in the merge, so
   a child keeps its parents' locks.
-* A fragment breaks a lock when its step changes the value at the path to anything but the locked value: a
-  different scalar, a deletion (``null``, ``delete: [...]``, ``$patch``), a list with another item or order, a
-  mapping with another key. Writing the same value is allowed.
+* A fragment breaks a lock when its step changes the value at the path or anything under it: a different
+  scalar, a deletion (``null``, ``delete: [...]``, ``$patch``), an added or removed item or key, items in
+  another order. Writing the same value again is allowed (``1`` and ``1.0`` are the same number, ``true`` is
+  not ``1``).
 
 The path of a container named like the locking fragment's primary container
 (``containers[name=primary]``) follows the primary container when a later layer renames it, as the merge does
@@ -20,19 +22,16 @@ The path of a container named like the locking fragment's primary container
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
-from ..errors import Finding, Location
-from ..paths import format_path
+from ..errors import Finding
+from ..paths import PathT, Select, format_path
 from ..validate.fragment import Fragment, Lock
-from ..validate.task_layer import task_label
+from ..validate.sets import SetError, typed_selectors
+from .leaves import value_at
+from .origins import Origin, change_origin
 from .primary import DEFAULT_PRIMARY_CONTAINER_NAME
 from .result import Resolved
-
-PathT = tuple
-
-ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
-"""The value of a path that is not in the merged profile."""
 
 
 def primary_views(fragments: Sequence[Fragment]) -> tuple[list[str], str]:
@@ -45,99 +44,36 @@ def primary_views(fragments: Sequence[Fragment]) -> tuple[list[str], str]:
     return views, view
 
 
-def lock_path(lock: Lock, view: str, final: str) -> PathT:
-    """The lock's path in the merged profile: ``containers[name=VIEW]`` becomes ``containers[name=FINAL]``."""
-    steps = list(lock.steps)
-    if steps[:3] == ["pod_template", "spec", "containers"] and len(steps) > 3 and isinstance(steps[3], tuple):
-        key, value = steps[3]
-        if key == "name" and value == view:
-            steps[3] = (key, final)
-    return tuple(steps)
+def lock_path(lock: Lock, view: str, final: str, kubernetes_version: str | None) -> PathT:
+    """The lock's leaf path in the merged profile: ``containers[name=VIEW]`` becomes ``containers[name=FINAL]``,
+    a merge key's value typed as the schema types it (``ports[containerPort=8080]`` names the integer)."""
+    try:
+        steps = typed_selectors(list(lock.steps), lock.text, kubernetes_version)
+    except SetError:  # validated with this schema; another one leaves the selector as written
+        steps = list(lock.steps)
+    if steps[:3] == ["pod_template", "spec", "containers"] and len(steps) > 3 and steps[3] == ("name", view):
+        steps[3] = ("name", final)
+    return tuple(Select(*step) if isinstance(step, tuple) else step for step in steps)
 
 
-def value_in_state(state: Resolved, steps: PathT) -> Any:
-    """The merged value at a locked path (profile-file shape), or :data:`ABSENT`."""
-    head, rest = steps[:2], steps[2:]
-    if head == ("pod_template", "primary_container_name"):
-        return state.primary_container_name
-    if head[0] == "elastic":
-        node: Any = state.elastic_settings
-        rest = steps[1:]
-    elif head[1] in ("labels", "annotations"):
-        node = (state.pod_template_spec.get("metadata") or {}).get(head[1], ABSENT)
-    else:
-        node = state.pod_template_spec.get("spec", ABSENT)
-    for step in rest:
-        if node is ABSENT:
-            return ABSENT
-        node = _child(node, step)
-    return node
+def held_locks(fragments: Sequence[Fragment], kubernetes_version: str | None) -> list[tuple[PathT, Origin]]:
+    """Every lock of a merge, as ``(path in the merged profile, the Origin of its ``locked`` entry)``."""
+    views, final = primary_views(fragments)
+    return [(lock_path(lock, view, final, kubernetes_version), Origin(fragment.layer, fragment.source, lock.location))
+            for fragment, view in zip(fragments, views) for lock in fragment.locks]
 
 
-def _child(node: Any, step: Any) -> Any:
-    if isinstance(step, tuple):
-        key, wanted = step
-        if not isinstance(node, list):
-            return ABSENT
-        return next((item for item in node if isinstance(item, dict) and key in item
-                     and (item[key] == wanted or str(item[key]) == str(wanted))), ABSENT)
-    if not isinstance(node, dict) or step not in node or node[step] is None:
-        return ABSENT
-    return node[step]
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal as data, where ``true`` is not ``1`` and ``"8"`` is not ``8`` (mappings in any key order)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return type(a) is type(b) and a == b
+def locked_by(path: PathT, locks: Sequence[tuple[PathT, Origin]]) -> Origin | None:
+    """The first lock whose path is ``path`` or holds it (``pod_template.spec.tolerations`` holds its items)."""
+    return next((origin for held, origin in locks if path[:len(held)] == held), None)
 
 
 def shown(value: Any, limit: int = 70) -> str:
-    """A value in a message: compact JSON, cut at ``limit`` characters."""
-    if value is ABSENT:
+    """A value in a message: compact JSON, cut at ``limit`` characters; ``nothing`` for an absent one."""
+    if value is None:
         return "nothing"
     text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def write_location(fragment: Fragment, steps: PathT) -> Location:
-    """Where ``fragment`` writes at (or above) the locked path: the deepest key of the path that it writes."""
-    if steps[:2] == ("pod_template", "primary_container_name"):
-        return fragment.location(steps, key=True)
-    if steps[0] == "elastic":
-        node: Any = fragment.elastic
-        data_path, file_path = steps[1:], ("elastic",)
-    elif steps[1] in ("labels", "annotations"):
-        node = fragment.pod_template.get("metadata") or {}
-        data_path, file_path = steps[1:], ("pod_template",)
-    else:
-        node = fragment.pod_template
-        data_path, file_path = steps[1:], ("pod_template",)
-    reached: list[Any] = list(steps[:1])  # the path written so far, list items by selector
-    for step in data_path:
-        if isinstance(step, tuple):
-            key, wanted = step
-            index = next((i for i, item in enumerate(node) if isinstance(item, dict) and key in item
-                          and str(item[key]) == str(wanted)), None) if isinstance(node, list) else None
-            if index is None:
-                break
-            node, file_path = node[index], file_path + (index,)
-        else:
-            if not isinstance(node, dict) or step not in node:
-                break
-            node, file_path = node[step], file_path + (step,)
-        reached.append(step)
-    if fragment.document is None:  # the task layer: the --set (or argument) that wrote there
-        label = task_label(format_path(reached), fragment.locations)
-        return Location(label) if label else fragment.location(file_path)
-    return fragment.location(file_path, key=not isinstance(node, (str, int, float, bool)) or node is None)
 
 
 class LockBook:
@@ -146,47 +82,45 @@ class LockBook:
     Args:
         fragments: Every fragment of the merge, lowest first, as :func:`~.primary.assign_primary_container`
             names their containers; :meth:`step` is called once for each, in this order.
+        kubernetes_version: The merge's Kubernetes version (its schema types the merge keys of the paths).
     """
 
-    def __init__(self, fragments: Sequence[Fragment]) -> None:
+    def __init__(self, fragments: Sequence[Fragment], kubernetes_version: str | None) -> None:
         self.views, self.final = primary_views(fragments)
+        self.version = kubernetes_version
         self.held: list[tuple[Lock, Fragment, PathT, Any]] = []
-        self.index = 0
+        self.any = any(fragment.locks for fragment in fragments)
 
-    def step(self, before: Resolved, after: Resolved, fragment: Fragment) -> list[Finding]:
-        """Check the step that merged ``fragment`` onto ``before`` (giving ``after``) against the locks declared
-        below it, then declare the fragment's own locks.
+    def step(self, before: Resolved, after: Resolved, fragment: Fragment, changed: Collection[PathT]) -> list[Finding]:
+        """Check the step that merged ``fragment`` onto ``before`` (giving ``after``, changing the leaves
+        ``changed``) against the locks declared below it, then declare the fragment's own locks.
 
         Returns:
             One error per lock the step breaks, located where the fragment writes, naming where the lock is.
         """
-        findings = []
-        for lock, owner, steps, locked in self.held:
-            old, new = value_in_state(before, steps), value_in_state(after, steps)
-            if same(old, new) or same(new, locked):
-                continue
-            findings.append(self._broken(lock, owner, steps, locked, old, new, fragment))
-        view = self.views[self.index] if self.index < len(self.views) else self.final
+        findings = [self._broken(lock, owner, path, locked, before, after, fragment)
+                    for lock, owner, path, locked in self.held if any(p[:len(path)] == path for p in changed)]
+        view = self.views[len(after.fragments) - 1]
         for lock in fragment.locks:
-            steps = lock_path(lock, view, self.final)
-            self.held.append((lock, fragment, steps, value_in_state(after, steps)))
-        self.index += 1
+            path = lock_path(lock, view, self.final, self.version)
+            self.held.append((lock, fragment, path, value_at(after.to_dict(), path)))
         return findings
 
     @staticmethod
-    def _broken(lock: Lock, owner: Fragment, steps: PathT, locked: Any, old: Any, new: Any,
+    def _broken(lock: Lock, owner: Fragment, path: PathT, locked: Any, before: Resolved, after: Resolved,
                 fragment: Fragment) -> Finding:
-        if old is ABSENT:
+        old, new = value_at(before.to_dict(), path), value_at(after.to_dict(), path)
+        if old is None:
             change = f"this adds {shown(new)}"
-        elif new is ABSENT:
+        elif new is None:
             change = f"this deletes {shown(old)}"
         else:
             change = f"this changes {shown(old)} to {shown(new)}"
         whole = " (a locked list or mapping takes no new, changed or removed item)" if isinstance(locked, (list, dict)) else ""
         where = "" if owner.profile == fragment.profile else f" in profile `{owner.profile}`, which `{fragment.profile}` extends"
-        if locked is ABSENT:
+        if locked is None:
             rule = "it is locked unset, so a layer merged after the lock may not set it"
         else:
             rule = f"a layer merged after the lock may write the locked value ({shown(locked)}) and nothing else"
         message = f"locked by [{owner.layer}] {lock.location}{where}: {rule}; {change}{whole}"
-        return Finding(write_location(fragment, steps), format_path(steps), message, layer=fragment.layer)
+        return Finding(change_origin(fragment, path).location, format_path(path), message, layer=fragment.layer)

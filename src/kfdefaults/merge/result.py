@@ -1,7 +1,7 @@
 """The one result type: :class:`Resolved`, a profile merged across its layers, as plain data.
 
-The merge builds it layer by layer (:func:`kfdefaults.merge.fold.merge_step` takes one and gives the next),
-``--explain`` replays those steps, the printers and the checks read it, and the SDK adapters turn it into their
+The merge builds it layer by layer (:func:`kfdefaults.merge.step.merge_step` takes one and gives the next),
+the provenance replays those steps, the printers and the checks read it, and the SDK adapters turn it into their
 objects. Nothing here imports an SDK: :attr:`Resolved.elastic` and :attr:`Resolved.pod_template` ask the
 :class:`SdkObjects` the pipeline that made it was given.
 """
@@ -61,17 +61,20 @@ class Resolved:
             the ``nccl_*`` settings instead of ``start_method`` (see :mod:`kfdefaults.targets`).
         pod_template_spec: The merged PodTemplateSpec as plain data (``{"metadata": {...}, "spec": {...}}``).
         primary_container_name: Name of the container that runs the task.
-        fragments: What was merged, lowest layer first (for provenance).
+        fragments: What was merged, lowest layer first (who set what: :func:`kfdefaults.merge.provenance.provenance`,
+            worked out from them when first asked, and kept with the profile).
         target: The SDK it was resolved for (:mod:`kfdefaults.targets`): its plugin's defaults lie below every
             layer.
+        kubernetes_version: The Kubernetes minor version whose schema merged it (``None``: kfdefaults' default).
     """
 
-    __slots__ = ("name", "description", "elastic_settings", "pod_template_spec", "primary_container_name",
-                 "fragments", "sdk", "target")
+    _FIELDS = ("name", "description", "elastic_settings", "pod_template_spec", "primary_container_name",
+               "fragments", "sdk", "target", "kubernetes_version")
+    __slots__ = _FIELDS + ("provenance_memo",)
 
     def __init__(self, name: str, description: str | None, elastic_settings: dict[str, Any],
                  pod_template_spec: dict[str, Any], primary_container_name: str, fragments: list[Any],
-                 sdk: SdkObjects | None = None, target: Target = FLYTEKIT) -> None:
+                 sdk: SdkObjects | None = None, target: Target = FLYTEKIT, kubernetes_version: str | None = None) -> None:
         self.name = name
         self.description = description
         self.elastic_settings = elastic_settings
@@ -80,17 +83,20 @@ class Resolved:
         self.fragments = fragments
         self.sdk = sdk
         self.target = target
+        self.kubernetes_version = kubernetes_version
+        self.provenance_memo: Any = None  # kept by kfdefaults.merge.provenance.provenance
 
     @classmethod
-    def initial(cls, name: str, sdk: SdkObjects | None = None, target: Target = FLYTEKIT) -> Resolved:
+    def initial(cls, name: str, sdk: SdkObjects | None = None, target: Target = FLYTEKIT,
+                kubernetes_version: str | None = None) -> Resolved:
         """What lies below every layer: the target plugin's ``Elastic`` defaults, an empty pod template, the
         SDK's default primary container name (``primary`` in both)."""
         return cls(name, None, copy.deepcopy(dict(target.defaults)), {}, DEFAULT_PRIMARY_CONTAINER_NAME, [], sdk,
-                   target)
+                   target, kubernetes_version)
 
     def replace(self, **changes: Any) -> Resolved:
-        """A shallow copy with some attributes changed."""
-        values = {slot: getattr(self, slot) for slot in self.__slots__}
+        """A shallow copy with some attributes changed (who set what is worked out again when asked)."""
+        values = {field: getattr(self, field) for field in self._FIELDS}
         values.update(changes)
         return Resolved(**values)
 

@@ -265,7 +265,7 @@ class Pipeline:
         resolved = merge_fragments(name, fragments, kubernetes_version=self.kubernetes_version,
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
-            resolved = leave_out_duplicate_shm(resolved, self.cluster, kubernetes_version=self.kubernetes_version)
+            resolved = leave_out_duplicate_shm(resolved, self.cluster)
         errors = check.errors(resolved)
         if errors:
             raise ProfileError(errors)

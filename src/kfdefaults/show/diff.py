@@ -1,9 +1,9 @@
 """Structural differences between two merged profiles, leaf by leaf.
 
-Both sides are flattened into leaves as ``render --explain`` names them (:mod:`kfdefaults.show.leaves`): list items
+Both sides are flattened into leaves as ``render --explain`` names them (:mod:`kfdefaults.merge.leaves`): list items
 by their patch merge key where the list has one (``containers[name=primary]``), by index otherwise
-(``tolerations[1]``). A difference is a leaf path whose value is only on one side or differs (typed:
-``8`` and ``"8"`` differ). ``name`` is not compared (it is what was asked for); where a value came from is
+(``tolerations[1]``). A difference is a leaf path whose value is only on one side or differs
+(:func:`kfdefaults.merge.leaves.same`: ``8`` and ``"8"`` differ, ``1`` and ``1.0`` do not). ``name`` is not compared (it is what was asked for); where a value came from is
 not a difference either, but each difference carries the origin of both sides, so that a reviewer sees which
 file caused it.
 """
@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..escape import code_span, printable, table_cell
+from ..merge.leaves import atomic_list, same
+from ..merge.origins import Origin
+from ..merge.provenance import Entry
 from ..paths import PathT, Select, format_path
-from .explain import Entry, Origin, atomic_list, explain, skeleton
-from .leaves import format_value, same, tree_order
+from .explain import explain, skeleton
+from .leaves import format_value, tree_order
 from .output import output_encoding, to_json, to_yaml
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
@@ -105,10 +108,9 @@ class Difference:
         return text
 
 
-def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]], *, kubernetes_version: str | None = None) -> Side:
+def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]]) -> Side:
     """A :class:`Side` from a :class:`~kfdefaults.Resolved` profile."""
-    entries = explain(resolved, kubernetes_version=kubernetes_version)
-    return Side(label, resolved.name, {k: list(v) for k, v in folders.items()}, entries)
+    return Side(label, resolved.name, {k: list(v) for k, v in folders.items()}, explain(resolved))
 
 
 def differences(a: Side, b: Side) -> list[Difference]:

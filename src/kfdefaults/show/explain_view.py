@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..escape import printable
+from ..merge.provenance import Entry
 from ..paths import Select, format_path
-from .explain import Entry, explain
+from .explain import explain
 from .image import explain_note
 from .leaves import format_value
 from .output import output_encoding, to_json, to_yaml
@@ -200,19 +201,18 @@ def removal_text(entry: Entry, folders: dict[str, str]) -> str:
 _LAYER_STYLE = {"default": "dim", "builtin": "cyan", "platform": "magenta", "team": "green", "task": "yellow"}
 
 
-def show_explain(resolved: Any, output: str, *, kubernetes_version: str | None = None) -> None:
+def show_explain(resolved: Any, output: str) -> None:
     """Print the provenance of a resolved profile, and the notes that follow from it (which image the task gets:
     :func:`kfdefaults.show.image.explain_note`).
 
     Args:
         resolved: A :class:`~kfdefaults.Resolved`.
         output: ``table`` (rich, for a terminal), ``text`` (stable plain text), ``json`` or ``yaml``.
-        kubernetes_version: The version the profile was merged with.
     """
     import sys
 
-    entries = explain(resolved, kubernetes_version=kubernetes_version)
-    notes = [note for note in (explain_note(resolved, entries),) if note]
+    entries = explain(resolved)
+    notes = [note for note in (explain_note(resolved),) if note]
     if output == "table":
         print_explain_table(resolved.name, entries)
         from rich.console import Console

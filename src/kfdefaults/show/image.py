@@ -14,18 +14,18 @@ own argument is the task layer. Both SDKs, left alone, would keep a pod template
 template they register when the task gives its own. An image the task's own pod template sets
 (``@task(pod_template=...)``, ``--set``) is the task layer already, and the SDKs keep it, over their argument too.
 
-Who set the image is what ``--explain`` says (:func:`~kfdefaults.show.explain.explain`), so that the messages name
-the same ``FILE:LINE``.
+Who set the image is what ``--explain`` says (the merge's provenance, :mod:`kfdefaults.merge.provenance`), so that
+the messages name the same ``FILE:LINE``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
+from ..merge.origins import Origin
+from ..merge.provenance import provenance
 from ..merge.result import Resolved
 from ..paths import PathT, Select
-from .explain import Entry, Origin, explain
 
 TASK_IMAGE = {"flytekit": "@task(container_image=...)", "flyte2": "TaskEnvironment(image=...)"}
 """The task's own image argument, per target."""
@@ -63,29 +63,21 @@ def image_path(resolved: Resolved) -> PathT:
     return ("pod_template", "spec", "containers", Select("name", resolved.primary_container_name), "image")
 
 
-def profile_image(resolved: Resolved, entries: Sequence[Entry] | None = None) -> ProfileImage | None:
+def profile_image(resolved: Resolved) -> ProfileImage | None:
     """The image the merged profile sets on the primary container, and who set it; ``None`` when no layer does.
-
-    Args:
-        resolved: The merged profile.
-        entries: Its ``--explain`` entries, when already computed; else the merge is replayed (a few
-            milliseconds), only when the profile has an image.
-    """
+    Only a profile with an image asks who set it (the merge is replayed once for it, a few milliseconds)."""
     image = next((c.get("image") for c in resolved.pod_template_spec.get("spec", {}).get("containers") or []
                   if isinstance(c, dict) and c.get("name") == resolved.primary_container_name), None)
     if not isinstance(image, str) or not image:
         return None
-    path = image_path(resolved)
-    for entry in entries if entries is not None else explain(resolved):
-        if entry.path == path and not entry.removed:
-            return ProfileImage(image, entry.set_by)
-    return None
+    found = provenance(resolved).setter(image_path(resolved))
+    return ProfileImage(image, found.origin) if found is not None else None
 
 
-def explain_note(resolved: Resolved, entries: Sequence[Entry]) -> str | None:
+def explain_note(resolved: Resolved) -> str | None:
     """The line ``--explain`` ends with when the merged profile sets the primary container's image: which image
     the task gets (:mod:`kfdefaults.show.image`); ``None`` when the profile sets none."""
-    found = profile_image(resolved, entries)
+    found = profile_image(resolved)
     if found is None:
         return None
     target = resolved.target.name

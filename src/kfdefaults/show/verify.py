@@ -3,7 +3,7 @@ object lacks or holds otherwise.
 
 Only what the merged profile sets is compared: a live pod holds far more (the API server's defaults, Flyte's
 environment, the cluster PodTemplate's additions), and none of that is a difference. The comparison walks the
-merged profile, leaf by leaf as ``render --explain`` names them (:mod:`kfdefaults.show.leaves`):
+merged profile, leaf by leaf as ``render --explain`` names them (:mod:`kfdefaults.merge.leaves`):
 
 * a mapping key is looked up in the live mapping; labels and annotations in the pod template's ``metadata``;
 * an item of a list with a patch merge key (``containers``, ``env``, ``volumes``, ``volumeMounts``...; the
@@ -13,8 +13,9 @@ merged profile, leaf by leaf as ``render --explain`` names them (:mod:`kfdefault
   one difference, at the item;
 * an item of an atomic list (``tolerations``, ``args``) must be in the live list, anywhere (the cluster appends
   its own): the live item holds every value of the profile's item, compared by these same rules;
-* a Kubernetes quantity compares by value (``1000m`` is ``1``, ``8`` is ``"8"``, ``1024Mi`` is ``1Gi``), a number by
-  value (``30`` is ``30.0``); anything else by type and value (``"8"`` is not ``8`` where the schema says string);
+* a Kubernetes quantity compares by value (``1000m`` is ``1``, ``8`` is ``"8"``, ``1024Mi`` is ``1Gi``: the API server
+  stores it in its canonical form); anything else as :func:`kfdefaults.merge.leaves.same` compares values (``30`` is
+  ``30.0``, ``"8"`` is not ``8`` where the schema says string, ``true`` is not ``1``);
 * an empty mapping (``emptyDir: {}``) asks for a mapping there; an empty list asks for nothing (the cluster may add
   to any list).
 
@@ -31,15 +32,17 @@ from typing import Any
 from ..backend.elastic_config import JOB_FIELDS, job_fields
 from ..errors import Finding, Location, ProfileError
 from ..k8s.quantity import quantity_problem, quantity_value
+from ..merge.leaves import merge_key_of, profile_leaves, same, schema_field
+from ..merge.origins import DEFAULT_LAYER, Origin
+from ..merge.provenance import provenance
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
 from ..settings import RUNTIME_ENV
 from ..smp.schema import schema_type
 from .diff import ABSENT
-from .explain import Entry, explain
-from .leaves import merge_key_of, profile_leaves, same, schema_field, tree_order
-from .live import LiveObject, LiveTemplate, Registered, provenance, registered_settings
-from .origins import DEFAULT_LAYER, Origin, set_origin
+from .leaves import tree_order
+from .live import LiveObject, LiveTemplate, Registered, registered_settings
+from .live import provenance as stamped_by
 
 
 @dataclass
@@ -124,14 +127,12 @@ class ProfileNow:
     Args:
         resolved: The profile resolved now, the task layer (``--set``) included.
         digest: The digest of the profile now, without the task layer (what the annotation records).
-        kubernetes_version: The version the profile was merged with (its schema names the merge keys).
     """
 
-    def __init__(self, resolved: Resolved, digest: str, kubernetes_version: str | None = None) -> None:
+    def __init__(self, resolved: Resolved, digest: str) -> None:
         self.resolved = resolved
         self.digest = digest
-        self.kubernetes_version = kubernetes_version
-        self.origins = _Origins(resolved, explain(resolved, kubernetes_version=kubernetes_version))
+        self.origins = _Origins(resolved)
 
 
 def verify_object(obj: LiveObject, profile: str, named_by: str, now: ProfileNow) -> Report:
@@ -146,14 +147,14 @@ def verify_object(obj: LiveObject, profile: str, named_by: str, now: ProfileNow)
     Raises:
         ProfileError: the primary container's ``KFDEFAULTS_ELASTIC`` is not what kfdefaults writes.
     """
-    resolved, origins, kubernetes_version = now.resolved, now.origins, now.kubernetes_version
-    digest_live, lock = provenance(obj)
+    resolved, origins = now.resolved, now.origins
+    digest_live, lock = stamped_by(obj)
     report = Report(obj, profile, named_by, resolved.target.name, digest_live, now.digest, lock)
     if obj.kind == "PyTorchJob":
         report.mismatches += job_mismatches(obj, resolved, origins)
     for template in obj.templates:
         replica = template.replica
-        report.mismatches += _TemplateComparison(resolved, obj, template, origins, kubernetes_version).run()
+        report.mismatches += _TemplateComparison(resolved, obj, template, origins).run()
         registered = registered_settings(obj, template, resolved.primary_container_name)
         where = f" of {replica}" if replica else ""
         if registered is None:
@@ -170,54 +171,37 @@ def verify_object(obj: LiveObject, profile: str, named_by: str, now: ProfileNow)
 
 
 class _Origins:
-    """Who sets each leaf of the profile now, and who removed what (from :func:`~kfdefaults.show.explain.explain`)."""
+    """Who sets each value of the profile now, and who removed what (:mod:`kfdefaults.merge.provenance`)."""
 
-    def __init__(self, resolved: Resolved, entries: list[Entry]) -> None:
-        self.fragments = resolved.fragments
-        self.set = {e.path: e.set_by for e in entries if not e.removed}
-        self.removed = {e.path: e.removed_by for e in entries if e.removed and e.items is None}
+    def __init__(self, resolved: Resolved) -> None:
+        self.record = provenance(resolved)
+        self.removed = {e.path: e.removed_by for e in self.record.removed if e.items is None}
 
     def of(self, path: PathT) -> Origin | None:
-        """Who set the value at ``path``: a leaf's origin; for a list item, where the layer that wrote it (its
-        merge key's, else its first leaf's) wrote the item."""
-        path = tuple(path)
-        if path in self.set:
-            return self.set[path]
-        if path and isinstance(path[-1], Select) and path + (path[-1].key,) in self.set:
-            leaf = self.set[path + (path[-1].key,)]
-        else:
-            leaf = next((o for p, o in self.set.items() if p[:len(path)] == path), None)
-        if leaf is None:
-            return None
-        for fragment in reversed(self.fragments):
-            if fragment.layer == leaf.layer and (fragment.source == leaf.source or fragment.document is None):
-                return set_origin(fragment, path)
-        return leaf
+        """Who set the value at ``path`` (a leaf, or a list item: where the highest layer that set a value of it
+        wrote the item), the ``default`` layer included."""
+        found = self.record.setter(path, defaults=True)
+        return found.origin if found is not None else None
 
 
 def equal_values(profile: Any, live: Any, schema: Any = None) -> bool:
-    """Whether a live scalar is the profile's: a quantity by value, a number by value, else by type and value
-    (:func:`kfdefaults.show.leaves.same`); ``schema`` is the field's :class:`~kfdefaults.smp.schema.SchemaType`."""
+    """Whether a live scalar is the profile's: a quantity by value, else as :func:`kfdefaults.merge.leaves.same`
+    says; ``schema`` is the field's :class:`~kfdefaults.smp.schema.SchemaType`."""
     if live is ABSENT:
         return False
     if schema is not None and schema.name == "Quantity":
         a, b = quantity_value(profile), quantity_value(live)
         if a is not None and b is not None:
             return a == b
-    numbers = (int, float)
-    if (isinstance(profile, numbers) and isinstance(live, numbers) and not isinstance(profile, bool)
-            and not isinstance(live, bool)):
-        return profile == live
     return same(profile, live)
 
 
 class _TemplateComparison:
     """One pod template of the profile (metadata and PodSpec) against one live pod template."""
 
-    def __init__(self, resolved: Resolved, obj: LiveObject, template: LiveTemplate, origins: _Origins,
-                 version: str | None) -> None:
+    def __init__(self, resolved: Resolved, obj: LiveObject, template: LiveTemplate, origins: _Origins) -> None:
         self.resolved, self.obj, self.template, self.origins = resolved, obj, template, origins
-        self.spec_schema = schema_type("PodSpec", version)
+        self.spec_schema = schema_type("PodSpec", resolved.kubernetes_version)
         self.primary = resolved.primary_container_name
         found = template.primary_container(self.primary)
         self.live_primary = found[1].get("name") if found is not None else self.primary

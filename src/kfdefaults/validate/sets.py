@@ -54,7 +54,7 @@ def parse_value(text: str) -> Any:
         raise SetError(str(e)) from None
 
 
-def _typed_selectors(parts: list[Any], key: str, kubernetes_version: str | None) -> list[Any]:
+def typed_selectors(parts: list[Any], key: str, kubernetes_version: str | None) -> list[Any]:
     """Check each selector against the Kubernetes schema and give its value the merge key's type.
 
     A selector names a list item by the list's patch merge key (``containers[name=primary]``,
@@ -105,7 +105,7 @@ def _typed_selectors(parts: list[Any], key: str, kubernetes_version: str | None)
 
 def apply_set(tree: dict[str, Any], key: str, value: Any, kubernetes_version: str | None = None) -> None:
     """Put ``value`` at ``key`` (see :func:`split_path`) into a profile-shaped ``tree``, in place."""
-    parts = _typed_selectors(split_path(key), key, kubernetes_version)
+    parts = typed_selectors(split_path(key), key, kubernetes_version)
     node: Any = tree
     for i, part in enumerate(parts[:-1]):
         nxt = parts[i + 1]

@@ -1,22 +1,23 @@
-"""Who set or removed a value of a merged profile: the layer, and the FILE:LINE:COLUMN (or the label) in it.
+"""Where a fragment set or changed a value: the layer, and the FILE:LINE:COLUMN (or the label) in it.
 
 A set value is located where the fragment wrote it: the path in the file is found by walking the fragment's own
-data, a list item named ``[name=primary]`` becoming the index of that item in the file. A removal is located at
-what removed it: the ``null``, the ``$patch`` directive, the replacing list. Task-layer values name the
-``--set KEY=VALUE`` (or keyword argument) that set them; values no layer set name the SDK default.
+data, a list item named ``[name=primary]`` becoming the index of that item in the file. A removal (or any other
+change, such as a broken lock's) is located at what made it: the ``null``, the ``$patch`` directive, the
+replacing list. Task-layer values name the ``--set KEY=VALUE`` (or keyword argument) that set them; values no
+layer set name the SDK default. Which fragment set which value is :mod:`.provenance`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..errors import Location
-from ..paths import PathError, PathT, Select, parse_path
+from ..paths import PathT, Select, format_path
 from ..targets import Target
 from ..validate.fragment import Fragment
-from ..validate.sets import split_assignment
-from .leaves import same
+from ..validate.task_layer import task_label
+from .leaves import same, value_at
 
 DEFAULT_LAYER = "default"
 """The layer of values no profile set: the target plugin's ``Elastic`` defaults, the SDK's primary container name."""
@@ -116,12 +117,14 @@ def _origin(fragment: Fragment, location: Location) -> Origin:
 
 
 def set_origin(fragment: Fragment, path: PathT) -> Origin:
+    """Where ``fragment`` writes the value at ``path`` (a leaf, or a list item or mapping holding leaves)."""
     trail = _walk(fragment_profile(fragment), path)
     return _origin(fragment, location_in(fragment, path, trail[-1][0]))
 
 
-def removal_origin(fragment: Fragment, path: PathT) -> Origin:
-    """What in ``fragment`` removed the value at ``path``: the deepest ``null`` or directive on the way."""
+def change_origin(fragment: Fragment, path: PathT) -> Origin:
+    """What in ``fragment`` removed or changed the value at ``path``: the deepest ``null`` or directive on the way,
+    else the deepest key (or scalar) of the path that it writes."""
     trail = _walk(fragment_profile(fragment), path, stop_at_index=True)
     depth = len(trail) - 1
     for i in range(depth, 0, -1):
@@ -151,39 +154,16 @@ def removal_origin(fragment: Fragment, path: PathT) -> Origin:
 def location_in(fragment: Fragment, leaf_path: PathT, file_path: PathT, *, key: bool = False) -> Location:
     """Where ``fragment`` wrote the value at ``file_path`` (``leaf_path`` is the same place, as a leaf path)."""
     if fragment.document is None:
-        label = _task_label(fragment, leaf_path)
-        if label is not None:
-            return Location(label)
-        return fragment.location(file_path)
+        if len(leaf_path) >= 2 and isinstance(leaf_path[-2], Select) and leaf_path[-1] == leaf_path[-2].key:
+            leaf_path = leaf_path[:-1]  # an item's merge key: set by whichever --set selected the item
+        label = task_label(format_path(leaf_path), fragment.locations)
+        return Location(label) if label is not None else fragment.location(file_path)
     doc = fragment.document
     if key and tuple(file_path) in doc.keys:
         return doc.location(file_path, key=True)
     if tuple(file_path) in doc.values or not key:
         return doc.location(file_path)
     return doc.location(file_path, key=True)
-
-
-def _task_label(fragment: Fragment, leaf_path: PathT) -> str | None:
-    """The ``--set KEY=VALUE`` whose key is the longest prefix of ``leaf_path`` (or is under it)."""
-    if len(leaf_path) >= 2 and isinstance(leaf_path[-2], Select) and leaf_path[-1] == leaf_path[-2].key:
-        leaf_path = leaf_path[:-1]  # an item's merge key: set by whichever --set selected the item
-    best, best_len = None, -1
-    for label in dict.fromkeys(fragment.locations.values()):
-        if not label.startswith("--set "):
-            continue
-        key = split_assignment(label[len("--set "):])[0].strip()
-        try:
-            parts = tuple(Select(*p) if isinstance(p, tuple) else p for p in parse_path(key))
-        except PathError:
-            continue
-        n = min(len(parts), len(leaf_path))
-        if parts[:n] == tuple(leaf_path[:n]) and _selectors_equal(parts[:n], leaf_path[:n]) and len(parts) > best_len:
-            best, best_len = label, len(parts)
-    return best
-
-
-def _selectors_equal(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    return all(not isinstance(x, Select) or same(x.value, y.value) for x, y in zip(a, b))
 
 
 def default_origin(path: PathT, target: Target) -> Origin:
@@ -196,3 +176,32 @@ def default_origin(path: PathT, target: Target) -> Origin:
         return Origin(DEFAULT_LAYER, f"{target.name} default",
                       Location(f"{target.pod_template_class} default (primary_container_name)"))
     return Origin(DEFAULT_LAYER, "empty pod template", Location("empty pod template"))
+
+
+class Setter(NamedTuple):
+    """Who set a value: the position of the fragment among the profile's fragments (-1 for the ``default``
+    layer), and the origin (layer, source, where the fragment writes it)."""
+
+    index: int
+    origin: Origin
+
+
+def highest(setters: Iterable[Setter | None]) -> Setter | None:
+    """The setter of the highest fragment among ``setters`` (the layer that made a combination), ``None`` when
+    none is given."""
+    return max((s for s in setters if s is not None), key=lambda s: s.index, default=None)
+
+
+def where(setter: Setter | None) -> str:
+    """``[layer] FILE:LINE:COLUMN`` (or the label) of a setter, for a message that names several places."""
+    return f"[{setter.origin.layer}] {setter.origin.location}" if setter else "the defaults"
+
+
+def written_by(fragments: Sequence[Fragment], path: PathT) -> Setter | None:
+    """The highest of ``fragments`` whose own data writes a value at ``path`` (a leaf path), located where it
+    writes it, without replaying the merge: what a message of the merge itself names (``auto`` worked out past its
+    bound) before there is a merged profile to ask :func:`provenance`."""
+    for index in range(len(fragments) - 1, -1, -1):
+        if value_at(fragment_profile(fragments[index]), tuple(path)) is not None:
+            return Setter(index, set_origin(fragments[index], tuple(path)))
+    return None
