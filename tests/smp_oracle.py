@@ -29,15 +29,15 @@ while a patch's ``80.0`` is a float64, and Go compares the two types apart: a pa
 ``containerPort: 80.0`` matches neither ``80`` nor ``80.0`` in the original, and ``[1, 2]`` merged with
 ``[2.0]`` fails with ``list element types are not identical``. The cases keep such numbers as they are.
 
-Comparison goes through :func:`canonical`, which undoes only what the round trip through kubectl changes
-in the printed result and which the engine cannot see (see :func:`normalise`).
+Comparison goes through :func:`canonical`: the JSON text of both results, numbers included. kubectl prints
+an integral float64 as an integer (``80.0`` as ``80``, ``2**64`` as ``18446744073709552000``); the engine
+returns what kubectl prints, and a result that prints a number otherwise is a divergence.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -55,10 +55,6 @@ MAX_BATCH = 256
 
 #: Seconds one kubectl process may take.
 KUBECTL_TIMEOUT = 120
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-
 
 @dataclass(frozen=True)
 class Outcome:
@@ -354,45 +350,16 @@ def kubectl_apply(
 # --------------------------------------------------------------------------------------------------------
 
 
-def normalise(value: Any) -> Any:
-    """Return ``value`` with its numbers as kubectl's JSON round trip leaves them.
+def canonical(value: Any) -> str:
+    """Return a text that is equal for two documents exactly when kubectl would print them alike.
 
-    kubectl decodes a JSON number as an int64 when it is integral and fits, and as a float64 otherwise,
-    then prints a float64 with no fraction as an integer (``1.0`` and ``1e3`` come back as ``1`` and
-    ``1000``) and an integer too large for int64 as the nearest float64 (``12345678901234567890`` comes
-    back as ``12345678901234567000``). The engine keeps Python's numbers, so both sides are mapped to the
-    same form: an integer that fits int64 stays an int, any other number becomes a float, and a finite
-    float with no fraction that fits int64 becomes an int. Booleans stay booleans, and nothing else
-    (list order, key presence, ``null``, strings) is touched.
+    Unlike ``==`` on Python values, this keeps ``true`` apart from ``1``, ``1`` apart from ``"1"`` and ``1``
+    apart from ``1.0`` (which kubectl never prints: it prints ``1``).
 
     Raises:
         ValueError: For a NaN or infinite float, which is not JSON.
     """
-    if isinstance(value, dict):
-        return {k: normalise(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [normalise(v) for v in value]
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        if _INT64_MIN <= value <= _INT64_MAX:
-            return value
-        value = float(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{value!r} is not a JSON number")
-        if value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
-            return int(value)
-        return value
-    raise TypeError(f"not JSON data: {value!r}")
-
-
-def canonical(value: Any) -> str:
-    """Return a text that is equal for two documents exactly when kubectl would print them alike.
-
-    Unlike ``==`` on Python values, this keeps ``true`` apart from ``1`` and ``1`` apart from ``"1"``.
-    """
-    return json.dumps(normalise(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 def same_outcome(a: Outcome, b: Outcome) -> bool:

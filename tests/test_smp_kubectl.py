@@ -34,13 +34,16 @@ _SETTINGS = dict(
 _SHOWN = 3
 
 
-def _check(patch: dict, originals: list[dict], kind: str) -> None:
-    """Fail, showing a few cases and the first one shrunk, if any case differs from kubectl."""
+def _check(patch: dict, originals: list[dict], kind: str, *, shrink_it: bool = True) -> None:
+    """Fail, showing a few cases and the first one shrunk, if any case differs from kubectl.
+
+    ``shrink_it=False`` for cases of hundreds of items, where shrinking would start kubectl once per item.
+    """
     cases = [(original, patch) for original in originals]
     _, divergences = find_divergences(cases, kind)
     if divergences:
         shown = "\n".join(json.dumps(d.to_json(), sort_keys=True) for d in divergences[:_SHOWN])
-        smallest = json.dumps(shrink(divergences[0], kind).to_json(), sort_keys=True)
+        smallest = json.dumps(shrink(divergences[0], kind).to_json(), sort_keys=True) if shrink_it else "(not shrunk)"
         pytest.fail(
             f"{len(divergences)} of {len(cases)} {kind} cases differ from kubectl, e.g.:\n{shown}\n"
             f"the first, shrunk:\n{smallest}"
@@ -170,6 +173,28 @@ EDGE_CASES = [
      _containers({"name": "a", "env": [{"name": "x", "value": None}]})),
     ("delete-at-top", {}, {"$patch": "delete", "spec": {"a": 1}}),
     ("replace-spec-and-null-metadata", {}, {"metadata": None, "spec": {"$patch": "replace"}}),
+    # What apimachinery's result owes to the Go runtime (src/kfdefaults/smp/goruntime.py says which piece each
+    # of these needs). Slices share their backing array: deleting "cache" shifts "data" left inside it, and
+    # "shm" is appended into the freed slot, where the $setElementOrder merge still reads the old slice.
+    ("delete-and-add-with-element-order", {"spec": {"volumes": [{"name": "data"}, {"name": "cache"}]}},
+     {"spec": {"$setElementOrder/volumes": [{"name": "shm"}],
+               "volumes": [{"name": "shm"}, {"name": "cache", "$patch": "delete"}]}}),
+    # Three decoded items have room for four: the patch's "c" is appended in place, and removing the duplicate
+    # "a" writes "c" into the original list, which then orders the result: a, c, b (not c, a, b).
+    ("merge-into-finalizers-with-duplicates-and-room", {"metadata": {"finalizers": ["a", "a", "b"]}},
+     {"metadata": {"finalizers": ["c"]}}),
+    # An empty $setElementOrder list leaves "c" without a position: sort.SliceStable's own order (c, a, b).
+    ("empty-element-order", _containers({"name": "a"}, {"name": "b"}),
+     {"spec": {"$setElementOrder/containers": [], "containers": [{"name": "a"}, {"name": "c"}]}}),
+    # Go cannot compare two maps: kubectl crashes (comparing uncomparable type, hash of unhashable type).
+    ("object-merge-key", _containers({"name": "a"}), _containers({"name": {"x": 1}, "image": "y"})),
+    ("element-order-of-objects-for-primitive-list", {"metadata": {"finalizers": ["a"]}},
+     {"metadata": {"$setElementOrder/finalizers": [{"x": 1}]}}),
+    # The original's 1e19 is printed as 10000000000000000000, beyond int64, so read back as a float64 equal
+    # to the patch's; numbers beyond float64 are not JSON numbers kubectl can read.
+    ("float-beyond-int64-in-both", {"metadata": {"finalizers": [1e19]}}, {"metadata": {"finalizers": [1e19]}}),
+    ("int-beyond-float64", {"spec": {"priority": 1}}, {"spec": {"priority": 2**1100}}),
+    ("int-beyond-float64-in-original", {"spec": {"priority": 2**1100}}, {"spec": {"hostname": "h"}}),
 ]
 
 
@@ -177,6 +202,36 @@ EDGE_CASES = [
 def test_edge_case_matches_kubectl(kubectl: str, original: dict, patch: dict) -> None:
     """One hand-written PodTemplateSpec case."""
     _check(patch, [original], "PodTemplateSpec")
+
+
+#: The capacity Go's JSON decoder gives an array of n items (appended one by one: runtime.growslice doubling,
+#: then growing by a quarter from 256, rounded up to the allocator's size classes, then to 8 KiB pages).
+_DECODED_CAPACITY = {3: 4, 33: 71, 400: 591, 2100: 2560}
+
+
+def _long_cases() -> list[tuple[str, dict, dict]]:
+    """Cases whose result depends on Go's slice capacities and sort at every size where those change rule.
+
+    A finalizers list with a duplicate, merged with k new values: when they fit the decoded capacity they are
+    appended in place and the removal of the duplicate shows in the order, one more and they do not. And
+    lists longer than 20 items without positions, where sort.SliceStable merges sorted blocks of 20.
+    """
+    cases = []
+    for n, cap in _DECODED_CAPACITY.items():
+        original = {"metadata": {"finalizers": ["d", "d"] + [f"f{i}" for i in range(2, n)]}}
+        for k, fit in ((cap - n, "fits"), (cap - n + 1, "overflows")):
+            cases.append((f"finalizers-{n}-plus-{k}-{fit}", original,
+                          {"metadata": {"finalizers": [f"p{i}" for i in range(k)]}}))
+    for n, patch_list in ((19, ["f13", "n1", "f6", "f17", "n2", "n0"]), (44, ["f41", "n0", "f30"])):
+        cases.append((f"empty-element-order-{n}-items", {"metadata": {"finalizers": [f"f{i}" for i in range(n)]}},
+                      {"metadata": {"$setElementOrder/finalizers": [], "finalizers": patch_list}}))
+    return cases
+
+
+@pytest.mark.parametrize(("original", "patch"), [c[1:] for c in _long_cases()], ids=[c[0] for c in _long_cases()])
+def test_long_list_matches_kubectl(kubectl: str, original: dict, patch: dict) -> None:
+    """One case at a size where Go's slice capacity or sort changes rule."""
+    _check(patch, [original], "PodTemplateSpec", shrink_it=False)
 
 
 # Where kubectl's answer depends on whether the Go field is a pointer, which the schema does not say: kubectl

@@ -1,10 +1,51 @@
-"""What apimachinery's Go code relies on of the Go runtime, reproduced: slices, typed values, a stable sort.
+"""What apimachinery's Go code relies on of the Go runtime, reproduced: slices, typed values, numbers, a sort.
 
-kubectl's result depends on more than the algorithm: Go slices share their backing arrays (apimachinery deletes
-list items by shifting them inside the array, appends into spare capacity, and later reads an old slice
-header to order the result), Go compares ``interface{}`` values by type (``80`` is not ``"80"``, and two maps
-cannot be compared at all: the program panics), and ``sort.SliceStable`` has an order of its own for an
-inconsistent ``less``. :mod:`kfdefaults.smp.patch` uses these so that its result is kubectl's item for item.
+kubectl's result depends on more than the algorithm of ``patch.go``. Each piece below was taken out in turn
+and the kubectl differential tests run without it (docs/conformance.md, "What of Go's runtime the port
+keeps, and why"); each stays because kubectl then gives another result. Per piece, the smallest such case
+(PodTemplateSpec original, patch, what kubectl gives) and the test of ``tests/test_smp_kubectl.py`` that
+holds it:
+
+* **Slices sharing a backing array** (:class:`Slice`). ``mergeSliceWithSpecialElements`` deletes an item by
+  shifting the rest left inside the same array, ``mergeSliceWithoutSpecialElements`` appends into the freed
+  slot, and ``mergePatchIntoOriginal`` orders the result by the old slice header, which sees both writes.
+  ``volumes: [data, cache]`` patched with ``$setElementOrder/volumes: [shm]`` and
+  ``volumes: [shm, {name: cache, $patch: delete}]`` gives ``[data, shm]``; Python lists give ``[shm, data]``
+  (``delete-and-add-with-element-order``).
+* **The capacity Go's JSON decoder gives an array** (:meth:`Slice.decoded`: ``encoding/json`` appends one
+  item at a time, so ``runtime.growslice`` doubles, grows by a quarter from 256 items and rounds up to the
+  allocator's size classes, then to 8 KiB pages). ``mergeSlice`` appends the patch to a primitive list in
+  place when the list has room, and ``deduplicateScalars`` then writes into the original list, which orders
+  the result: ``finalizers: [a, a, b]`` (room for four) merged with ``[c]`` gives ``[a, c, b]``; without the
+  room ``[c, a, b]`` (``merge-into-finalizers-with-duplicates-and-room``). Each rule of the capacity decides
+  at its own size: 3, 33, 400 and 2100 items, with just as many new values as fit and one more
+  (``test_long_list_matches_kubectl``).
+* **Typed comparison** (:func:`go_eq`, :func:`go_key`, :class:`Positions`): ``80``, ``80.0`` and ``true``
+  are different merge keys. ``ports: [{containerPort: 80}]`` patched with
+  ``[{containerPort: 80.0, name: x}]`` gives two ports; Python's ``==`` merges them into one
+  (``port-int-vs-float``, ``port-int-vs-bool``). And Go cannot compare two maps: a merge key that is an
+  object makes kubectl crash (``comparing uncomparable type``, ``hash of unhashable type``), which
+  :class:`Panic` turns into a ``MergeError``, where Python's ``==`` would apply the patch
+  (``object-merge-key``, ``element-order-of-objects-for-primitive-list``).
+* **Numbers as kubectl reads them** (:func:`go_value`). The original makes a round trip through JSON, so its
+  integral floats are int64: its ``containerPort: 80.0`` is the merge key of a patch's ``80``, one port, not
+  two (``port-float-vs-int``); but a value printed beyond int64 is read back as a float64, so the original's
+  ``1e19`` equals the patch's ``1e19`` where an int would make the list's items of two types
+  (``float-beyond-int64-in-both``). An integer beyond int64 is a float64 (``int-beyond-int64``); one beyond
+  float64 is no number kubectl can read, and it rejects the document (``int-beyond-float64``).
+* **Numbers as kubectl prints them** (:func:`to_plain`): an integral float64 below 1e21 as an integer, in
+  Go's shortest digits. The patch's ``containerPort: 80.0`` comes back ``80``, not ``80.0``
+  (``port-float-vs-float``), ``2**64`` comes back ``18446744073709552000`` (``int-beyond-int64``), and
+  ``float(2**60)`` comes back ``1152921504606847000``, not ``1152921504606846976``
+  (``float-beyond-2-53-in-original``).
+* **sort.SliceStable's order for an inconsistent less** (:func:`stable_sort`). ``normalizeSliceOrder``'s
+  less is true for any pair with an item that has no position, as with an empty ``$setElementOrder`` list:
+  ``containers: [a, b]`` patched with ``$setElementOrder/containers: []`` and ``containers: [a, c]`` gives
+  ``[c, a, b]``; Python's ``sorted`` with the same less gives ``[b, c, a]`` (``empty-element-order``). Above
+  20 items Go merges blocks of 20 (``symMerge``), and an insertion sort alone differs
+  (``empty-element-order-19-items``, ``-44-items``).
+
+:mod:`kfdefaults.smp.patch` uses these so that its result is kubectl's item for item.
 """
 
 from __future__ import annotations
