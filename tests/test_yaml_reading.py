@@ -71,6 +71,8 @@ def test_yaml_read_as_written(text, data, where):
     ("a: *x\n", "f.yaml:1:4: invalid YAML: found undefined alias 'x'"),
     ("a: |\n   \n  x\n", "f.yaml:3:3: invalid YAML: this line is indented differently"),  # a leading line of more spaces
     ("a: 1\n\tb: 2\n", "f.yaml:2:1: invalid YAML: a tab; YAML indents with spaces only"),
+    ("a:\n  'k'0: 1\n", "f.yaml:2:6: invalid YAML: while parsing a block mapping did not find expected key"),  # not
+    # "indented differently": the line is, but it goes on after a quoted key
     ("a: `x\n", "f.yaml:1:4: invalid YAML: while scanning for the next token found character '`' that cannot start"),
     ("\u00e9: 1\nb: \u00e9\x01\n", "f.yaml:2:5: invalid YAML: unacceptable character #x0001"),  # in characters
 ])

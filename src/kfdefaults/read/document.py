@@ -47,8 +47,8 @@ PROFILE_BUDGET = Budget(MAX_FILE_BYTES, MAX_NODES, MAX_EXPANDED_BYTES)
 
 MANIFEST_BUDGET = Budget(1 << 20, 100_000, 1 << 20)
 """The budget of the manifests ``kfdefaults verify`` reads (``kubectl get pod -o yaml``, a ``kind: List`` of
-them): 1 MiB and 100,000 values, about 100 pods of 10 KiB each. The YAML reader takes about MEASURE_POD for one
-pod of 2 KiB and MEASURE_MANY for 100,000 values (about 300 such pods)."""
+them): 1 MiB and 100,000 values, about 100 pods of 10 KiB each. The YAML reader takes about 1 ms of CPU for one
+pod of 2 KiB (265 values) and 0.5 s for 100,000 values (370 such pods, 0.6 MB)."""
 
 
 def error(file: str, line: int, column: int, message: str) -> ProfileError:

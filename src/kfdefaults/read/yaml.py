@@ -39,8 +39,11 @@ class _Node:
         self.mapping = mapping
 
 
+_INDENTATION = re.compile(r"did not find expected key|did not find expected '-' indicator|expected <block end>, but found")
+"""The parser's words for a line that starts where no key or item may (when it is said at a line's start)."""
+
 _YAML_PROBLEMS = (
-    (re.compile(r"did not find expected key|did not find expected '-' indicator|expected <block end>, but found"),
+    (_INDENTATION,
      "this line is indented differently from the lines around it (YAML nests by indentation: line up sibling "
      "keys and list items)"),
     (re.compile(r"found character '\\t' that cannot start any token|found a tab character"),
@@ -52,9 +55,9 @@ _YAML_PROBLEMS = (
 """The parser's messages that mean something simpler, and what to say instead (its words follow)."""
 
 
-def _plain_yaml_problem(problem: str) -> str:
+def _plain_yaml_problem(problem: str, at_line_start: bool) -> str:
     for pattern, plain in _YAML_PROBLEMS:
-        if pattern.search(problem):
+        if pattern.search(problem) and (at_line_start or pattern is not _INDENTATION):
             return f"{plain} (the parser: {problem})"
     return problem
 
@@ -129,7 +132,8 @@ def _compose(text: str, file: str, budget: Budget) -> list[_Node]:
         if problem == "found character that cannot start any token" and mark:  # libyaml does not say which
             problem = f"found character {text[mark.index:mark.index + 1]!r} that cannot start any token"
         problem = " ".join(p for p in (e.context, problem) if p) or "invalid YAML"
-        raise error(file, line, col, f"invalid YAML: {_plain_yaml_problem(problem)}") from None
+        at_line_start = mark is not None and not text[text.rfind("\n", 0, mark.index) + 1:mark.index].strip(" ")
+        raise error(file, line, col, f"invalid YAML: {_plain_yaml_problem(problem, at_line_start)}") from None
     except YAMLError as e:  # none other is known; said at the start of the file rather than as an internal error
         raise error(file, 1, 1, f"invalid YAML: {str(e).splitlines()[0]}") from None
     finally:
