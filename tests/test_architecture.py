@@ -201,9 +201,9 @@ def test_the_flow_has_no_cycle_between_steps():
 
 
 @pytest.mark.parametrize("statement, absent", [
-    ("import kfdefaults", ("flytekit", "flyte", "pydantic", "kubernetes", "rich", "ruamel")),
+    ("import kfdefaults", ("flytekit", "flyte", "pydantic", "kubernetes", "rich", "yaml")),
     ("from kfdefaults import KfdefaultsWarning, ProfileError, MergeError", ("flytekit", "flyte", "pydantic", "kubernetes")),
-    ("from kfdefaults import strategic_merge_patch", ("flytekit", "flyte", "pydantic", "kubernetes", "ruamel")),
+    ("from kfdefaults import strategic_merge_patch", ("flytekit", "flyte", "pydantic", "kubernetes", "yaml")),
     ("import kfdefaults.targets", ("flytekit", "flyte", "flyteplugins", "pydantic", "kubernetes")),
     # the Flyte 2 adapter checks that the SDK is there, and imports it (and torch, through the plugin) when used
     ("import kfdefaults.flyte2", ("flytekit", "flyte", "torch")),

@@ -61,7 +61,7 @@ def test_a_cached_run_does_not_parse_or_validate(tmp_path, cache):
     code = (
         "import sys, kfdefaults\n"
         f"kfdefaults.resolve('p', team=[{team!r}])\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'ruamel')))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'yaml')))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
     assert proc.stdout.strip() == "[]", proc.stderr

@@ -186,9 +186,9 @@ def test_github_refusing_is_a_clear_error(repo, github):
 
 
 def test_the_action_runs_the_script_it_ships():
-    from ruamel.yaml import YAML
+    import yaml
 
-    action = YAML(typ="safe").load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
     assert action["runs"]["using"] == "composite"
     script = [step["run"] for step in action["runs"]["steps"] if "profile_review.py" in step.get("run", "")]
     assert script and '"${{ github.action_path }}/scripts/profile_review.py"' in script[0]

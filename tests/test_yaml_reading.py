@@ -1,174 +1,114 @@
-"""YAML profile files read as YAML means them: folded block scalars, and the fast path (libyaml) giving the very
-document the reader of record (ruamel.yaml) gives."""
+"""YAML profile files read as YAML 1.2 means them, at the place each value was written; and every file, valid or
+broken, read or refused with a located ProfileError, whichever parser PyYAML has."""
 
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
 import yaml as pyyaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kfdefaults.read import parse_text
+from kfdefaults import ProfileError
+from kfdefaults.read import Budget, parse_text
+from kfdefaults.read import yaml as reader
+from kfdefaults.read.yaml import parse_yaml_documents
 
 FOLDED = [
-    "d: >\n  a\n  b\n",
-    "d: >-\n  a b\n  c\n\n  d\n",
-    "d: >+\n  a\n   indented\n  b\n\n",
-    "args:\n  - >\n    echo a\n    echo b\n  - x\n",
-    "? >\n  folded\n  key\n: 1\n",
+    ("d: >\n  a\n  b\n", {"d": "a b\n"}),
+    ("d: >-\n  a b\n  c\n\n  d\n", {"d": "a b c\nd"}),
+    ("d: >+\n  a\n   indented\n  b\n\n", {"d": "a\n indented\nb\n\n"}),
+    ("args:\n  - >\n    echo a\n    echo b\n  - x\n", {"args": ["echo a echo b\n", "x"]}),
+    ("? >\n  folded\n  key\n: 1\n", {"folded key\n": 1}),
 ]
 
 
-@pytest.mark.parametrize("text", FOLDED)
-def test_folded_block_scalars_read_as_every_yaml_reader_reads_them(text):
-    """A folded scalar (``>``) joins its lines with spaces and holds nothing else: the round-trip reader's marks
-    of where it folded (BEL characters) never reach a profile, its pod, or the cache."""
-    doc = parse_text(text, "f.yaml")
-    assert doc.data == pyyaml.safe_load(text)
-    assert "\a" not in repr(doc.data)
+@pytest.mark.parametrize("text, data", FOLDED)
+def test_folded_block_scalars_join_their_lines(text, data):
+    """A folded scalar (``>``) joins its lines with spaces and holds nothing else (a BEL character once reached a
+    rendered pod from each fold)."""
+    assert parse_text(text, "f.yaml").data == data
 
 
 def test_a_comment_before_a_block_scalar_on_the_next_line_is_read():
-    """ruamel.yaml's round-trip reader gives up on this valid file ("overlap in comment", an internal error of
-    kfdefaults before); it is read without the round-trip reader's comments, as YAML means it."""
+    """A valid file that was once an internal error ("overlap in comment")."""
     text = "n: 1\nroot:\n  k:\n    k:\n      k:  # c\n        |-\n            a\n          \n          \n"
     doc = parse_text(text, "f.yaml")
-    assert doc.data == pyyaml.safe_load(text)
+    assert doc.data == {"n": 1, "root": {"k": {"k": {"k": "a"}}}}
     assert doc.plain_text == {("n",): "1"} and doc.values[("root", "k", "k", "k")] == (6, 9)
 
-# --- the fast path: libyaml gives the reader of record's document, or declines --------------------------------
-#
-# kfdefaults.read.fast_yaml reads a file with libyaml only where it gives what ruamel.yaml gives. These tests
-# hold it to that: on every YAML file of the repository, on generated YAML (valid and broken), and on the
-# inputs it must leave to the reader of record.
 
-import glob  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from kfdefaults import ProfileError  # noqa: E402
-from kfdefaults.read import PROFILE_BUDGET, Budget  # noqa: E402
-from kfdefaults.read import fast_yaml  # noqa: E402
-from kfdefaults.read.yaml import parse_yaml, parse_yaml_documents, parse_yaml_of_record  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def test_libyaml_parses():
+    """The profiles are parsed by libyaml, the C parser PyYAML's wheels include: about 0.1 ms for a profile
+    where a pure-Python parser takes a few milliseconds (docs/performance.md)."""
+    assert reader._loader() is pyyaml.CBaseLoader
 
 
-def same_value(a, b) -> bool:
-    """Equal, and of the same types all the way down (``1`` is not ``1.0`` nor ``True``; NaN is NaN)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def outcome(text: str):
-    """What the fast path makes of ``text`` and what the reader of record makes of it (a Document or the error
-    text)."""
-    fast = fast_yaml.fast_document(text, "f.yaml", PROFILE_BUDGET)
-    try:
-        record = parse_yaml_of_record(text, "f.yaml")
-    except ProfileError as e:
-        record = str(e)
-    return fast, record
-
-
-def assert_agree(text: str) -> bool:
-    """The fast path declines ``text`` or gives the reader of record's document; returns whether it took it."""
-    fast, record = outcome(text)
-    if fast is None:
-        return False
-    assert not isinstance(record, str), f"the fast path took a file the reader of record refuses: {record}"
-    assert same_value(fast.data, record.data)
-    assert list(fast.keys.items()) == list(record.keys.items())
-    assert list(fast.values.items()) == list(record.values.items())
-    assert fast.plain_text == record.plain_text
-    return True
-
-
-def repository_yaml() -> list[str]:
-    found = []
-    for pattern in ("profiles/**/*.yaml", "tests/**/*.yaml", "docs/**/*.yaml", "docs/**/*.yml"):
-        found.extend(sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True)))
-    return found
-
-
-def test_libyaml_is_there():
-    """The fast path needs PyYAML's C parser (PyYAML's wheels include it); without it every file would take the
-    reader of record, correct but slow, and the tests below would check nothing."""
-    assert fast_yaml._libyaml()
-
-
-def test_every_yaml_file_of_the_repository_reads_alike():
-    taken = 0
-    for path in repository_yaml():
-        with open(path, "rb") as f:
-            raw = f.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        taken += assert_agree(text)
-    assert taken >= 50  # the valid profiles and fixtures take the fast path
-
-
-@pytest.mark.parametrize("text", [
-    "a: 1\n\tb: 2\n",                      # a tab
-    "a: 1\r\nb: 2\r\n",                    # carriage returns
-    "a: caf\u00e9\n",                      # not ASCII
-    "%YAML 1.2\n---\na: 1\n",              # a directive
-    "a: &x 1\nb: *x\n",                    # an anchor and an alias
-    "a: !!str 1\n",                        # a tag
-    "a: 1\na: 2\n",                        # a duplicate key
-    "a: {<<: {b: 1}}\n",                   # a merge key
-    "? [a]\n: 1\n",                        # a key that is a list
-    "a: 0755\n",                           # a plain scalar YAML 1.2 readers disagree on
-    "a:\nb: 1\n",                          # an empty value: the readers place it differently
-    "a: >#c\n  x\n",                       # a block scalar header of another form
-    "a: |\n   \n  x\n",                    # a line of spaces only
-    "- a\n",                               # not a mapping
-    "a: 1\n---\nb: 2\n",                   # a second document
-    "a: [1\n",                             # broken
-    "a: " + "[" * 70 + "]" * 70 + "\n",    # nesting deeper than the limit
-    "a: [" + "1, " * 6_000 + "]\n",        # over 16 KiB
+@pytest.mark.parametrize("text, data, where", [
+    ("a: 1\r\nb: 2\r\n", {"a": 1, "b": 2}, {("b",): (2, 4)}),
+    ("\u00e9: [x, y\u00e9, z]\n", {"\u00e9": ["x", "y\u00e9", "z"]}, {("\u00e9", 2): (1, 12)}),  # columns count characters
+    ("%YAML 1.2\n---\na: 1\n", {"a": 1}, {("a",): (3, 4)}),
+    ("a: &x {b: 1}\nc: *x\n", {"a": {"b": 1}, "c": {"b": 1}}, {("c",): (1, 4), ("c", "b"): (1, 11)}),  # where written
+    ("a: &x 1\nb: &x 2\nc: *x\n", {"a": 1, "b": 2, "c": 2}, {("c",): (2, 4)}),  # an alias names the latest anchor
+    ("a:\nb: 1\n", {"a": None, "b": 1}, {("a",): (1, 3)}),  # an empty value: after its key, not on the next line
+    ("a: {b, c: }\n", {"a": {"b": None, "c": None}}, {("a", "c"): (1, 11)}),
+    ("a: 1\n---\n", {"a": 1}, {("a",): (1, 4)}),  # an empty document after a trailing ---
+    ("--- # c", None, {(): (1, 8)}),  # at the end of a file with no line break at its end, not on the line after
+    ("- a\n", ["a"], {(0,): (1, 3)}),  # not a profile, which validation says; the reader reads it
 ])
-def test_what_the_fast_path_leaves_to_the_reader_of_record(text):
-    fast, record = outcome(text)
-    assert fast is None
-    try:
-        assert same_value(parse_yaml(text, "f.yaml").data, record.data)
-    except ProfileError as e:
-        assert str(e) == record
+def test_yaml_read_as_written(text, data, where):
+    doc = parse_text(text, "f.yaml")
+    assert doc.data == data
+    for path, position in where.items():
+        assert doc.values[path] == position, path
 
 
-@pytest.mark.parametrize("text", ["a: [x, yy, zzz]\n", "a: {b: \"\\u00e9\"}\nc: |\n  text\n"])
-def test_a_file_over_a_budget_is_left_to_the_reader_of_record(text):
-    """Up to the last value and byte of a budget the fast path reads a file, past it the reader of record says
-    where it is over (budgets made small here: the real ones take the reader of record seconds to reach)."""
-    for values in range(1, 9):
-        for size in range(1, 14):
-            budget = Budget(1 << 16, values, size)
-            fast = fast_yaml.fast_document(text, "f.yaml", budget)
-            try:
-                parse_yaml_documents(text, "f.yaml", budget)
-            except ProfileError:
-                assert fast is None
-            else:
-                assert fast is not None
+@pytest.mark.parametrize("text, expected", [
+    ("a: 1\n---\nb: 2\n", "f.yaml:3:1: one profile per file: found a second YAML document"),
+    ("a: [1\n", "f.yaml:2:1: invalid YAML: while parsing a flow sequence"),
+    ("a: *x\n", "f.yaml:1:4: invalid YAML: found undefined alias 'x'"),
+    ("a: |\n   \n  x\n", "f.yaml:3:3: invalid YAML: this line is indented differently"),  # a leading line of more spaces
+    ("a: 1\n\tb: 2\n", "f.yaml:2:1: invalid YAML: a tab; YAML indents with spaces only"),
+    ("a:\n  'k'0: 1\n", "f.yaml:2:6: invalid YAML: while parsing a block mapping did not find expected key"),  # not
+    # "indented differently": the line is, but it goes on after a quoted key
+    ("a: `x\n", "f.yaml:1:4: invalid YAML: while scanning for the next token found character '`' that cannot start"),
+    ("\u00e9: 1\nb: \u00e9\x01\n", "f.yaml:2:5: invalid YAML: unacceptable character #x0001"),  # in characters
+])
+def test_yaml_refused_at_its_place(text, expected):
+    with pytest.raises(ProfileError) as excinfo:
+        parse_text(text, "f.yaml")
+    assert str(excinfo.value).startswith(expected)
 
 
-def test_without_libyaml_every_file_takes_the_reader_of_record(monkeypatch):
-    monkeypatch.setattr(fast_yaml, "_C", False)
-    text = "a: 1\nb: [x, 'y']\n"
-    assert fast_yaml.fast_document(text, "f.yaml", PROFILE_BUDGET) is None
-    assert parse_yaml(text, "f.yaml").data == {"a": 1, "b": ["x", "y"]}
+@pytest.mark.parametrize("text, values, size", [("a: [x, yy, zzz]\n", 6, 7), ("a: {b: \"\\u00e9\"}\nc: |\n  text\n", 7, 10)])
+def test_a_file_is_read_up_to_the_last_value_and_byte_of_its_budget(text, values, size):
+    """``values`` values (keys, lists and mappings included) and ``size`` bytes of keys and scalars in UTF-8 (``é`` is
+    two): read within a budget of exactly that, refused one below (budgets made small here)."""
+    assert parse_yaml_documents(text, "f.yaml", Budget(1 << 16, values, size))
+    with pytest.raises(ProfileError, match=f"more than {values - 1} values"):
+        parse_yaml_documents(text, "f.yaml", Budget(1 << 16, values - 1, size))
+    with pytest.raises(ProfileError, match="expands to more than 0 KiB of text"):
+        parse_yaml_documents(text, "f.yaml", Budget(1 << 16, values, size - 1))
 
+
+def test_without_libyaml_pyyaml_s_own_parser_reads_alike(monkeypatch):
+    """Where PyYAML was built without libyaml, its pure-Python parser gives the same events: the same document,
+    and errors at the same places, in PyYAML's own words."""
+    text = "a: 1\nb: [x, 'y', {c: 0o17}]\nd: &q |\n  text\ne: *q\n"
+    expected = parse_text(text, "f.yaml")
+    monkeypatch.setattr(reader, "_LOADER", pyyaml.BaseLoader)
+    doc = parse_text(text, "f.yaml")
+    assert (doc.data, doc.keys, doc.values, doc.plain_text) == (expected.data, expected.keys, expected.values,
+                                                                  expected.plain_text)
+    with pytest.raises(ProfileError, match=r"^f.yaml:2:1: invalid YAML: a tab; YAML indents with spaces only"):
+        parse_text("a:\n\tb: 1\n", "f.yaml")
+    with pytest.raises(ProfileError, match=r"^f.yaml:1:4: YAML tags are not supported"):
+        parse_text("a: !!str 1\n", "f.yaml")
+
+
+# --- generated YAML, valid and broken: read, or refused at a place in the file ---------------------------------
 
 SCALARS = ["x", "a b", "x:y", "http://h/p", "a#b", "-x", ":x", "?x", "x-", "1", "-0", "+1", "0", "0o17", "0x1F", "1_000",
            "1.5", "1e3", ".5", "0.", "+.inf", ".nan", "true", "True", "FALSE", "yes", "on", "~", "null", "2024-01-01",
@@ -176,8 +116,9 @@ SCALARS = ["x", "a b", "x:y", "http://h/p", "a#b", "-x", ":x", "?x", "x-", "1", 
            '"\\U0001F600\\N\\_\\L\\P\\e\\0\\a"', '"a\\\n  b"', '"a\n  b"', '" x "', "a\n  b", "[]", "{}", "[a, b]",
            "[a,b]", "{a: 1}", "{a:1}", "{'a': 1}", '{"a":1}', "{a, b: }", "[a: b]", "[a, ]", "{a: 1,}", "[a, [b, {c: d}]]",
            "[\n  a,\n  b\n]", "{\n  a: 1\n}", "|\n  text\n  more", "|-\n  a\n\n", "|+\n  a\n\n", "|2\n   x", ">\n  a\n  b",
-           ">-\n  a\n\n  b", "> # c\n  a\n   b\n  c", "", "x # c", "x#c", "--", "---", "...", "a ,b", "!x", "&x y", "*x", "%"]
-KEYS = ["k", "key", "'quoted key'", '"dq"', "a b", "x.y/z", "1", "null", "true", "-k", "? k", "k:", "<<", "'<<'"]
+           ">-\n  a\n\n  b", "> # c\n  a\n   b\n  c", "", "x # c", "x#c", "--", "---", "...", "a ,b", "!x", "&x y", "*x", "%",
+           "caf\u00e9", "a\tb", "\u65e5\u672c"]
+KEYS = ["k", "key", "'quoted key'", '"dq"', "a b", "x.y/z", "1", "null", "true", "-k", "? k", "k:", "<<", "'<<'", "&a k"]
 
 
 @st.composite
@@ -204,12 +145,12 @@ def yaml_node(draw, indent: int, depth: int) -> str:
 @st.composite
 def yaml_files(draw) -> str:
     """A profile-like YAML file, now and then broken by a few edits."""
-    text = (draw(st.sampled_from(["", "---\n", "--- # c\n", "# c\n", "\n"])) + "root: " + draw(yaml_node(2, 0))
-            + draw(st.sampled_from(["\n", "", "\n...\n", "\n# end\n", "\nz: 1\n", "\n---\n"])))
+    text = (draw(st.sampled_from(["", "---\n", "--- # c\n", "# c\n", "\n", "%YAML 1.2\n---\n"])) + "root: "
+            + draw(yaml_node(2, 0)) + draw(st.sampled_from(["\n", "", "\n...\n", "\n# end\n", "\nz: 1\n", "\n---\n"])))
     for _ in range(draw(st.integers(0, 3))):
         at = draw(st.integers(0, len(text)))
         edit = draw(st.sampled_from(["", " ", "  ", ":", ": ", "-", "- ", "#", "'", '"', "\n", "\n  ", "[", "]", "{",
-                                     "}", ",", "|", ">", "?", "&", "*", "!", "\\"]))
+                                     "}", ",", "|", ">", "?", "&", "*", "!", "\\", "\t", "\r", "\x00", "\u00e9"]))
         text = text[:at] + edit + text[at + draw(st.integers(0, 1)):]
     return text
 
@@ -219,7 +160,22 @@ READS = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")), deadl
 """The same examples on every run; ``FUZZ_EXAMPLES=20000`` explores that many new random ones."""
 
 
+def inside(text: str, line: int, column: int) -> bool:
+    """``LINE:COLUMN`` (1-based) is a place in ``text``: on one of its lines (YAML 1.1's line breaks, which libyaml
+    counts, as editors do), at most one past that line's end."""
+    lines = re.split("\r\n|[\r\n\x85\u2028\u2029]", text)
+    return 1 <= line <= len(lines) and 1 <= column <= len(lines[line - 1]) + 1
+
+
 @READS
 @given(yaml_files())
-def test_generated_yaml_reads_alike(text):
-    assert_agree(text)
+def test_generated_yaml_is_read_or_refused_at_a_place_in_the_file(text):
+    """Whatever the file, the reader gives a document whose every position is in the file, or one ProfileError
+    at a place in the file: never another exception."""
+    try:
+        doc = parse_text(text, "f.yaml")
+    except ProfileError as e:
+        [finding] = e.findings
+        assert finding.location.file == "f.yaml" and inside(text, finding.location.line, finding.location.column), e
+    else:
+        assert all(inside(text, *position) for position in [*doc.keys.values(), *doc.values.values()]), doc.values

@@ -50,10 +50,10 @@ from ..validate.fragment import Definition, Fragment
 from ..validate.suggest import closest
 from ..validate.task_layer import task_fragment
 
-LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "ruamel.yaml", "yaml")
+LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "yaml")
 """The installed libraries whose code makes a result besides kfdefaults' own: the Kubernetes schemas that check and
 merge the pod templates, the merge of the ``elastic`` sections, the models that validate a file and the YAML
-readers. Each is an input of every pipeline (:meth:`kfdefaults.inputs.Inputs.module`): another release of one is
+reader. Each is an input of every pipeline (:meth:`kfdefaults.inputs.Inputs.module`): another release of one is
 another result."""
 
 

@@ -1,103 +1,63 @@
 """YAML profile files: the YAML 1.2 core schema, positions kept, hostile input refused early.
 
-Explicit tags, duplicate keys, merge keys and several documents are errors; aliases may not expand past the
-budgets of values and of bytes (a "billion laughs" file, or one large string repeated by aliases, fails fast);
-values may not nest deeper than :data:`~kfdefaults.read.document.MAX_DEPTH`.
-Plain scalars are resolved by :mod:`kfdefaults.read.scalars`, not by the YAML library.
+The file is parsed by libyaml, the C parser PyYAML's wheels include (PyYAML's own pure-Python parser where it was
+built without it), one event at a time; this module composes the events itself, so that it refuses a file as
+soon as it holds more values than its budget or nests deeper than
+:data:`~kfdefaults.read.document.MAX_DEPTH`, and it never lets PyYAML resolve a value: plain scalars are resolved
+by :mod:`kfdefaults.read.scalars` under the YAML 1.2 core schema, whatever the file's YAML version. Explicit tags,
+duplicate keys, merge keys, keys that are not scalars and several documents are errors; aliases may not expand
+past the budgets of values and of bytes (a "billion laughs" file, or one large string repeated by aliases, fails
+fast), nor nest values deeper than the depth limit.
+
+libyaml follows YAML 1.1's syntax, which YAML 1.2 changed in corners no profile needs, each refused at its place:
+anchor names other than letters, digits, ``-`` and ``_``; a line break at NEL, LS or PS (U+0085, U+2028, U+2029)
+unquoted; a document after ``...`` without its ``---`` (docs/validation.md, "How YAML files are read").
 """
 
 from __future__ import annotations
 
-import io
 import re
 from typing import Any
 
-from ..errors import ProfileError
 from .document import MAX_DEPTH, PROFILE_BUDGET, Budget, Document, Path, error
-from .fast_yaml import fast_document
 from .scalars import AmbiguousScalar, resolve_plain_scalar
 
 
-class _Rejected(Exception):
-    """The composer refused a node (a budget, the depth limit, an explicit tag); carries the position."""
+class _Node:
+    """A composed YAML node. ``value`` is a scalar's text, a sequence's list of nodes or a mapping's list of
+    ``(key, value)`` node pairs; ``line`` and ``column`` (1-based) are where it starts (its anchor or tag, if
+    any); ``plain`` says a scalar was written unquoted, ``mapping`` that a collection is a mapping. An alias is
+    the very node its anchor names."""
 
-    def __init__(self, mark: Any, message: str) -> None:
-        super().__init__(message)
-        self.mark = mark
-        self.message = message
+    __slots__ = ("value", "line", "column", "plain", "mapping")
+
+    def __init__(self, value: Any, line: int, column: int, plain: bool = False, mapping: bool = False) -> None:
+        self.value = value
+        self.line = line
+        self.column = column
+        self.plain = plain
+        self.mapping = mapping
 
 
-_PLAIN_TAG: Any = None
-"""The tag object the YAML reader gives plain (unquoted, untagged) scalars, to tell them from tagged ones."""
-
-
-def _yaml_loader(budget: Budget, round_trip: bool = True) -> Any:
-    """ruamel.yaml's reader, its composer held to ``budget``: the round-trip reader (``round_trip``), or the one
-    that keeps no comments."""
-    global _PLAIN_TAG
-    from ruamel.yaml import YAML
-    from ruamel.yaml.composer import Composer
-    from ruamel.yaml.nodes import ScalarNode
-    from ruamel.yaml.resolver import VersionedResolver
-    from ruamel.yaml.tag import Tag
-
-    if _PLAIN_TAG is None:
-        _PLAIN_TAG = Tag(suffix="tag:yaml.org,2002:str")
-
-    class _PlainResolver(VersionedResolver):
-        """Leaves every plain scalar a string; :func:`resolve_plain_scalar` gives it its 1.2 meaning."""
-
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-            if kind is ScalarNode and implicit[0]:
-                return _PLAIN_TAG
-            return super().resolve(kind, value, implicit)
-
-    class _BudgetComposer(Composer):
-        """Stops composing at the first explicit tag, or as soon as the file holds more values than its budget or
-        nests deeper than MAX_DEPTH."""
-
-        _count = 0
-        _depth = 0
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            self._count += 1
-            self._depth += 1
-            try:
-                if self._count > budget.values:
-                    raise _Rejected(self.parser.peek_event().start_mark, f"file holds more than {budget.values} values")
-                if self._depth > MAX_DEPTH:
-                    raise _Rejected(self.parser.peek_event().start_mark, f"values nest deeper than {MAX_DEPTH} levels")
-                event = self.parser.peek_event()
-                tag = getattr(event, "tag", None)
-                if tag is not None:  # even ``!``, which PyYAML-style readers resolve as if untagged
-                    tag = str(tag).replace("tag:yaml.org,2002:", "!!")
-                    raise _Rejected(event.start_mark, f"YAML tags are not supported ({tag}): remove the tag, and quote "
-                                    "the value if it is meant as text")
-                return super().compose_node(parent, index)
-            finally:
-                self._depth -= 1
-
-    yaml = YAML(typ="rt" if round_trip else "safe", pure=True)
-    yaml.Resolver = _PlainResolver
-    yaml.Composer = _BudgetComposer
-    return yaml
-
+_INDENTATION = re.compile(r"did not find expected key|did not find expected '-' indicator|expected <block end>, but found")
+"""The parser's words for a line that starts where no key or item may (when it is said at a line's start)."""
 
 _YAML_PROBLEMS = (
-    (re.compile(r"expected <block end>, but found"),
+    (_INDENTATION,
      "this line is indented differently from the lines around it (YAML nests by indentation: line up sibling "
      "keys and list items)"),
-    (re.compile(r"found character '\\t' that cannot start any token"), "a tab; YAML indents with spaces only"),
-    (re.compile(r"^mapping values are not allowed here"),
+    (re.compile(r"found character '\\t' that cannot start any token|found a tab character"),
+     "a tab; YAML indents with spaces only"),
+    (re.compile(r"^mapping values are not allowed"),
      "`key: value` where a plain value was expected: indent this line like its siblings, or quote a value "
      "that holds ': '"),
 )
-"""The YAML parser's messages that mean something simpler, and what to say instead (its words follow)."""
+"""The parser's messages that mean something simpler, and what to say instead (its words follow)."""
 
 
-def _plain_yaml_problem(problem: str) -> str:
+def _plain_yaml_problem(problem: str, at_line_start: bool) -> str:
     for pattern, plain in _YAML_PROBLEMS:
-        if pattern.search(problem):
+        if pattern.search(problem) and (at_line_start or pattern is not _INDENTATION):
             return f"{plain} (the parser: {problem})"
     return problem
 
@@ -109,21 +69,9 @@ def parse_yaml(text: str, file: str) -> Document:
         ProfileError: not valid YAML 1.2, a second document, a tag, a duplicate or merge key, or over a budget,
             with the line and column of the problem.
     """
-    doc = fast_document(text, file, PROFILE_BUDGET)  # None: outside what libyaml is known to read alike
-    return doc if doc is not None else parse_yaml_of_record(text, file)
-
-
-def parse_yaml_of_record(text: str, file: str) -> Document:
-    """Parse YAML profile text with ruamel.yaml, the reader of record, which :func:`parse_yaml` uses for every
-    file :mod:`.fast_yaml` leaves to it (and for every error).
-
-    Raises:
-        ProfileError: as :func:`parse_yaml`.
-    """
     nodes = _compose(text, file, PROFILE_BUDGET)
     if len(nodes) > 1:
-        mark = nodes[1].start_mark
-        raise error(file, mark.line + 1, mark.column + 1, "one profile per file: found a second YAML document")
+        raise error(file, nodes[1].line, nodes[1].column, "one profile per file: found a second YAML document")
     return _document(nodes[0], file, PROFILE_BUDGET) if nodes else Document(file, None)
 
 
@@ -142,50 +90,145 @@ def parse_yaml_documents(text: str, file: str, budget: Budget = PROFILE_BUDGET) 
     return [_document(node, file, budget) for node in _compose(text, file, budget)]
 
 
-def _compose(text: str, file: str, budget: Budget) -> list[Any]:
-    """The YAML nodes of every non-empty document of ``text``.
+_LOADER: Any = None
+"""PyYAML's loader class whose parser gives the events: libyaml's (``CBaseLoader``), else the pure-Python one."""
+
+
+def _loader() -> Any:
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        _LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+    return _LOADER
+
+
+def _compose(text: str, file: str, budget: Budget) -> list[_Node]:
+    """The root node of every non-empty document of ``text``.
 
     Raises:
         ProfileError: not valid YAML 1.2, a tag, a nesting deeper than MAX_DEPTH, more values than the budget.
     """
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from yaml import MarkedYAMLError, YAMLError
 
-    overrun = _flow_depth_overrun(text)
-    if overrun is not None:
-        raise error(file, *overrun, f"values nest deeper than {MAX_DEPTH} levels")
     _check_yaml_version(text, file)
+    bad = _NOT_PRINTABLE.search(text)
+    if bad is not None:
+        lines = _LINE_BREAK.split(text[:bad.start()])
+        raise error(file, len(lines), len(lines[-1]) + 1,
+                    f"invalid YAML: unacceptable character #x{ord(bad.group()):04x}: control characters are not allowed")
+    loader = _loader()(text)
     try:
-        try:
-            nodes = list(_yaml_loader(budget).compose_all(io.StringIO(text)))
-        except NotImplementedError:
-            # the round-trip reader's bookkeeping of comments gives up on some valid files ("overlap in comment":
-            # a comment before a block scalar on the next line); read them again without it
-            nodes = list(_yaml_loader(budget, round_trip=False).compose_all(io.StringIO(text)))
-    except _Rejected as e:
-        raise error(file, e.mark.line + 1, e.mark.column + 1, e.message) from None
-    except RecursionError:
-        raise error(file, 1, 1, f"values nest deeper than {MAX_DEPTH} levels") from None
+        return _compose_events(loader.get_event, text, file, budget)
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
-        raise error(file, line, col, f"invalid YAML: {_plain_yaml_problem(problem)}") from None
-    except YAMLError as e:  # the reader's errors (a NUL byte, say) carry a character position, not a mark
-        message = str(e)
-        m = re.search(r"position (\d+)", message)
-        line, col = 1, 1
-        if m:
-            before = text[: int(m.group(1))]
-            line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
-        raise error(file, line, col, f"invalid YAML: {message.splitlines()[0]}") from None
-    from ruamel.yaml.nodes import ScalarNode
+        line, col = _place(text, mark) if mark else (1, 1)
+        problem = e.problem or ""
+        if "exceeded maximum nesting depth" in problem and mark:
+            # libyaml's own limit (1,000 levels), met while it scans ahead in ``[[[[...``: composing the text
+            # before that point finds the first value nested past MAX_DEPTH
+            _compose(text[:mark.index], file, budget)
+            raise error(file, line, col, f"values nest deeper than {MAX_DEPTH} levels") from None
+        if problem == "found character that cannot start any token" and mark:  # libyaml does not say which
+            problem = f"found character {text[mark.index:mark.index + 1]!r} that cannot start any token"
+        problem = " ".join(p for p in (e.context, problem) if p) or "invalid YAML"
+        at_line_start = mark is not None and not text[text.rfind("\n", 0, mark.index) + 1:mark.index].strip(" ")
+        raise error(file, line, col, f"invalid YAML: {_plain_yaml_problem(problem, at_line_start)}") from None
+    except YAMLError as e:  # none other is known; said at the start of the file rather than as an internal error
+        raise error(file, 1, 1, f"invalid YAML: {str(e).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
 
+
+_NOT_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""A character YAML files may not hold (outside YAML's printable set: control characters, a NUL, surrogates)."""
+
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+"""What ends a line for the parser (YAML 1.1's line breaks)."""
+
+
+def _place(text: str, mark: Any) -> tuple[int, int]:
+    """The 1-based line and column of the parser's ``mark``; the end of a file that does not end with a line
+    break is the end of its last line (the parser, which ends such a file with one, says the line after it)."""
+    if mark.index >= len(text) and mark.column == 0 and text and _LINE_BREAK.match(text[-1]) is None:
+        return mark.line, len(_LINE_BREAK.split(text)[-1]) + 1
+    return mark.line + 1, mark.column + 1
+
+
+def _compose_events(get_event: Any, text: str, file: str, budget: Budget) -> list[_Node]:
+    """The root node of every non-empty document of the parser's events (``get_event``) of ``text``, in a loop over
+    them with no recursion: a file may nest far deeper than the limit before it is refused.
+
+    Raises:
+        ProfileError: over the budget of values, deeper than MAX_DEPTH, a tag, an unknown alias.
+    """
+    from yaml import events
+
+    scalar_event, alias_event, document_start = events.ScalarEvent, events.AliasEvent, events.DocumentStartEvent
+    collection_end = (events.MappingEndEvent, events.SequenceEndEvent)
+    roots: list[_Node] = []
+    anchors: dict[str, _Node] = {}
+    open_nodes: list[list[Any]] = []  # the open collections, innermost last: [node, a mapping's key awaiting its value]
+    count = 0
+    while True:
+        event = get_event()
+        kind = type(event)
+        if kind in collection_end:
+            open_nodes.pop()
+            continue
+        if kind is document_start:
+            anchors = {}  # anchors name nodes of their own document only
+            continue
+        if kind is events.StreamEndEvent:
+            break
+        if kind is events.StreamStartEvent or kind is events.DocumentEndEvent:
+            continue
+        mark = event.start_mark
+        line, column = mark.line + 1, mark.column + 1
+        count += 1
+        if count > budget.values:
+            raise error(file, line, column, f"file holds more than {budget.values} values")
+        if len(open_nodes) >= MAX_DEPTH:
+            raise error(file, line, column, f"values nest deeper than {MAX_DEPTH} levels")
+        if kind is alias_event:
+            node = anchors.get(event.anchor)
+            if node is None:
+                raise error(file, line, column, f"invalid YAML: found undefined alias {event.anchor!r}")
+        else:
+            if event.tag is not None:  # even ``!``, which PyYAML-style readers resolve as if untagged
+                tag = event.tag.replace("tag:yaml.org,2002:", "!!")
+                raise error(file, line, column, f"YAML tags are not supported ({tag}): remove the tag, and quote the "
+                            "value if it is meant as text")
+            if kind is scalar_event:
+                if not event.value:  # an empty value may be placed at the end of the file
+                    line, column = _place(text, mark)
+                node = _Node(event.value, line, column, event.implicit[0])
+            else:
+                node = _Node([], line, column, mapping=kind is events.MappingStartEvent)
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+        if open_nodes:
+            _attach(open_nodes[-1], node)
+        else:
+            roots.append(node)
+        if kind is not scalar_event and kind is not alias_event:
+            open_nodes.append([node, None])
     # an empty document (after a trailing ``---``) says nothing
-    return [n for i, n in enumerate(nodes) if n is not None
-            and not (i > 0 and isinstance(n, ScalarNode) and n.value == "" and n.style is None)]
+    return [n for i, n in enumerate(roots) if not (i > 0 and n.plain and n.value == "")]
 
 
-def _document(node: Any, file: str, budget: Budget) -> Document:
+def _attach(parent: list[Any], node: _Node) -> None:
+    """Add ``node`` to the open collection ``parent`` (``[its node, a mapping's key awaiting its value]``)."""
+    if not parent[0].mapping:
+        parent[0].value.append(node)
+    elif parent[1] is None:
+        parent[1] = node
+    else:
+        parent[0].value.append((parent[1], node))
+        parent[1] = None
+
+
+def _document(node: _Node, file: str, budget: Budget) -> Document:
     """One composed YAML document as a :class:`Document`, once its aliases are known to keep the budget."""
     doc = Document(file, None)
     converter = _YamlConverter(doc)
@@ -226,92 +269,7 @@ def _check_yaml_version(text: str, file: str) -> None:
                                           "true or false for a boolean")
 
 
-_FLOW_SPECIAL = re.compile(r"[\[\]{}\"'#\n|>]")
-_TOKEN_START = " \t\n[{,:-?"
-_BLOCK_SCALAR_HEADER = re.compile(r"[|>][-+0-9]*[ \t]*(?:#[^\n]*)?(?:\n|$)")
-_LINE_PREFIX = re.compile(r"[ \t]*(?:-[ \t]+)*")
-
-
-def _block_scalar_end(text: str, i: int) -> int:
-    """Where the block scalar (``key: |``) whose header starts at ``i`` ends: after its last content line.
-
-    Its content is every following line that is blank or indented deeper than the node holding the scalar: the
-    key's column on the header's line (``- key: |``), or the column of the last ``-`` for ``- |``.
-    """
-    line_start = text.rfind("\n", 0, i) + 1
-    prefix = _LINE_PREFIX.match(text, line_start, i).end()
-    if prefix == i:  # ``- |``: deeper than the dash
-        indent = text.rfind("-", line_start, i) - line_start if "-" in text[line_start:i] else i - line_start - 1
-    else:
-        indent = prefix - line_start
-    pos = text.find("\n", i)
-    while pos >= 0:
-        nxt = text.find("\n", pos + 1)
-        line = text[pos + 1: len(text) if nxt < 0 else nxt]
-        if line.strip() and len(line) - len(line.lstrip(" ")) <= indent:
-            return pos  # the newline before the first line that is not content
-        pos = nxt
-    return len(text)
-
-
-def _flow_depth_overrun(text: str) -> tuple[int, int] | None:
-    """Where YAML flow collections (``[[[...``) first nest deeper than MAX_DEPTH, if they do.
-
-    The YAML scanner looks ahead up to 1024 characters for a key after every ``[`` and ``{``, which makes
-    deeply nested flow collections take seconds to reject; this pass finds them first. Brackets in quoted
-    scalars, block scalars (``|``, ``>``) and comments do not count, nor brackets inside a plain scalar
-    (``image: repo/x[1]``).
-    """
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return None
-    depth = 0
-    i = 0
-    last_open = -2  # where the last counted bracket was: "[[" opens twice, "x[[" not at all
-    while True:
-        m = _FLOW_SPECIAL.search(text, i)
-        if m is None:
-            return None
-        i = m.start()
-        c = text[i]
-        at_token = i == 0 or text[i - 1] in _TOKEN_START and (text[i - 1] not in "[{" or last_open == i - 1)
-        if c in "[{" and at_token:
-            last_open = i
-            depth += 1
-            if depth > MAX_DEPTH:
-                line = text.count("\n", 0, i) + 1
-                return line, i - (text.rfind("\n", 0, i) + 1) + 1
-        elif c in "]}" and depth:
-            depth -= 1
-        elif c in "|>":
-            if depth == 0 and at_token and _BLOCK_SCALAR_HEADER.match(text, i):
-                i = _block_scalar_end(text, i)
-                continue
-        elif c == "#" and (i == 0 or text[i - 1] in " \t\n"):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        elif c in "\"'" and at_token:
-            j = i + 1
-            while True:
-                j = text.find(c, j)
-                if j < 0:
-                    return None  # unterminated: the YAML reader says so
-                if c == '"':
-                    k = j
-                    while k > i + 1 and text[k - 1] == "\\":
-                        k -= 1
-                    if (j - k) % 2:
-                        j += 1
-                        continue
-                if c == "'" and text.startswith("''", j):
-                    j += 2
-                    continue
-                break
-            i = j
-        i += 1
-
-
-def _expanded_size(node: Any, memo: dict[int, tuple[int, int]], budget: Budget = PROFILE_BUDGET) -> tuple[int, int]:
+def _expanded_size(node: _Node, memo: dict[int, tuple[int, int]], budget: Budget = PROFILE_BUDGET) -> tuple[int, int]:
     """How many values, and how many bytes of text (keys and scalars, UTF-8), ``node`` stands for once its
     aliases are expanded: an alias counts again each time it is used. Counting stops soon after a budget is
     passed, so a "billion laughs" file is measured in a few steps per node."""
@@ -328,13 +286,13 @@ def _expanded_size(node: Any, memo: dict[int, tuple[int, int]], budget: Budget =
             if values > budget.values or size > budget.expanded_bytes:
                 break
     else:
-        text = _scalar_text(node)
+        text = node.value
         values, size = 1, len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     memo[id(node)] = (values, size)
     return values, size
 
 
-def _overflowing(node: Any, memo: dict[int, tuple[int, int]], budget: Budget = PROFILE_BUDGET) -> Any:
+def _overflowing(node: _Node, memo: dict[int, tuple[int, int]], budget: Budget = PROFILE_BUDGET) -> _Node:
     """The node to blame for a document over budget: going down from ``node``, the first node none of whose
     children is over budget alone (the list or mapping whose aliases add up; an alias has no position of its own)."""
     seen: set[int] = set()
@@ -355,27 +313,18 @@ def _overflowing(node: Any, memo: dict[int, tuple[int, int]], budget: Budget = P
     return node
 
 
-def _scalar_text(node: Any) -> str:
-    """The text of a scalar node. In a folded block scalar (``>``), the round-trip reader marks each place where
-    it folded a line break with a BEL character (``\\a``), for its own writer; the value has none (a BEL cannot be
-    written in a block scalar: it is not printable), as every other YAML reader says."""
-    return node.value.replace("\a", "") if node.style == ">" else str(node.value)
-
-
 class _YamlConverter:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
 
-    def fail(self, node: Any, message: str) -> ProfileError:
-        return error(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1, message)
+    def fail(self, node: _Node, message: str) -> Exception:
+        return error(self.doc.file, node.line, node.column, message)
 
-    def convert(self, node: Any, path: Path) -> Any:
-        from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
-        self.doc.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
-        if isinstance(node, ScalarNode):
-            if node.ctag is not _PLAIN_TAG:  # quoted (tags were refused while composing)
-                return _scalar_text(node)
+    def convert(self, node: _Node, path: Path) -> Any:
+        self.doc.values.setdefault(path, (node.line, node.column))
+        if not isinstance(node.value, list):
+            if not node.plain:  # quoted (tags were refused while composing)
+                return node.value
             try:
                 value = resolve_plain_scalar(node.value)
             except AmbiguousScalar as e:
@@ -383,20 +332,20 @@ class _YamlConverter:
             if not isinstance(value, str):
                 self.doc.plain_text[path] = node.value
             return value
-        if isinstance(node, SequenceNode):
+        if len(path) >= MAX_DEPTH:  # only aliases reach here: the composer refused deeper nesting as written
+            raise self.fail(node, f"values nest deeper than {MAX_DEPTH} levels once aliases are expanded")
+        if not node.mapping:
             return [self.convert(item, path + (i,)) for i, item in enumerate(node.value)]
-        if isinstance(node, MappingNode):
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, ScalarNode):
-                    raise self.fail(key_node, "mapping keys must be plain strings")
-                key = _scalar_text(key_node)
-                if key_node.style is None and key == "<<":
-                    raise self.fail(key_node, "YAML merge keys (<<) are not supported; write the keys out")
-                if key in out:
-                    first = self.doc.keys[path + (key,)]
-                    raise self.fail(key_node, f"duplicate key {key!r} (first at line {first[0]})")
-                self.doc.keys[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                out[key] = self.convert(value_node, path + (key,))
-            return out
-        raise self.fail(node, "unsupported YAML node")
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if isinstance(key_node.value, list):
+                raise self.fail(key_node, "mapping keys must be plain strings")
+            key = key_node.value
+            if key_node.plain and key == "<<":
+                raise self.fail(key_node, "YAML merge keys (<<) are not supported; write the keys out")
+            if key in out:
+                first = self.doc.keys[path + (key,)]
+                raise self.fail(key_node, f"duplicate key {key!r} (first at line {first[0]})")
+            self.doc.keys[path + (key,)] = (key_node.line, key_node.column)
+            out[key] = self.convert(value_node, path + (key,))
+        return out
