@@ -22,13 +22,15 @@ from ..backend.cluster import ClusterTemplate, load_cluster_template
 from ..errors import Finding, Location, ProfileError, sorted_findings
 from ..inputs import Inputs
 from ..layers import (
-    NO_PROJECT,
+    CLUSTER_FACTS,
     FOLDER_LAYERS,
+    NO_PROJECT,
     Catalog,
     ClusterTemplatePath,
     Project,
     discover_folders,
     find_cluster_template,
+    find_platform_file,
     layer_sources,
 )
 from ..lock import (
@@ -45,6 +47,7 @@ from ..merge.result import Resolved, SdkObjects
 from ..smp.schema import normalize_version
 from ..targets import Target, default_target, target_named
 from ..check.folders import empty_folder_warnings
+from ..validate.facts import ClusterFacts, load_facts
 from ..validate.files import DefinitionLoader
 from ..validate.fragment import Definition, Fragment
 from ..validate.suggest import closest
@@ -73,6 +76,7 @@ class Pipeline:
             backend lays it under the task's pod: it counts for the flytekit target only.
         project: The project whose ``pyproject.toml`` named folders (:class:`~kfdefaults.layers.Project`).
         lock: The project's ``kfdefaults.lock``: every profile it lists is held to it (:mod:`kfdefaults.lock`).
+        facts: The file of the cluster's facts (:mod:`kfdefaults.validate.facts`), or ``None`` when none is stated.
 
     Attributes:
         inputs: Everything read so far (:mod:`kfdefaults.inputs`): what a result of this pipeline depends on,
@@ -87,7 +91,8 @@ class Pipeline:
 
     def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None,
                  target: Target | str | None = None, cluster_template: ClusterTemplatePath | None = None,
-                 project: Project = NO_PROJECT, lock: Lock | None = None) -> None:
+                 project: Project = NO_PROJECT, lock: Lock | None = None,
+                 facts: ClusterTemplatePath | None = None) -> None:
         self.catalog = catalog
         self.inputs = catalog.inputs
         self.kubernetes_version = normalize_version(kubernetes_version)
@@ -95,6 +100,8 @@ class Pipeline:
         self.target = default_target()[0] if target is None else target_named(target)
         self.cluster_template = cluster_template if self.target.name == "flytekit" else None
         self._cluster: ClusterTemplate | None = None
+        self.facts_file = facts
+        self._facts: ClusterFacts | None = None
         self.project = project
         self.lock = lock
         self.require_locked = False
@@ -116,6 +123,7 @@ class Pipeline:
         files: Mapping[str, Sequence[str]] | None = None,
         errors: list[Finding] | None = None,
         cluster_template: str | None = None,
+        facts: str | None = None,
         project: Project | Sequence[str] | None = None,
         use_lock: bool = True,
         inputs: Inputs | None = None,
@@ -134,6 +142,8 @@ class Pipeline:
                 and the rest is read; without it, the first such problem raises.
             cluster_template: The ``--cluster-template`` value: a PodTemplate manifest, or ``none``; ``None``
                 looks for one where :mod:`kfdefaults.layers.cluster` says.
+            facts: The ``--facts`` value: a file of the cluster's facts, or ``none``; ``None`` looks for one as
+                for the template.
             project: The project (:class:`~kfdefaults.layers.Project`), or the folders it is looked for from, in
                 order; ``None``: the working directory, then the ``team`` and ``platform`` folders given.
             use_lock: Hold every profile to the project's ``kfdefaults.lock`` when it has one (``diff`` and
@@ -146,22 +156,16 @@ class Pipeline:
             ProfileError: a named folder does not exist, a declared platform is missing, or ``pyproject.toml``'s
                 ``[tool.kfdefaults]`` or ``kfdefaults.lock`` is invalid (without ``errors``).
         """
-        found: ClusterTemplatePath | None = None
-        lock: Lock | None = None
         inputs = Inputs() if inputs is None else inputs
         project = find_project(project, platform, team, sources.get("pyproject", True), inputs)
         folders = discover_folders(layer_sources(platform, team, project=project, inputs=inputs, **sources), errors,
                                    inputs)
-        try:
-            found = find_cluster_template(cluster_template, folders.get("platform", []), environ=sources.get("environ"),
-                                          project=project, inputs=inputs)
-            lock = project_lock(project, inputs) if use_lock else None
-        except ProfileError as e:
-            if errors is None:
-                raise
-            errors.extend(e.findings)
+        where = {"environ": sources.get("environ"), "project": project, "inputs": inputs}
+        found = _or_none(errors, find_cluster_template, cluster_template, folders.get("platform", []), **where)
+        facts_file = _or_none(errors, find_platform_file, CLUSTER_FACTS, facts, folders.get("platform", []), **where)
+        lock = _or_none(errors, project_lock, project, inputs) if use_lock else None
         return cls(Catalog(folders, files, inputs), kubernetes_version=kubernetes_version, sdk=sdk, target=target,
-                   cluster_template=found, project=project, lock=lock)
+                   cluster_template=found, project=project, lock=lock, facts=facts_file)
 
     @property
     def cluster(self) -> ClusterTemplate | None:
@@ -173,6 +177,18 @@ class Pipeline:
         if self._cluster is None and self.cluster_template is not None:
             self._cluster = load_cluster_template(self.cluster_template, self.inputs)
         return self._cluster
+
+    @property
+    def facts(self) -> ClusterFacts | None:
+        """The cluster's facts (:class:`~kfdefaults.validate.facts.ClusterFacts`), read when first asked for;
+        ``None`` when none are stated.
+
+        Raises:
+            ProfileError: the file cannot be read, or a fact is invalid (located).
+        """
+        if self._facts is None and self.facts_file is not None:
+            self._facts = load_facts(self.facts_file.path, self.inputs)
+        return self._facts
 
     # -- profiles
 
@@ -298,6 +314,18 @@ class Pipeline:
             return []
         value = [value] if isinstance(value, str) else value
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _or_none(errors: list[Finding] | None, function: Any, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; with ``errors`` given, a ``ProfileError`` it raises is added to them and the
+    answer is ``None`` (``validate`` reports every broken source and reads the rest)."""
+    try:
+        return function(*args, **kwargs)
+    except ProfileError as e:
+        if errors is None:
+            raise
+        errors.extend(e.findings)
+        return None
 
 
 def find_project(project: Project | Sequence[str] | None, platform: Iterable[Any], team: Iterable[Any],
