@@ -19,7 +19,7 @@ two pools would share a name, the later ones are called ``NAME (2)``, ``NAME (3)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .names import label_value_problem, qualified_name_problem
 from .quantity import quantity_problem, quantity_value
@@ -82,6 +82,15 @@ class NodePool:
         return [n["metadata"]["name"] for n in self.nodes]
 
 
+class NodeProblem(NamedTuple):
+    """What is wrong in a node, and where: ``path`` relative to the node (``("spec", "taints", 0, "effect")``), at
+    the key rather than the value when ``key`` is true (a label whose name is wrong)."""
+
+    path: tuple
+    message: str
+    key: bool = False
+
+
 def _allocatable(node: Mapping[str, Any]) -> dict[str, Any]:
     status = node.get("status") or {}
     allocatable = status.get("allocatable")
@@ -128,7 +137,7 @@ def _mapping_problem(value: Any, what: str) -> str | None:
     return None if value is None or isinstance(value, dict) else f"{what} must be an object"
 
 
-def node_problems(node: Any) -> list[tuple[tuple, str]]:
+def node_problems(node: Any) -> list[NodeProblem]:
     """What in ``node`` is not what the API server keeps of a Node, as far as the scheduler's filters read it.
 
     Checked: the node is an object of ``kind: Node`` (when it says), ``metadata.name`` is a non-empty string,
@@ -137,60 +146,60 @@ def node_problems(node: Any) -> list[tuple[tuple, str]]:
     ``status.capacity`` map resource names to quantities (pkg/apis/core/validation ``ValidateNode``).
 
     Returns:
-        ``(path, message)`` for each problem, the path relative to the node (``("spec", "taints", 0, "effect")``);
-        ``[]`` when the node is fine.
+        A :class:`NodeProblem` for each problem; ``[]`` when the node is fine.
     """
     if not isinstance(node, dict):
-        return [((), "not a Node: each item of `kubectl get nodes -o json` is an object")]
+        return [NodeProblem((), "not a Node: each item of `kubectl get nodes -o json` is an object")]
     if node.get("kind", "Node") != "Node":
-        return [(("kind",), f"not a Node but a {node.get('kind')!r}: give the output of `kubectl get nodes -o json`")]
-    problems: list[tuple[tuple, str]] = []
+        return [NodeProblem(("kind",), f"not a Node but a {node.get('kind')!r}: give the output of `kubectl get nodes -o json`")]
+    problems: list[NodeProblem] = []
     for key in ("metadata", "spec", "status"):
         if (problem := _mapping_problem(node.get(key), key)) is not None:
-            problems.append(((key,), problem))
+            problems.append(NodeProblem((key,), problem))
     if problems:
         return problems
     metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
     if not isinstance(metadata.get("name"), str) or not metadata.get("name"):
-        problems.append((("metadata", "name") if "name" in metadata else ("metadata",), "a Node has a name"))
+        problems.append(NodeProblem(("metadata", "name") if "name" in metadata else ("metadata",), "a Node has a name"))
     labels = metadata.get("labels")
     if (problem := _mapping_problem(labels, "metadata.labels")) is not None:
-        problems.append((("metadata", "labels"), problem))
+        problems.append(NodeProblem(("metadata", "labels"), problem))
     for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
-        why = qualified_name_problem(key) or (label_value_problem(value) if isinstance(value, str) else "not text")
-        if why:
-            problems.append((("metadata", "labels", key), f"label {key!r}: {why}"))
+        if (why := qualified_name_problem(key)) is not None:
+            problems.append(NodeProblem(("metadata", "labels", key), f"label {key!r}: {why}", key=True))
+        elif (why := label_value_problem(value) if isinstance(value, str) else "it is not text") is not None:
+            problems.append(NodeProblem(("metadata", "labels", key), f"the value of label {key!r}: {why}"))
     problems += _taint_problems(spec.get("taints"))
     if spec.get("unschedulable") not in (None, True, False):
-        problems.append((("spec", "unschedulable"), "spec.unschedulable is true or false"))
+        problems.append(NodeProblem(("spec", "unschedulable"), "spec.unschedulable is true or false"))
     for key in ("allocatable", "capacity"):
         resources = status.get(key)
         if (problem := _mapping_problem(resources, f"status.{key}")) is not None:
-            problems.append((("status", key), problem))
+            problems.append(NodeProblem(("status", key), problem))
             continue
         for name, value in (resources or {}).items():
             if (problem := quantity_problem(value)) is not None:
-                problems.append((("status", key, name), problem))
+                problems.append(NodeProblem(("status", key, name), problem))
     return problems
 
 
-def _taint_problems(taints: Any) -> list[tuple[tuple, str]]:
+def _taint_problems(taints: Any) -> list[NodeProblem]:
     if taints is None:
         return []
     if not isinstance(taints, list):
-        return [(("spec", "taints"), "spec.taints must be a list")]
+        return [NodeProblem(("spec", "taints"), "spec.taints must be a list")]
     problems = []
     for i, taint in enumerate(taints):
         at = ("spec", "taints", i)
         if not isinstance(taint, dict):
-            problems.append((at, "a taint is an object with a key, a value and an effect"))
+            problems.append(NodeProblem(at, "a taint is an object with a key, a value and an effect"))
             continue
         if not isinstance(taint.get("key"), str) or qualified_name_problem(taint["key"]) is not None:
-            problems.append((at + ("key",) if "key" in taint else at, "a taint's key is a qualified name, such as "
+            problems.append(NodeProblem(at + ("key",) if "key" in taint else at, "a taint's key is a qualified name, such as "
                                                                        "`nvidia.com/gpu`"))
         if taint.get("value") is not None and not isinstance(taint["value"], str):
-            problems.append((at + ("value",), "a taint's value is text"))
+            problems.append(NodeProblem(at + ("value",), "a taint's value is text"))
         if taint.get("effect") not in TAINT_EFFECTS:
-            problems.append((at + ("effect",) if "effect" in taint else at,
+            problems.append(NodeProblem(at + ("effect",) if "effect" in taint else at,
                              f"a taint's effect is one of {', '.join(TAINT_EFFECTS)}, not {taint.get('effect')!r}"))
     return problems
