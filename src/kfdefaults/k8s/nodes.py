@@ -123,7 +123,8 @@ def node_pools(nodes: list[dict[str, Any]]) -> list[NodePool]:
     pools, taken = [], {}
     for members in groups.values():
         first = members[0]
-        labels = {k: v for k, v in ((first.get("metadata") or {}).get("labels") or {}).items() if k not in PER_NODE_LABELS}
+        labels = {k: v for k, v in ((first.get("metadata") or {}).get("labels") or {}).items()
+                  if k not in PER_NODE_LABELS}
         name = next((labels[k] for k in (*POOL_LABELS, INSTANCE_TYPE_LABEL) if k in labels), first["metadata"]["name"])
         taken[name] = taken.get(name, 0) + 1
         zones = {_zone((n.get("metadata") or {}).get("labels") or {}) for n in members} - {None}
@@ -151,7 +152,8 @@ def node_problems(node: Any) -> list[NodeProblem]:
     if not isinstance(node, dict):
         return [NodeProblem((), "not a Node: each item of `kubectl get nodes -o json` is an object")]
     if node.get("kind", "Node") != "Node":
-        return [NodeProblem(("kind",), f"not a Node but a {node.get('kind')!r}: give the output of `kubectl get nodes -o json`")]
+        return [NodeProblem(("kind",), f"not a Node but a {node.get('kind')!r}: give the output of "
+                                       "`kubectl get nodes -o json`")]
     problems: list[NodeProblem] = []
     for key in ("metadata", "spec", "status"):
         if (problem := _mapping_problem(node.get(key), key)) is not None:
@@ -195,8 +197,8 @@ def _taint_problems(taints: Any) -> list[NodeProblem]:
             problems.append(NodeProblem(at, "a taint is an object with a key, a value and an effect"))
             continue
         if not isinstance(taint.get("key"), str) or qualified_name_problem(taint["key"]) is not None:
-            problems.append(NodeProblem(at + ("key",) if "key" in taint else at, "a taint's key is a qualified name, such as "
-                                                                       "`nvidia.com/gpu`"))
+            problems.append(NodeProblem(at + ("key",) if "key" in taint else at,
+                                        "a taint's key is a qualified name, such as `nvidia.com/gpu`"))
         if taint.get("value") is not None and not isinstance(taint["value"], str):
             problems.append(NodeProblem(at + ("value",), "a taint's value is text"))
         if taint.get("effect") not in TAINT_EFFECTS:

@@ -21,11 +21,8 @@ scheduler's ``FailedScheduling`` event. The rules follow Kubernetes 1.3x, file b
 The scheduler runs its filters in the order of :data:`FILTER_ORDER` (pkg/scheduler/apis/config/v1/
 default_plugins.go ``getDefaultPlugins``) and, for a node, reports only the first that fails
 (pkg/scheduler/framework/runtime/framework.go ``RunFilterPlugins``); :func:`filter_node` runs them all, so that
-every reason is known, in that order. Left out, as the default configuration has them off or as a profile
-cannot set them: NodeName, NodePorts, the volume and inter-pod plugins, the NodeResourcesFit arguments
-``ignoredResources``, alpha features (DRA extended resources, the toleration operators ``Gt``/``Lt`` unless
-asked for), and NodeAffinity's PreFilter, whose "pod affinity terms conflict" needs ``matchFields`` terms
-that exclude every node name.
+every reason is known, in that order. What is left out, and why, is listed in docs/fit.md ("Not decided
+here": plugins that need the cluster's other objects, scheduler arguments, alpha features).
 """
 
 from __future__ import annotations
@@ -36,7 +33,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
-from .names import HUGEPAGES_PREFIX, NATIVE_RESOURCE_MARK, is_extended_resource, label_value_problem, qualified_name_problem
+from .names import (HUGEPAGES_PREFIX, NATIVE_RESOURCE_MARK, is_extended_resource, label_value_problem,
+                    qualified_name_problem)
 from .quantity import quantity_value
 
 FILTER_ORDER = ("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit")
@@ -127,7 +125,8 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any], *, compar
         return False
     if key and key != (taint.get("key") or ""):
         return False
-    operator, value, taint_value = toleration.get("operator") or "", toleration.get("value") or "", taint.get("value") or ""
+    operator = toleration.get("operator") or ""
+    value, taint_value = toleration.get("value") or "", taint.get("value") or ""
     if operator in ("", "Equal"):
         return value == taint_value
     if operator == "Exists":
@@ -163,7 +162,8 @@ def node_unschedulable(spec: Mapping[str, Any], node: Mapping[str, Any]) -> Verd
                    source="pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go Filter")
 
 
-def taint_toleration(spec: Mapping[str, Any], node: Mapping[str, Any], *, comparison_operators: bool = False) -> Verdict:
+def taint_toleration(spec: Mapping[str, Any], node: Mapping[str, Any], *,
+                     comparison_operators: bool = False) -> Verdict:
     """TaintToleration (tainttoleration/taint_toleration.go ``Filter``): the node's first ``NoSchedule`` or
     ``NoExecute`` taint that no toleration of the pod tolerates blocks it, as ``node(s) had untolerated taint
     {key: value}`` (only the first, as ``FindMatchingUntoleratedTaint`` returns it). Untolerated

@@ -68,7 +68,8 @@ def _items(data: Any) -> tuple[list[dict[str, Any]], list[NodeProblem]]:
         if not isinstance(items, list):
             return [], [NodeProblem(("items",) if "items" in data else (), "a List holds its nodes in `items`")]
         if not items:
-            return [], [NodeProblem(("items",), "the list holds no Node: is `kubectl get nodes` looking at the right cluster?")]
+            return [], [NodeProblem(("items",), "the list holds no Node: is `kubectl get nodes` looking at the "
+                                                "right cluster?")]
         return items, [NodeProblem(("items", i) + p.path, p.message, p.key) for i, item in enumerate(items)
                        for p in node_problems(item)]
     if isinstance(data, dict) and "kind" not in data and "items" in data:
