@@ -79,6 +79,7 @@ class NodePool:
 
     @property
     def node_names(self) -> list[str]:
+        """Its nodes' names, in the order of the list."""
         return [n["metadata"]["name"] for n in self.nodes]
 
 
