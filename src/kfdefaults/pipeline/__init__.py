@@ -47,12 +47,15 @@ from ..merge.result import Resolved, SdkObjects
 from ..smp.schema import normalize_version
 from ..targets import Target, default_target, target_named
 from ..check.folders import empty_folder_warnings
-from ..validate.facts import ClusterFacts, load_facts
 from ..validate.files import DefinitionLoader
 from ..validate.fragment import Definition, Fragment
 from ..validate.suggest import closest
 from ..validate.task_layer import task_fragment
 
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from ..validate.facts import ClusterFacts
 
 LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "ruamel.yaml", "yaml")
 """The installed libraries whose code makes a result besides kfdefaults' own: the Kubernetes schemas that check and
@@ -187,6 +190,9 @@ class Pipeline:
             ProfileError: the file cannot be read, or a fact is invalid (located).
         """
         if self._facts is None and self.facts_file is not None:
+            # lazy: the facts' models import pydantic (a second on a loaded host); a render without facts never does
+            from ..validate.facts import load_facts
+
             self._facts = load_facts(self.facts_file.path, self.inputs)
         return self._facts
 
