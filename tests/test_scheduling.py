@@ -1,5 +1,5 @@
 """kube-scheduler's filters (kfdefaults.k8s.scheduling), node pools (kfdefaults.k8s.nodes) and node lists
-(kfdefaults.show.nodes).
+(kfdefaults.validate.nodes).
 
 Nodes and pods are built with the kubernetes client's models and serialized the way kubectl prints them
 (``ApiClient().sanitize_for_serialization``), so that a misspelt field fails here instead of being ignored.
@@ -54,7 +54,7 @@ from kfdefaults.k8s.scheduling import (
     taint_toleration,
     tolerates,
 )
-from kfdefaults.show.nodes import read_nodes
+from kfdefaults.validate.nodes import read_nodes
 
 plain = ApiClient().sanitize_for_serialization
 
@@ -443,7 +443,7 @@ CLUSTER = node_list(gpu_node(0, "us-c1-a"), cpu_node(0, "us-c1-a"), gpu_node(1, 
 def test_a_node_list_is_read_and_grouped_into_pools(tmp_path):
     path = tmp_path / "nodes.json"
     path.write_text(json.dumps(CLUSTER, indent=4))
-    pools = node_pools(read_nodes(str(path)))
+    pools = node_pools(read_nodes(str(path)).nodes)
     assert [(p.name, p.count, p.zones, p.unschedulable) for p in pools] == [
         ("a100", 2, ("us-c1-a", "us-c1-b"), False), ("default", 2, ("us-c1-a", "us-c1-b"), False),
         ("a100 (2)", 1, ("us-c1-a",), True), ("lonely", 1, (), False)]
@@ -564,7 +564,7 @@ def test_a_node_list_that_is_not_one_is_reported_where_it_goes_wrong(tmp_path, t
     assert located(tmp_path, text).startswith(expected)
 
 
-def test_yaml_node_lists_are_read_too_and_a_list_over_a_mebibyte_is_located_by_its_path(tmp_path):
+def test_yaml_node_lists_are_read_too_and_a_list_over_a_mebibyte_is_located_all_the_same(tmp_path):
     path = tmp_path / "nodes.yaml"
     path.write_text("kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n  spec:\n    unschedulable: 'yes'\n")
     with pytest.raises(ProfileError, match=r"nodes.yaml:6:20: items\[0\].spec.unschedulable: spec.unschedulable is true"):
@@ -572,6 +572,7 @@ def test_yaml_node_lists_are_read_too_and_a_list_over_a_mebibyte_is_located_by_i
     big = node_list(*(gpu_node(i, "z") for i in range(1100)), node("x", allocatable={"cpu": "lots"}))
     text = json.dumps(big, indent=4)
     assert len(text) > 1 << 20
-    assert located(tmp_path, text).startswith("nodes.json:1:1: items[1100].status.allocatable.cpu: `lots` is not")
+    lots = line_of(text, '"lots"')
+    assert located(tmp_path, text).startswith(f"nodes.json:{lots}:28: items[1100].status.allocatable.cpu: `lots` is not")
     (tmp_path / "ok.json").write_text(json.dumps(big["items"][0]))
-    assert [n["metadata"]["name"] for n in read_nodes(str(tmp_path / "ok.json"))] == ["gpu-0"]
+    assert [n["metadata"]["name"] for n in read_nodes(str(tmp_path / "ok.json")).nodes] == ["gpu-0"]
