@@ -55,6 +55,17 @@ def pod_setter(resolved: Resolved, steps: Sequence[Any], *, skip_layers: Sequenc
     return None
 
 
+def elastic_setter(resolved: Resolved, steps: Sequence[Any]) -> Setter | None:
+    """The highest fragment that writes the ``elastic`` setting at ``steps`` (``["run_policy",
+    "active_deadline_seconds"]``)."""
+    for index in range(len(resolved.fragments) - 1, -1, -1):
+        fragment = resolved.fragments[index]
+        found = _find(fragment.elastic, steps)
+        if found is not None:
+            return Setter(index, fragment, fragment.location(("elastic",) + found))
+    return None
+
+
 def primary_name_setter(resolved: Resolved) -> Setter | None:
     """The highest fragment that sets ``primary_container_name``."""
     for index in range(len(resolved.fragments) - 1, -1, -1):

@@ -4,6 +4,7 @@ layer and file) that makes the combination. The profile is valid: these are warn
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Sequence
 
 from ..errors import Finding, Location, sorted_findings
@@ -13,6 +14,7 @@ from ..paths import format_path
 from ..read import TOML_SUFFIXES
 from ..smp.schema import schema_type
 from ..validate.suggest import closest
+from .shm import ShmHeadroom, quantity_text
 
 PathT = tuple
 
@@ -85,8 +87,9 @@ def _where(setter: _Setter | None) -> str:
 
 
 class _MergedChecker:
-    def __init__(self, merged: Any) -> None:
+    def __init__(self, merged: Any, headroom: ShmHeadroom | None = None) -> None:
         self.merged = merged
+        self.headroom = headroom
         self.fragments = merged.fragments
         self.findings: list[Finding] = []
 
@@ -270,20 +273,31 @@ class _MergedChecker:
             empty_dir = volume.get("emptyDir") if isinstance(volume.get("emptyDir"), dict) else {}
             size_text = empty_dir.get("sizeLimit")
             size = quantity_value(size_text) if size_text is not None else None
-            if size is None or size <= memory:
+            if size is None or empty_dir.get("medium") != "Memory":
+                continue
+            needed = self.headroom.of(memory) if self.headroom is not None else Fraction(0)
+            if memory - size >= needed and size <= memory:
                 continue
             size_steps = ["spec", "volumes", ("name", volume.get("name")), "emptyDir", "sizeLimit"]
             memory_steps = base + ["resources", "limits", "memory"]
             size_setter = self.pod_setter(size_steps)
             memory_setter = self.pod_setter(memory_steps)
             memory_is_higher = memory_setter is not None and (size_setter is None or memory_setter.index > size_setter.index)
-            self.warn(
-                _named("pod_template", memory_steps if memory_is_higher else size_steps),  # the path of the line shown
-                f"/dev/shm sizeLimit {size_text} ({_where(size_setter)}) is above the memory limit {memory_text} of "
-                f"container `{name}` ({_where(memory_setter)}): /dev/shm in memory counts against the container's "
-                "memory, so the container is OOM-killed before /dev/shm is full; keep sizeLimit below the memory limit",
-                size_setter, memory_setter,
-            )
+            if size > memory:
+                message = (f"/dev/shm sizeLimit {size_text} ({_where(size_setter)}) is above the memory limit {memory_text} "
+                           f"of container `{name}` ({_where(memory_setter)}): /dev/shm in memory counts against the "
+                           "container's memory, so the container is OOM-killed before /dev/shm is full; keep sizeLimit "
+                           "below the memory limit")
+            else:
+                assert self.headroom is not None
+                message = (f"/dev/shm sizeLimit {size_text} ({_where(size_setter)}) leaves container `{name}` "
+                           f"{quantity_text(memory - size)} of its memory limit {memory_text} ({_where(memory_setter)}), "
+                           f"less than the cluster's shm_headroom {self.headroom.written} ({self.headroom.at}): /dev/shm "
+                           "in memory counts against the container's memory, so a full /dev/shm leaves the workload too "
+                           f"little and it is OOM-killed; set sizeLimit to at most {quantity_text(memory - needed)} or "
+                           "raise the memory limit")
+            self.warn(_named("pod_template", memory_steps if memory_is_higher else size_steps),  # the line shown
+                      message, size_setter, memory_setter)
 
     def no_image(self, field: str, container: dict[str, Any], primary_name: str) -> None:
         """A container other than the primary one without an image: the API server requires one
@@ -337,14 +351,15 @@ class _MergedChecker:
             )
 
 
-def check_merged(merged: Any) -> list[Finding]:
+def check_merged(merged: Any, headroom: ShmHeadroom | None = None) -> list[Finding]:
     """Warnings for a merged profile whose settings break together at run time.
 
     * ``nproc_per_node`` other than the primary container's GPU limit (``nvidia.com/gpu`` or another
       ``*/gpu`` resource): torch elastic starts ``nproc_per_node`` workers, one per GPU, so more workers share
       GPUs and fewer leave GPUs idle.
-    * a ``/dev/shm`` volume whose ``emptyDir.sizeLimit`` is above the mounting container's memory limit
-      (memory-backed emptyDir pages are charged to the container writing them; Kubernetes docs, emptyDir).
+    * a memory-backed ``/dev/shm`` volume whose ``emptyDir.sizeLimit`` is above the mounting container's memory
+      limit (memory-backed emptyDir pages are charged to the container writing them; Kubernetes docs, emptyDir),
+      or, with a ``headroom`` (the facts' ``shm_headroom``), leaves it less memory than that.
     * two ``/dev/shm`` mounts in one container (``/dev/shm`` and ``/dev/shm/`` are different merge keys).
     * containers none of which is the primary container (flytekit then adds an empty one,
       ``flytekit.core.utils._serialize_pod_spec``).
@@ -360,9 +375,10 @@ def check_merged(merged: Any) -> list[Finding]:
     Args:
         merged: A :class:`kfdefaults.Resolved` (anything with its ``name``, ``elastic_settings``,
             ``pod_template_spec``, ``primary_container_name`` and ``fragments``).
+        headroom: The memory a container keeps beside its ``/dev/shm`` (:func:`shm_headroom`); ``None``: none.
 
     Returns:
         Warnings, each located at the value of the highest layer involved and naming the other values' places.
     """
-    return sorted_findings(_MergedChecker(merged).run())
+    return sorted_findings(_MergedChecker(merged, headroom).run())
 

@@ -16,6 +16,7 @@ says so rather than guessing. Times are whole seconds, resources Kubernetes quan
         price_per_node_hour: 32.77
         node_start: {typical: 240, worst: 900}   # this pool's own, over the cluster's
     nodes: _nodes.json                         # `kubectl get nodes -o json`, saved beside this file
+    shm_headroom: 8Gi                          # memory a container keeps beside its /dev/shm (or "25%")
     kueue:
       wait_for_pods_ready: {enable: true, timeout: 300}
     flyte:
@@ -51,6 +52,8 @@ MAX_NODES = 100_000
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 """A taint's effects (``k8s.io/api/core/v1`` ``TaintEffect``)."""
+
+_PERCENT = re.compile(r"(100|[1-9]?[0-9])%")
 
 _TORCH_VERSION = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?([a-z0-9.+-]*)?")
 
@@ -164,6 +167,9 @@ class ClusterFactsFile(_Strict):
                                                          "seconds (every pool).")
     node_pools: Optional[Dict[str, NodePool]] = Field(None, description="Node pools by name.")
     nodes: Optional[str] = Field(None, description="A file of `kubectl get nodes -o json`, beside this one.")
+    shm_headroom: Optional[Union[str, int]] = Field(
+        None, description="The memory a container must keep beside a memory-backed /dev/shm of its own: a Kubernetes "
+                          "quantity (8Gi), or a percentage of its memory limit (\"25%\"). Default: 0.")
     kueue: Optional[Kueue] = Field(None, description="What Kueue does, when it queues the jobs.")
     flyte: Optional[Flyte] = Field(None, description="The Flyte deployment's settings.")
     torch: Optional[Torch] = Field(None, description="The torch in the task images.")
@@ -240,6 +246,17 @@ def load_facts(file: str, inputs: Inputs | None = None) -> ClusterFacts:
             if problem is not None:
                 path = ("node_pools", name, "allocatable", resource)
                 found[format_path(path)] = Finding(document.location(path), format_path(path), problem)
+    headroom = data.get("shm_headroom")
+    if headroom is not None and "shm_headroom" not in found and shm_headroom_problem(headroom) is not None:
+        found["shm_headroom"] = Finding(document.location(("shm_headroom",)), "shm_headroom",
+                                        shm_headroom_problem(headroom) or "")
     if found:
         raise ProfileError(sorted_findings(found.values()))
     return ClusterFacts(file, data, document)
+
+
+def shm_headroom_problem(value: Any) -> str | None:
+    """What is wrong with a ``shm_headroom`` fact (a quantity, or a whole percentage from 0% to 100%), or ``None``."""
+    if isinstance(value, str) and value.endswith("%"):
+        return None if _PERCENT.fullmatch(value) else f"{value!r} is not a percentage from 0% to 100%"
+    return quantity_problem(value)
