@@ -32,15 +32,13 @@ from kubernetes.client import (
     V1NodeSelector,
     V1NodeSelectorRequirement,
     V1NodeSelectorTerm,
-    V1NodeSpec,
-    V1NodeStatus,
     V1ObjectMeta,
     V1PodSpec,
     V1ResourceRequirements,
-    V1Taint,
     V1Toleration,
 )
 from kubernetes.client import V1Node as Node
+from node_lists import node, node_list
 
 from kfdefaults.errors import ProfileError
 from kfdefaults.k8s.nodes import node_pools
@@ -57,17 +55,6 @@ from kfdefaults.k8s.scheduling import (
 from kfdefaults.validate.nodes import read_nodes
 
 plain = ApiClient().sanitize_for_serialization
-
-
-def node(name="node1", labels=None, taints=(), allocatable=None, unschedulable=None, capacity=None) -> dict:
-    """One item of ``kubectl get nodes -o json``."""
-    return plain(Node(api_version="v1", kind="Node", metadata=V1ObjectMeta(name=name, labels=labels),
-                      spec=V1NodeSpec(taints=[V1Taint(**t) for t in taints] or None, unschedulable=unschedulable),
-                      status=V1NodeStatus(allocatable=allocatable, capacity=capacity)))
-
-
-def node_list(*nodes: dict) -> dict:
-    return {"apiVersion": "v1", "kind": "List", "items": list(nodes), "metadata": {"resourceVersion": ""}}
 
 
 def container(requests=None, limits=None, name="c", restart_policy=None) -> V1Container:

@@ -21,7 +21,8 @@ from ..backend.locate import Setter, pod_setter, profile_path
 from ..backend.registered import PYTORCH_CONTAINER
 from ..errors import Finding, Location
 from ..k8s.quantity import quantity_value
-from ..k8s.scheduling import BLOCKING_EFFECTS, node_allocatable, taint_string, tolerates
+from ..k8s.scheduling import (BLOCKING_EFFECTS, node_allocatable, required_node_affinity_matches, taint_string,
+                              tolerates)
 from ..merge.result import Resolved
 from .shm import quantity_text
 
@@ -164,20 +165,48 @@ def _taint_cause(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, cluster: 
     return Cause("TaintToleration", reason, detail, origin, _pool_location(verdict, "taints", index), source)
 
 
+def terms_text(required: Any) -> str:
+    """A required node affinity as text: its terms ORed, each term's requirements ANDed (``gpu In [h100]``)."""
+    terms = []
+    for term in (required or {}).get("nodeSelectorTerms") or []:
+        parts = [f"{e.get('key')} {e.get('operator')}" + (f" [{', '.join(map(str, e['values']))}]" if e.get("values") else "")
+                 for kind in ("matchExpressions", "matchFields") for e in (term or {}).get(kind) or []
+                 if isinstance(e, dict)]
+        terms.append(" and ".join(parts) or "(an empty term)")
+    return " or ".join(f"`{t}`" for t in terms) or "no term"
+
+
 def _affinity_causes(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, cluster: ClusterTemplate | None,
                      reason: str, source: str) -> list[Cause]:
+    """The ``nodeSelector`` keys the pool's nodes do not have, else the required node affinity that matches none of
+    their labels, naming the ``nodeSelector`` that does match and where it is set: the two may come from two layers,
+    each fitting some pool, and together none."""
     labels = (verdict.node.get("metadata") or {}).get("labels") or {}
+    selector = pod.spec.get("nodeSelector") or {}
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    affinity_matches = required is not None and required_node_affinity_matches(
+        {"affinity": pod.spec.get("affinity")}, verdict.node)
     found = []
-    for key, value in (pod.spec.get("nodeSelector") or {}).items():
+    for key, value in selector.items():
         if labels.get(key) != value:
             has = f"`{key}: {labels[key]}`" if key in labels else f"no label `{key}`"
-            found.append(Cause("NodeAffinity", reason, f"nodeSelector `{key}: {value}`: the pool's nodes have {has}",
-                               _where(resolved, cluster, ["spec", "nodeSelector", key]),
+            detail = f"nodeSelector `{key}: {value}`: the pool's nodes have {has}"
+            if affinity_matches:
+                where = _where(resolved, cluster, _REQUIRED)
+                detail += (f", though its required node affinity ({terms_text(required)}) matches them"
+                           + (f" (at [{where.layer}] {where.location})" if where else ""))
+            found.append(Cause("NodeAffinity", reason, detail, _where(resolved, cluster, ["spec", "nodeSelector", key]),
                                _pool_location(verdict, "labels", key) if key in labels else _pool_location(verdict),
                                source))
     if not found:
-        found.append(Cause("NodeAffinity", reason, "no term of the required node affinity matches the pool's labels",
-                           _where(resolved, cluster, _REQUIRED), _pool_location(verdict, "labels"), source))
+        detail = f"the required node affinity ({terms_text(required)}) matches none of the pool's labels"
+        matched = [(k, _where(resolved, cluster, ["spec", "nodeSelector", k])) for k in selector]
+        if matched:
+            detail += ", though its nodeSelector does (" + ", ".join(
+                f"`{k}: {selector[k]}`" + (f" at [{o.layer}] {o.location}" if o else "") for k, o in matched) + ")"
+        found.append(Cause("NodeAffinity", reason, detail, _where(resolved, cluster, _REQUIRED),
+                           _pool_location(verdict, "labels"), source))
     return found
 
 

@@ -4,6 +4,7 @@ then each pool's reasons and figures, every one with the ``FILE:LINE:COLUMN`` it
 from __future__ import annotations
 
 import os
+import textwrap
 from fractions import Fraction
 from typing import Any
 
@@ -12,7 +13,7 @@ from ..check.fit_causes import Origin, amount_text
 from ..errors import Location
 from .output import output_encoding, to_json, writable
 
-COLUMNS = ("pool", "fits", "pods/node", "nodes: need / has", "at worst")
+COLUMNS = ("pool", "fits", "nodes", "pods/node", "at worst")
 
 
 def where(location: Location | None) -> str:
@@ -56,29 +57,27 @@ def number(value: Fraction | float | int, digits: int = 1) -> str:
 def _nodes_cell(verdict: PoolFit) -> str:
     need = "-" if verdict.needed is None else (str(verdict.needed[0]) if verdict.needed[0] == verdict.needed[1]
                                                else f"{verdict.needed[0]}-{verdict.needed[1]}")
-    return f"{need} / {'?' if verdict.have is None else verdict.have.value}"
+    return f"{need} of {'?' if verdict.have is None else verdict.have.value}"
 
 
 def _worst_cell(verdict: PoolFit) -> str:
     held = verdict.reserve
     if held is None:
         return "-"
-    parts = [f"{held.nodes} node{'s' * (held.nodes != 1)}"]
     if held.node_hours is None:
-        parts.append("deadline unknown")
-    else:
-        parts.append(f"{number(held.node_hours)} node-h")
-        if held.gpus:
-            parts.append(f"{number(held.gpu_hours or 0)} GPU-h")
-        if held.cost is not None:
-            parts.append(f"cost {money(held.cost)}")
+        return f"{held.nodes} node{'s' * (held.nodes != 1)}, no deadline"
+    parts = [f"{number(held.node_hours)} node-h"]
+    if held.gpus:
+        parts.append(f"{number(held.gpu_hours or 0)} GPU-h")
+    if held.cost is not None:
+        parts.append(money(held.cost))
     return ", ".join(parts)
 
 
 def summary_rows(report: FitReport) -> list[tuple[str, str, str, str, str]]:
-    """One row per pool: name, ``yes``/``no``, pods per node, nodes needed / the most it has, what the job holds at
-    worst (nodes, node-hours, GPU-hours, cost)."""
-    return [(v.pool.name, "yes" if v.fits else "no", str(v.per_node) if v.per_node else "-", _nodes_cell(v),
+    """One row per pool: name, ``yes``/``no``, the nodes needed (``MIN-MAX``) of the most it has, pods per node,
+    what the job holds at worst (node-hours, GPU-hours, the cost in the price's currency)."""
+    return [(v.pool.name, "yes" if v.fits else "no", _nodes_cell(v), str(v.per_node) if v.per_node else "-",
              _worst_cell(v)) for v in report.pools]
 
 
@@ -201,7 +200,10 @@ def print_fit_table(report: FitReport, width: int | None = None) -> None:
         table.add_row(Text(writable(row[0], encoding)), Text(row[1], style=style), *(Text(c) for c in row[2:]))
     console.print(table)
     for line in [*head_lines(report), *(line for v in report.pools for line in ["", *pool_lines(v, report.pod.requests)])]:
-        console.print(Text(writable(line, encoding)), soft_wrap=False)
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 4)  # a wrapped line hangs under its own
+        for part in textwrap.wrap(writable(line, encoding), console.width, subsequent_indent=indent,
+                                  break_long_words=False, break_on_hyphens=False) or [""]:
+            console.print(Text(part), soft_wrap=True)
 
 
 def show_fit(report: FitReport, output: str) -> int:
