@@ -100,6 +100,8 @@ class Pool:
                 kind = "allocatable" if status.get("allocatable") is not None else "capacity"
                 return self.listed.location(self.node, "status", kind, *fact[1:])
             return self.listed.location(self.node, *_NODE_PATHS[str(fact[0])], *fact[1:])
+        if self.facts is not None and not fact:  # the pool's name
+            return self.facts.document.location(("node_pools", self.name), key=True)
         if self.facts is not None and (self.listed is None or self.described(str(fact[0])) is not None):
             return self.facts.location("node_pools", self.name, *fact)
         if self.listed is not None:  # the nodes now: the list's items
