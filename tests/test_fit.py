@@ -382,6 +382,11 @@ def test_the_text_output_traces_every_figure(cluster):
     text = result.stdout
     assert f"nvidia.com/gpu 8 (builtin {GPU_LARGE}:{GPU_REQUEST_LINE}:" in text
     assert f"deadline: 86400 s (flyte.task_timeout, {cluster['facts_file']}:4:17)" in text
+    t4, t4_gpus = text[text.index("\nt4 ("):], line_of(cluster["nodes"], '"nvidia.com/gpu": "4"')
+    assert t4.splitlines()[2:5] == [
+        "  Insufficient nvidia.com/gpu: the pod requests 8 nvidia.com/gpu, a node offers 4",
+        f"    profile: builtin {GPU_LARGE}:{GPU_REQUEST_LINE}:29; pool: {cluster['nodes_file']}:{t4_gpus}:39",
+        "    rule: pkg/scheduler/framework/plugins/noderesources/fit.go fitsRequest"]
     assert (f"4 nodes x 24 h = 96 node-hours, 32 GPUs x 24 h = 768 GPU-hours; 96 x 32.77 per node-hour "
             f"({cluster['facts_file']}:8:26) = 3145.92") in text
 

@@ -98,13 +98,15 @@ def head_lines(report: FitReport) -> list[str]:
 
 
 def pool_lines(verdict: PoolFit, requested: Any = ()) -> list[str]:
-    """A pool's verdict in full: each reason with where the profile asks it and where the pool refuses it, the
+    """A pool's verdict in full: each reason with where the profile asks it, where the pool refuses it and the rule
+    it follows (the scheduler's Go file and function), the
     nodes, what the job holds at worst, the resources of ``requested`` the pool leaves unchecked, its notes."""
     pool = verdict.pool
     lines = [f"{pool.name} ({where(pool.location())}): {'fits' if verdict.fits else 'does not fit'}"]
     for cause in verdict.causes:
         lines.append(f"  {cause.reason}: {cause.detail}")
         lines.append(f"    profile: {origin_text(cause.profile)}; pool: {where(cause.pool)}")
+        lines.append(f"    rule: {cause.source}")
     if verdict.per_node:
         needed = verdict.needed or (0, 0)
         have = "an unknown number" if verdict.have is None else f"at most {verdict.have.value} ({where(verdict.have.at)})"
