@@ -556,3 +556,17 @@ def test_the_json_output_is_the_same_shape_for_every_pool(cluster):
     assert a100["source"] == "nodes+facts" and pools(document)["t4"]["source"] == "nodes"
     assert set(a100["reserves"]) == {"pods", "nodes", "gpus", "node_hours", "gpu_hours", "price_per_node_hour", "cost"}
     assert set(a100["nodes_max"]) == {"value", "from", "layer", "at"}
+
+
+def test_the_facts_add_to_a_listed_pool_and_what_they_say_otherwise_is_a_note(cluster):
+    """The nodes decide what a pool offers; a facts pool of the same name adds its node count and price, and a value
+    that disagrees with the nodes is a note, each side at its line."""
+    cluster["facts_file"].write_text(FACTS + "    allocatable: {nvidia.com/gpu: 4}\n    labels: {gpu-type: h100}\n")
+    document, _ = fit(cluster, "gpu-large")
+    a100 = pools(document)["a100"]
+    assert a100["fits"] is True and a100["nodes_max"]["value"] == 16  # the nodes' 8 GPUs count, the facts' 16 nodes
+    gpus = line_of(cluster["nodes"], '"nvidia.com/gpu": "8"')
+    assert a100["notes"] == [
+        f"the facts give nvidia.com/gpu 4 ({cluster['facts_file']}:9:35) but the nodes 8 "
+        f"({cluster['nodes_file']}:{gpus}:39): the nodes count",
+        "the facts give label gpu-type=h100 but the nodes gpu-type=a100: the nodes count"]
