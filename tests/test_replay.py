@@ -314,3 +314,24 @@ def test_a_link_pointed_elsewhere_with_its_time_kept_is_seen(case: dict) -> None
     os.utime(link, (LONG_AGO, LONG_AGO), follow_symlinks=False)
     out, _, how, _ = render(case, *args)
     assert how == "rendered" and "team: speech" in out
+
+
+def test_an_edit_of_the_clusters_node_list_is_seen(case):
+    """The facts and the node list they name are inputs of a render: a node list edited is a render again, and the
+    warning of a profile that fits no pool comes or goes with it."""
+    from node_lists import GPU_TAINT, pool_nodes, write_node_list
+
+    platform = case["work"] / "platform"
+    platform.mkdir()
+    (platform / "_cluster-facts.yaml").write_text("nodes: _nodes.json\n")
+    t4 = {"cpu": "47", "memory": "340Gi", "nvidia.com/gpu": "4", "pods": "110"}
+    write_node_list(platform / "_nodes.json", *pool_nodes("gpu", 2, t4, taints=[GPU_TAINT]))
+    args = ("render", "gpu-large", "--platform", "platform")
+    _, first, how, code = render(case, *args)
+    assert (how, code) == ("rendered", 0) and "fits none of the 1 node pool" in first
+    _, again, how, _ = render(case, *args)
+    assert how == "replayed" and again == first
+    write_node_list(platform / "_nodes.json", *pool_nodes("gpu", 2, dict(t4, **{"nvidia.com/gpu": "8"}),
+                                                          taints=[GPU_TAINT]))
+    _, after, how, _ = render(case, *args)
+    assert how == "rendered" and "fits none" not in after

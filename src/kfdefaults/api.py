@@ -20,10 +20,12 @@ from .errors import Finding, Location, ProfileError, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
     Catalog,
+    CLUSTER_FACTS,
     Folder,
     Project,
     discover_folders,
     find_cluster_template,
+    find_platform_file,
     folder_names,
     layer_sources,
     profile_name_of,
@@ -31,7 +33,7 @@ from .layers import (
 from .layers.flags import folder_arguments
 from .lock import Lock
 from .merge.result import Resolved
-from .pipeline import Pipeline, find_project, project_lock
+from .pipeline import Pipeline, find_project, or_report, project_lock
 from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
@@ -175,6 +177,8 @@ def validate_paths(
     flags: tuple[str, str] = ("--platform", "--team"),
     target: Target | str | None = None,
     cluster_template: str | None = None,
+    facts: str | None = None,
+    nodes: str | None = None,
 ) -> Report:
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
 
@@ -203,6 +207,10 @@ def validate_paths(
             :mod:`kfdefaults.layers.cluster` finds, a ``_cluster-template.yaml`` of a given platform folder
             included. Each profile is then checked for what Flyte's backend would break in its pod
             (:func:`kfdefaults.check.backend.backend_warnings`).
+        facts: The cluster's facts file (``none``: none); by default the one :mod:`kfdefaults.layers.cluster` finds,
+            as for the template. It is checked like a profile, and its ``shm_headroom`` counts.
+        nodes: The cluster's node list (``kubectl get nodes -o json``), over the one the facts name. With node
+            pools known, a profile that fits none is warned about (:func:`kfdefaults.check.fit_causes.misfit_warning`).
 
     Returns:
         A :class:`Report`; it never raises for bad input.
@@ -219,9 +227,15 @@ def validate_paths(
         return Report(sorted_findings(findings + e.findings))
     # a broken context folder or installed package is reported, and the rest is checked all the same
     catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
+    platform_folders = _platform_folders(catalog, paths, layer)
     pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target),
-                        cluster_template=_cluster_template(cluster_template, catalog, paths, layer, findings, project),
-                        project=project, lock=_lock(project, findings))
+                        cluster_template=_cluster_template(cluster_template, platform_folders, findings, project),
+                        project=project, lock=_lock(project, findings),
+                        facts=or_report(findings, find_platform_file, CLUSTER_FACTS, facts, platform_folders,
+                                         project=project), nodes=nodes)
+    if or_report(findings, lambda: pipeline.facts) is None:
+        pipeline.facts_file = None  # broken (reported): the profiles are checked without the facts
+    or_report(findings, lambda: pipeline.pools)  # a broken node list is reported once; then no pools
     pipeline.loader.remember = False  # each file is checked once: reading the cache helps, filling it costs more
     findings.extend(empty_folder_warnings(catalog))  # a folder of a layer that adds nothing, as render says it
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
@@ -258,13 +272,18 @@ def _lock(project: Project, findings: list[Finding]) -> Lock | None:
         return None
 
 
-def _cluster_template(explicit: str | None, catalog: Catalog, paths: Sequence[str], layer: str,
-                      findings: list[Finding], project: Project) -> Any:
-    """The cluster's template for ``validate``, read once: a broken one is reported and the profiles are checked
-    without it. Folders given as the platform layer count as platform folders."""
+def _platform_folders(catalog: Catalog, paths: Sequence[str], layer: str) -> list[Folder]:
+    """The platform folders where ``validate`` looks for the cluster's files: folders given as the platform layer
+    count as platform folders."""
     folders = list(catalog.folders.get("platform", []))
     if layer == "platform":
         folders += [Folder(p, "platform", "PATH") for p in paths if os.path.isdir(p)]
+    return folders
+
+
+def _cluster_template(explicit: str | None, folders: list[Folder], findings: list[Finding], project: Project) -> Any:
+    """The cluster's template for ``validate``, read once: a broken one is reported and the profiles are checked
+    without it."""
     try:
         found = find_cluster_template(explicit, folders, project=project)
         if found is not None:
@@ -322,7 +341,7 @@ def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: 
     declared by one of ``own_files`` is a note)."""
     try:
         resolved = pipeline.resolve(name, remember=False)
-        return check.warnings(resolved, pipeline.cluster, own_files)
+        return check.warnings(resolved, pipeline.cluster, own_files, pools=pipeline.pools, facts=pipeline.facts)
     except ProfileError as e:
         for f in e.findings:
             if several_paths and f.layer == layer and "defined twice" in f.message:
@@ -345,6 +364,8 @@ def compare(
     team_against: Sequence[str] | None = None,
     kubernetes_version: str | None = None,
     target: Target | str | None = None,
+    facts: str | None = None,
+    nodes: str | None = None,
 ) -> tuple[Any, Any]:
     """Resolve both sides of a comparison (:mod:`kfdefaults.show.diff`).
 
@@ -357,7 +378,9 @@ def compare(
     Comparing one profile under two sets of folders, a profile defined on one side only (new in a pull request,
     or deleted by it) is compared with nothing: every leaf is added (or removed).
 
-    Both sides are resolved for ``target`` (as for :func:`resolve`).
+    Both sides are resolved for ``target`` (as for :func:`resolve`). Where a side knows the cluster's node pools
+    (``nodes``, ``facts``, or the facts of its own platform folders), it is judged against them
+    (:func:`kfdefaults.check.fit.fit`): a pool the profile fits on one side only is a difference.
 
     Returns:
         ``(side_a, side_b)``, two :class:`kfdefaults.show.diff.Side`.
@@ -377,13 +400,16 @@ def compare(
                                          (labels[1], b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
         pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=_target(target),
-                                     flags=flags, use_lock=False, **sources)  # a diff compares what changed
+                                     flags=flags, use_lock=False, facts=facts, nodes=nodes,
+                                     **sources)  # a diff compares what changed
         shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}
         if name_b in (None, name_a) and name not in pipeline.catalog.names():
             # one profile under two sets of folders, defined on one side only: new (or deleted) in the change
             sides.append(Side(f"{label}: absent", name, shown, []))
             continue
-        sides.append(side(label, pipeline.resolve(name), shown))
+        resolved = pipeline.resolve(name)
+        sides.append(side(label, resolved, shown, fit=pipeline.fit(resolved)))
     if not sides[0].entries and not sides[1].entries and pipeline is not None:
         pipeline.fragments(name_a)  # on neither side: the unknown-profile error, with its near names
     return sides[0], sides[1]
+

@@ -8,6 +8,8 @@ KFDEFAULTS_TEAM_PATH       team-layer folders, likewise
 KFDEFAULTS_NO_ENTRY_POINTS a yes/no flag: ignore the platform folders of installed packages
 KFDEFAULTS_CLUSTER_TEMPLATE
                            the cluster's default PodTemplate manifest, or ``none`` (:mod:`kfdefaults.layers.cluster`)
+KFDEFAULTS_CLUSTER_FACTS   the cluster's facts (node pools, start times, Kueue, torch), or ``none``
+                           (:mod:`kfdefaults.validate.facts`)
 KFDEFAULTS_CACHE_DIR       where the cache lives (default ``$XDG_CACHE_HOME/kfdefaults``, ``~/.cache/kfdefaults``)
 KFDEFAULTS_NO_CACHE        a yes/no flag: no cache, no replay of a render, no in-process memo
 KFDEFAULTS_DEBUG           a yes/no flag: print the traceback of an internal error
@@ -31,6 +33,7 @@ PLATFORM_ENV = "KFDEFAULTS_PLATFORM_PATH"
 TEAM_ENV = "KFDEFAULTS_TEAM_PATH"
 NO_ENTRY_POINTS_ENV = "KFDEFAULTS_NO_ENTRY_POINTS"
 CLUSTER_TEMPLATE_ENV = "KFDEFAULTS_CLUSTER_TEMPLATE"
+CLUSTER_FACTS_ENV = "KFDEFAULTS_CLUSTER_FACTS"
 CACHE_DIR_ENV = "KFDEFAULTS_CACHE_DIR"
 NO_CACHE_ENV = "KFDEFAULTS_NO_CACHE"
 DEBUG_ENV = "KFDEFAULTS_DEBUG"

@@ -2,13 +2,14 @@
 
 What no single file can say, once the layers are merged: settings that break together at run time
 (:mod:`.merged`), what the target SDK cannot honour (:mod:`.target`), deprecated profiles (:mod:`.deprecation`),
-what Flyte's backend would break in the pod (:mod:`.backend`), and folders that hold no profile
-(:mod:`.folders`). Each check is located at the value, layer and line that makes the problem.
+what Flyte's backend would break in the pod (:mod:`.backend`), folders that hold no profile
+(:mod:`.folders`), and, with the cluster's node pools, whether its pods schedule on them (:mod:`.fit`,
+:mod:`.fit_causes`). Each check is located at the value, layer and line that makes the problem.
 """
 
 from __future__ import annotations
 
-from typing import Collection
+from typing import Any, Collection, Sequence
 
 from ..backend.cluster import ClusterTemplate
 from ..errors import Finding
@@ -17,6 +18,7 @@ from .apiserver import api_server_errors
 from .backend import backend_errors, backend_warnings
 from .deprecation import deprecations
 from .merged import check_merged
+from .shm import shm_headroom
 from .target import check_target
 
 
@@ -30,13 +32,28 @@ def errors(resolved: Resolved) -> list[Finding]:
     return found
 
 
-def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Collection[str] = ()) -> list[Finding]:
-    """What a merged profile should not do, unsorted: settings that break together (:func:`.merged.check_merged`),
-    a deprecated profile or parent (:func:`.deprecation.deprecations`; one declared by ``own_files``, the files
-    ``validate`` was given, is a note), the target's warnings and, for flytekit, what the cluster's PodTemplate
-    would break in it (:func:`.backend.backend_warnings`)."""
-    found = check_merged(resolved) + deprecations(resolved, own_files)
+def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Collection[str] = (), *,
+             pools: Sequence[Any] | None = None, facts: Any = None) -> list[Finding]:
+    """What a merged profile should not do, unsorted: settings that break together (:func:`.merged.check_merged`,
+    a ``/dev/shm`` that leaves less memory than the facts' ``shm_headroom``), a deprecated profile or parent
+    (:func:`.deprecation.deprecations`; one declared by ``own_files``, the files ``validate`` was given, is a
+    note), the target's warnings, for flytekit what the cluster's PodTemplate would break in it
+    (:func:`.backend.backend_warnings`), and, with the cluster's ``pools``
+    (:class:`~kfdefaults.validate.pools.Pool`), a profile that fits none (:func:`.fit_causes.misfit_warning`).
+
+    Args:
+        facts: The cluster's facts (:class:`~kfdefaults.validate.facts.ClusterFacts`), or ``None``.
+    """
+    found = check_merged(resolved, shm_headroom(facts)) + deprecations(resolved, own_files)
     found += [f for f in check_target(resolved) if f.severity != "error"]
     if resolved.target.name == "flytekit":
         found += backend_warnings(resolved, cluster)
+    if pools:
+        # lazy: the fit check (the scheduler's filters, the pools, the PyTorchJob's model) costs about 25 ms to
+        # import, which a render without node pools does not pay
+        from .fit import fit
+        from .fit_causes import misfit_warning
+
+        misfit = misfit_warning(fit(resolved, pools, cluster=cluster, facts=facts), resolved)
+        found += [misfit] if misfit is not None else []
     return found

@@ -33,6 +33,7 @@ from ..k8s.names import overcommit_allowed
 from ..k8s.quantity import quantity_value
 from ..k8s.resources import GPU_RESOURCE
 from ..paths import PathT, Select, format_path
+from ..merge.origins import pod_leaf
 from ..merge.provenance import Setter, provenance, where
 from .merged import deletion
 
@@ -52,12 +53,12 @@ class _Checker:
         """Who set (with ``removal``: who last removed) the value at ``steps``, a PodTemplateSpec path
         (:mod:`kfdefaults.merge.provenance`); asked only when a rule is broken."""
         record = provenance(self.merged)
-        return record.remover(_leaf(steps)) if removal else record.setter(_leaf(steps))
+        return record.remover(pod_leaf(steps)) if removal else record.setter(pod_leaf(steps))
 
     def error(self, steps: Sequence[Any], message: str, top: Setter | None) -> None:
         """An error at ``top`` (the layer that made the values cross), named by the path of ``steps``."""
         location = top.origin.location if top is not None else Location(f"<profile {self.merged.name}>")
-        self.findings.append(Finding(location, format_path(_leaf(steps)), message, "error",
+        self.findings.append(Finding(location, format_path(pod_leaf(steps)), message, "error",
                                      top.origin.layer if top is not None else None))
 
     def resources(self, container: dict[str, Any], base: list[Any], limit_filled: bool) -> None:
@@ -125,7 +126,7 @@ class _Checker:
                 value_crossed = by_value is not None and (by_value_from is None or by_value.index > by_value_from.index)
                 told = (f"`value` beside the `valueFrom` set at {where(by_value_from)}" if value_crossed
                         else f"`valueFrom` beside the `value` set at {where(by_value)}")
-                other = _leaf(steps + ["valueFrom" if value_crossed else "value"])
+                other = pod_leaf(steps + ["valueFrom" if value_crossed else "value"])
                 self.error(steps + ["value" if value_crossed else "valueFrom"],
                            f"{told}: the API server rejects the pod (validateEnvVarValueFrom: \"may not be specified "
                            f"when `value` is not empty\"); to replace the other one, delete it here: "
@@ -134,17 +135,11 @@ class _Checker:
                 setters = [self.at(steps + ["valueFrom", k]) for k in sources]
                 top = max(range(len(sources)), key=lambda i: setters[i].index if setters[i] else -1)
                 listed = ", ".join(f"`{k}` ({where(s)})" for k, s in zip(sources, setters))
-                lower = [_leaf(steps + ["valueFrom", k]) for i, k in enumerate(sources) if i != top]
+                lower = [pod_leaf(steps + ["valueFrom", k]) for i, k in enumerate(sources) if i != top]
                 self.error(steps + ["valueFrom", sources[top]],
                            f"`valueFrom` has {len(sources)} sources: {listed}; the API server rejects the pod "
                            "(validateEnvVarValueFrom: \"may not have more than one field specified at a time\"); "
                            f"to replace the other one, delete it here: {deletion(lower, *setters)}", setters[top])
-
-
-def _leaf(steps: Sequence[Any]) -> PathT:
-    """A PodTemplateSpec path (``["spec", "containers", ("name", "primary"), ...]``) as the profile's leaf path
-    (``pod_template.spec.containers[name=primary]...``)."""
-    return ("pod_template", *(Select(*s) if isinstance(s, tuple) else s for s in steps))
 
 
 def api_server_errors(merged: Any) -> list[Finding]:

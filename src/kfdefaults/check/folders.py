@@ -6,11 +6,12 @@ import os
 
 from ..errors import Finding, Location
 from ..inputs import Inputs
-from ..layers import Catalog, folder_names
+from ..layers import CLUSTER_FILES, Catalog, folder_names
 
 
 def empty_folder_warnings(catalog: Catalog) -> list[Finding]:
-    """A warning for each platform or team folder with no profile file directly in it.
+    """A warning for each platform or team folder with no profile file directly in it (a platform folder that
+    states its cluster instead, its PodTemplate or its facts, is not empty).
 
     Folders are not searched recursively, so ``--platform repo`` where the files are in ``repo/profiles/``
     would otherwise add nothing without a word; the warning names the sub-folders that hold profile files.
@@ -21,6 +22,9 @@ def empty_folder_warnings(catalog: Catalog) -> list[Finding]:
             continue
         for folder in folders:
             if catalog.holds_profiles(folder):  # listed up to its first profile file only
+                continue
+            if layer == "platform" and any(catalog.inputs.look(os.path.join(folder.path, name)) is not None
+                                           for name in CLUSTER_FILES):
                 continue
             findings.append(Finding(Location(folder.path), "", f"no profile files (*.yaml, *.yml, *.toml) in this "
                                     f"{layer} folder (from {folder.origin}){sub_folders_hint(folder.path, catalog.inputs)}",

@@ -4,6 +4,7 @@ layer and file) that makes the combination. The profile is valid: these are warn
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Any, Sequence
 
 from ..errors import Finding, Location, sorted_findings
@@ -14,6 +15,7 @@ from ..paths import PathT, Select, format_path
 from ..read import TOML_SUFFIXES
 from ..smp.schema import schema_type
 from ..validate.suggest import closest
+from .shm import ShmHeadroom, quantity_text
 
 
 SPEC = ("pod_template", "spec")
@@ -30,8 +32,9 @@ def deletion(paths: Sequence[PathT], *setters: Setter | None) -> str:
 
 
 class _MergedChecker:
-    def __init__(self, merged: Any) -> None:
+    def __init__(self, merged: Any, headroom: ShmHeadroom | None = None) -> None:
         self.merged = merged
+        self.headroom = headroom
         self.findings: list[Finding] = []
 
     def setter(self, *path: Any) -> Setter | None:
@@ -196,19 +199,30 @@ class _MergedChecker:
             empty_dir = volume.get("emptyDir") if isinstance(volume.get("emptyDir"), dict) else {}
             size_text = empty_dir.get("sizeLimit")
             size = quantity_value(size_text) if size_text is not None else None
-            if size is None or size <= memory:
+            if size is None or empty_dir.get("medium") != "Memory":
+                continue
+            needed = self.headroom.of(memory) if self.headroom is not None else Fraction(0)
+            if memory - size >= needed and size <= memory:
                 continue
             size_path = (*SPEC, "volumes", Select("name", volume.get("name")), "emptyDir", "sizeLimit")
             memory_path = (*base, "resources", "limits", "memory")
             size_setter, memory_setter = self.setter(*size_path), self.setter(*memory_path)
             memory_is_higher = memory_setter is not None and (size_setter is None or memory_setter.index > size_setter.index)
-            self.warn(
-                format_path(memory_path if memory_is_higher else size_path),  # the path of the line shown
-                f"/dev/shm sizeLimit {size_text} ({where(size_setter)}) is above the memory limit {memory_text} of "
-                f"container `{name}` ({where(memory_setter)}): /dev/shm in memory counts against the container's "
-                "memory, so the container is OOM-killed before /dev/shm is full; keep sizeLimit below the memory limit",
-                size_setter, memory_setter,
-            )
+            if size > memory:
+                message = (f"/dev/shm sizeLimit {size_text} ({where(size_setter)}) is above the memory limit {memory_text} "
+                           f"of container `{name}` ({where(memory_setter)}): /dev/shm in memory counts against the "
+                           "container's memory, so the container is OOM-killed before /dev/shm is full; keep sizeLimit "
+                           "below the memory limit")
+            else:
+                assert self.headroom is not None
+                message = (f"/dev/shm sizeLimit {size_text} ({where(size_setter)}) leaves container `{name}` "
+                           f"{quantity_text(memory - size)} of its memory limit {memory_text} ({where(memory_setter)}), "
+                           f"less than the cluster's shm_headroom {self.headroom.written} ({self.headroom.at}): /dev/shm "
+                           "in memory counts against the container's memory, so a full /dev/shm leaves the workload too "
+                           f"little and it is OOM-killed; set sizeLimit to at most {quantity_text(memory - needed)} or "
+                           "raise the memory limit")
+            self.warn(format_path(memory_path if memory_is_higher else size_path),  # the path of the line shown
+                      message, size_setter, memory_setter)
 
     def no_image(self, field: str, container: dict[str, Any], primary_name: str) -> None:
         """A container other than the primary one without an image: the API server requires one
@@ -262,7 +276,7 @@ class _MergedChecker:
             )
 
 
-def check_merged(merged: Any) -> list[Finding]:
+def check_merged(merged: Any, headroom: ShmHeadroom | None = None) -> list[Finding]:
     """Warnings for a merged profile whose settings break together at run time.
 
     * ``nproc_per_node`` other than the primary container's GPU limit (``nvidia.com/gpu`` or another
@@ -285,9 +299,10 @@ def check_merged(merged: Any) -> list[Finding]:
     Args:
         merged: A :class:`kfdefaults.Resolved` (anything with its ``name``, ``elastic_settings``,
             ``pod_template_spec``, ``primary_container_name`` and ``fragments``).
+        headroom: The memory a container keeps beside its ``/dev/shm`` (:func:`.shm.shm_headroom`); ``None``: none.
 
     Returns:
         Warnings, each located at the value of the highest layer involved and naming the other values' places.
     """
-    return sorted_findings(_MergedChecker(merged).run())
+    return sorted_findings(_MergedChecker(merged, headroom).run())
 

@@ -110,6 +110,17 @@ def add_cluster_template(p: argparse.ArgumentParser) -> None:
                         "a platform folder's _cluster-template.yaml.")
 
 
+def add_cluster_facts(p: argparse.ArgumentParser) -> None:
+    """``--facts FILE`` and ``--nodes FILE``: the cluster's facts, and its node list (the node pools)."""
+    p.add_argument("--facts", default=None, metavar="FILE",
+                   help="The cluster's facts (_cluster-facts.yaml: node pools, timeouts); 'none' for none. Default: "
+                        "KFDEFAULTS_CLUSTER_FACTS, else [tool.kfdefaults] cluster_facts in pyproject.toml, else a "
+                        "platform folder's _cluster-facts.yaml.")
+    p.add_argument("--nodes", default=None, metavar="FILE",
+                   help="The cluster's nodes (kubectl get nodes -o json), grouped into node pools; over the node "
+                        "list the facts name (their `nodes`).")
+
+
 def out(text: str) -> None:
     """Write ``text`` to standard output as it is (it ends with a newline where one is wanted): JSON or YAML from
     :mod:`kfdefaults.show.output`, or text already :func:`~kfdefaults.escape.printable`."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_kubernetes_version, add_layer_options, is_terminal, parser
+from .common import add_cluster_facts, add_kubernetes_version, add_layer_options, is_terminal, parser
 from .common import run as run_body
 
 
@@ -12,6 +12,8 @@ def build(prog: str) -> argparse.ArgumentParser:
     p = parser(prog, "Show what differs between two merged profiles, leaf by leaf.\n\n"
                      "  kfdefaults diff NAME_A NAME_B                               two profiles\n"
                      "  kfdefaults diff NAME --team OLD_DIR --team-against NEW_DIR  one profile, two sets of folders\n\n"
+                     "With the cluster's node pools known (--nodes, --facts, or each side's platform facts), a pool the\n"
+                     "profile fits on one side only is a difference too.\n\n"
                      "Exit status as diff's: 0 equal, 1 different, 2 trouble (a bad file, an unknown profile, a usage\n"
                      "mistake).")
     p.add_argument("name_a", metavar="NAME_A")
@@ -26,6 +28,7 @@ def build(prog: str) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", "--format", dest="output", choices=["table", "text", "json", "yaml", "markdown"],
                    default=None, help="table (the default on a terminal), text (the default when piped), json, yaml, "
                                       "or markdown (a table for a pull-request comment).")
+    add_cluster_facts(p)
     add_kubernetes_version(p)
     return p
 
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
         a, b = compare(args.name_a, args.name_b, platform=args.platform, team=args.team,
                        platform_against=args.platform_against or None, team_against=args.team_against or None,
-                       kubernetes_version=args.kubernetes_version)
+                       kubernetes_version=args.kubernetes_version, facts=args.facts, nodes=args.nodes)
         return show_diff(a, b, args.output or ("table" if is_terminal() else "text"))
 
     return run_body(body, error_code=2)

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import KfdefaultsError
 from ..inputs import Inputs
 from .common import (
+    add_cluster_facts,
     add_cluster_template,
     add_kubernetes_version,
     add_layer_options,
@@ -51,6 +52,7 @@ def build(prog: str) -> argparse.ArgumentParser:
                         "image). A profile's image wins over it; the task's own image argument would win over both.")
     add_target(p)
     add_cluster_template(p)
+    add_cluster_facts(p)
     add_kubernetes_version(p)
     p.add_argument("--explain", action="store_true",
                    help="For every leaf: the value, the layer and FILE:LINE that set it, and values a layer removed "
@@ -59,8 +61,9 @@ def build(prog: str) -> argparse.ArgumentParser:
 
 
 def replayable(args: argparse.Namespace) -> bool:
-    """Whether this render may be replayed when its inputs are unchanged (:mod:`.replay`): every render is."""
-    return True
+    """Whether this render may be replayed when its inputs are unchanged (:mod:`.replay`): every render but one
+    whose ``--nodes`` is standard input or a pipe, whose bytes no manifest records."""
+    return args.nodes is None or os.path.isfile(args.nodes)
 
 
 def run(args: argparse.Namespace, recording: Recording | None = None) -> int:
@@ -92,7 +95,8 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
         raise KfdefaultsError("--as pytorchjob shows what Flyte 1's backend builds from a flytekit task: use "
                               "--target flytekit")
     pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=target,
-                                 cluster_template=args.cluster_template, inputs=inputs)
+                                 cluster_template=args.cluster_template, facts=args.facts, nodes=args.nodes,
+                                 inputs=inputs)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
     resolved = pipeline.resolve(args.name, [task])

@@ -13,14 +13,17 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "  kfdefaults schema > .kfdefaults.schema.json\n"
                      "  # yaml-language-server: $schema=./.kfdefaults.schema.json     (first line of a profile)")
     add_kubernetes_version(p, "Kubernetes version of the bundled PodSpec schema")
+    p.add_argument("--facts", action="store_true",
+                   help="The schema of a file of the cluster's facts (_cluster-facts.yaml) instead.")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     def body() -> None:
-        from ..show.jsonschema import profile_schema
+        from ..show.jsonschema import facts_schema, profile_schema
         from ..show.output import output_encoding, to_json
 
-        out(to_json(profile_schema(args.kubernetes_version), encoding=output_encoding()))
+        schema = facts_schema() if args.facts else profile_schema(args.kubernetes_version)
+        out(to_json(schema, encoding=output_encoding()))
 
     return run_body(body)

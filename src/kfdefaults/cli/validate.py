@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .common import (
+    add_cluster_facts,
     add_cluster_template,
     add_kubernetes_version,
     add_layer_options,
@@ -26,7 +27,9 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "profiles (and the --platform / --team folders given) and checked again. Without PATH, every\n"
                      "folder that render would read is checked. Every problem of every file is reported; a broken\n"
                      "file does not stop the others. With the cluster's default PodTemplate (--cluster-template),\n"
-                     "what Flyte's backend would break in each profile's pod is reported too.\n\n"
+                     "what Flyte's backend would break in each profile's pod is reported too. With the cluster's\n"
+                     "facts or node list (--facts, --nodes, or a platform folder's _cluster-facts.yaml), they are\n"
+                     "checked like a profile, and a profile that fits none of the node pools is warned about.\n\n"
                      "A deprecation (`deprecated:`) declared by a file given is a note, which --strict does not count;\n"
                      "a profile that extends a deprecated one is warned about.\n\n"
                      "Exit status: 0 no errors (warnings are printed), 1 errors (or warnings with --strict), 2 a\n"
@@ -42,6 +45,7 @@ def build(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="Warnings fail the run too (exit 1).")
     add_target(p)
     add_cluster_template(p)
+    add_cluster_facts(p)
     add_kubernetes_version(p, "Schema version the PodSpec fragments are checked against")
     return p
 
@@ -52,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
         layers = layer_arguments(build("kfdefaults validate"), args)
         result = validate_paths(args.paths, layer=args.layer, kubernetes_version=args.kubernetes_version,
-                                target=chosen_target(args)[0], cluster_template=args.cluster_template, **layers)
+                                target=chosen_target(args)[0], cluster_template=args.cluster_template,
+                                facts=args.facts, nodes=args.nodes, **layers)
         if args.format_ == "json":
             from ..show.output import output_encoding, to_json
 

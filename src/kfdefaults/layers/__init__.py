@@ -40,7 +40,14 @@ from .catalog import (
     folder_names,
     profile_name_of,
 )
-from .cluster import CLUSTER_TEMPLATE_FILE, ClusterTemplatePath, find_cluster_template
+from .cluster import (
+    CLUSTER_FACTS,
+    CLUSTER_FILES,
+    CLUSTER_TEMPLATE_FILE,
+    ClusterTemplatePath,
+    find_cluster_template,
+    find_platform_file,
+)
 from .entry_points import (
     ENTRY_POINT_GROUP,
     EntryPointSource,
@@ -57,10 +64,10 @@ from .pyproject import (
     nearest_pyproject,
 )
 
-__all__ = ["BuiltinSource", "CLUSTER_TEMPLATE_FILE", "Catalog", "ClusterTemplatePath", "DeclaredPlatformSource",
+__all__ = ["BuiltinSource", "CLUSTER_FACTS", "CLUSTER_FILES", "CLUSTER_TEMPLATE_FILE", "Catalog", "ClusterTemplatePath", "DeclaredPlatformSource",
            "ENTRY_POINT_GROUP", "EntryPointSource", "EnvSource", "FOLDER_LAYERS", "FlagSource", "Folder", "LAYERS",
            "NAME_PATTERN", "NO_PROJECT", "Project", "PyprojectSource", "Source", "builtin_folder",
-           "discover_folders", "find_cluster_template", "folder_names", "layer_sources", "nearest_pyproject",
+           "discover_folders", "find_cluster_template", "find_platform_file", "folder_names", "layer_sources", "nearest_pyproject",
            "profile_name_of"]
 
 

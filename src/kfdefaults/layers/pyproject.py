@@ -21,7 +21,7 @@ from ..read.document import error
 from ..read.toml import load_toml, toml_positions
 from .folder import Folder
 
-KEYS = ("team", "platform", "cluster_template")
+KEYS = ("team", "platform", "cluster_template", "cluster_facts")
 """The keys ``[tool.kfdefaults]`` takes."""
 
 MAX_PROJECT_FILE_BYTES = 1 << 20

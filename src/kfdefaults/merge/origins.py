@@ -197,11 +197,22 @@ def where(setter: Setter | None) -> str:
     return f"[{setter.origin.layer}] {setter.origin.location}" if setter else "the defaults"
 
 
-def written_by(fragments: Sequence[Fragment], path: PathT) -> Setter | None:
-    """The highest of ``fragments`` whose own data writes a value at ``path`` (a leaf path), located where it
-    writes it, without replaying the merge: what a message of the merge itself names (``auto`` worked out past its
-    bound) before there is a merged profile to ask :func:`provenance`."""
+def written_by(fragments: Sequence[Fragment], path: PathT, *, skip: Sequence[str] = ()) -> Setter | None:
+    """The highest of ``fragments`` (but for those of the ``skip`` layers) whose own data writes a value at ``path``
+    (a leaf path), located where it writes it, without replaying the merge: what the merge itself names (``auto``
+    worked out past its bound) before there is a merged profile to ask :func:`~.provenance.provenance`, and what a
+    check asks that needs only the writer of one value."""
     for index in range(len(fragments) - 1, -1, -1):
-        if value_at(fragment_profile(fragments[index]), tuple(path)) is not None:
+        if fragments[index].layer not in skip and value_at(fragment_profile(fragments[index]), tuple(path)) is not None:
             return Setter(index, set_origin(fragments[index], tuple(path)))
     return None
+
+
+def pod_leaf(steps: Sequence[Any]) -> PathT:
+    """A PodTemplateSpec path (``["spec", "containers", ("name", "primary"), "image"]``, ``["metadata", "labels",
+    KEY]``) as the profile's leaf path (``pod_template.spec.containers[name=primary].image``,
+    ``pod_template.labels.KEY``)."""
+    steps = list(steps)
+    if steps[:1] == ["metadata"]:
+        steps = steps[1:]
+    return ("pod_template", *(Select(*s) if isinstance(s, tuple) else s for s in steps))

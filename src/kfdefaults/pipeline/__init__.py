@@ -23,13 +23,15 @@ from ..backend.cluster import ClusterTemplate, load_cluster_template
 from ..errors import Finding, Location, ProfileError, sorted_findings
 from ..inputs import Inputs
 from ..layers import (
-    NO_PROJECT,
+    CLUSTER_FACTS,
     FOLDER_LAYERS,
+    NO_PROJECT,
     Catalog,
     ClusterTemplatePath,
     Project,
     discover_folders,
     find_cluster_template,
+    find_platform_file,
     layer_sources,
 )
 from ..lock import (
@@ -49,6 +51,13 @@ from ..validate.files import DefinitionLoader
 from ..validate.fragment import Definition, Fragment
 from ..validate.suggest import closest
 from ..validate.task_layer import task_fragment
+
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from ..validate.facts import ClusterFacts
+    from ..check.fit import FitReport
+    from ..validate.pools import Pool
 
 LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "yaml")
 """The installed libraries whose code makes a result besides kfdefaults' own: the Kubernetes schemas that check and
@@ -72,6 +81,8 @@ class Pipeline:
             backend lays it under the task's pod: it counts for the flytekit target only.
         project: The project whose ``pyproject.toml`` named folders (:class:`~kfdefaults.layers.Project`).
         lock: The project's ``kfdefaults.lock``: every profile it lists is held to it (:mod:`kfdefaults.lock`).
+        facts: The file of the cluster's facts (:mod:`kfdefaults.validate.facts`), or ``None`` when none is stated.
+        nodes: The cluster's node list (``kubectl get nodes -o json``, ``--nodes``), over the one the facts name.
 
     Attributes:
         inputs: Everything read so far (:mod:`kfdefaults.inputs`): what a result of this pipeline depends on,
@@ -86,7 +97,8 @@ class Pipeline:
 
     def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None,
                  target: Target | str | None = None, cluster_template: ClusterTemplatePath | None = None,
-                 project: Project = NO_PROJECT, lock: Lock | None = None) -> None:
+                 project: Project = NO_PROJECT, lock: Lock | None = None,
+                 facts: ClusterTemplatePath | None = None, nodes: str | None = None) -> None:
         self.catalog = catalog
         self.inputs = catalog.inputs
         self.kubernetes_version = normalize_version(kubernetes_version)
@@ -94,6 +106,11 @@ class Pipeline:
         self.target = default_target()[0] if target is None else target_named(target)
         self.cluster_template = cluster_template if self.target.name == "flytekit" else None
         self._cluster: ClusterTemplate | None = None
+        self.facts_file = facts
+        self._facts: ClusterFacts | None = None
+        self.nodes_file = nodes
+        self._pools: list[Pool] | None = None
+        self._pools_read = False
         self.project = project
         self.lock = lock
         self.require_locked = False
@@ -115,6 +132,8 @@ class Pipeline:
         files: Mapping[str, Sequence[str]] | None = None,
         errors: list[Finding] | None = None,
         cluster_template: str | None = None,
+        facts: str | None = None,
+        nodes: str | None = None,
         project: Project | Sequence[str] | None = None,
         use_lock: bool = True,
         inputs: Inputs | None = None,
@@ -133,6 +152,9 @@ class Pipeline:
                 and the rest is read; without it, the first such problem raises.
             cluster_template: The ``--cluster-template`` value: a PodTemplate manifest, or ``none``; ``None``
                 looks for one where :mod:`kfdefaults.layers.cluster` says.
+            facts: The ``--facts`` value: a file of the cluster's facts, or ``none``; ``None`` looks for one as
+                for the template.
+            nodes: The ``--nodes`` value: the cluster's node list, over the one the facts name.
             project: The project (:class:`~kfdefaults.layers.Project`), or the folders it is looked for from, in
                 order; ``None``: the working directory, then the ``team`` and ``platform`` folders given.
             use_lock: Hold every profile to the project's ``kfdefaults.lock`` when it has one (``diff`` and
@@ -145,22 +167,16 @@ class Pipeline:
             ProfileError: a named folder does not exist, a declared platform is missing, or ``pyproject.toml``'s
                 ``[tool.kfdefaults]`` or ``kfdefaults.lock`` is invalid (without ``errors``).
         """
-        found: ClusterTemplatePath | None = None
-        lock: Lock | None = None
         inputs = Inputs() if inputs is None else inputs
         project = find_project(project, platform, team, sources.get("pyproject", True), inputs)
         folders = discover_folders(layer_sources(platform, team, project=project, inputs=inputs, **sources), errors,
                                    inputs)
-        try:
-            found = find_cluster_template(cluster_template, folders.get("platform", []), environ=sources.get("environ"),
-                                          project=project, inputs=inputs)
-            lock = project_lock(project, inputs) if use_lock else None
-        except ProfileError as e:
-            if errors is None:
-                raise
-            errors.extend(e.findings)
+        where = {"environ": sources.get("environ"), "project": project, "inputs": inputs}
+        found = or_report(errors, find_cluster_template, cluster_template, folders.get("platform", []), **where)
+        facts_file = or_report(errors, find_platform_file, CLUSTER_FACTS, facts, folders.get("platform", []), **where)
+        lock = or_report(errors, project_lock, project, inputs) if use_lock else None
         return cls(Catalog(folders, files, inputs), kubernetes_version=kubernetes_version, sdk=sdk, target=target,
-                   cluster_template=found, project=project, lock=lock)
+                   cluster_template=found, project=project, lock=lock, facts=facts_file, nodes=nodes)
 
     @property
     def cluster(self) -> ClusterTemplate | None:
@@ -172,6 +188,55 @@ class Pipeline:
         if self._cluster is None and self.cluster_template is not None:
             self._cluster = load_cluster_template(self.cluster_template, self.inputs)
         return self._cluster
+
+    @property
+    def facts(self) -> ClusterFacts | None:
+        """The cluster's facts (:class:`~kfdefaults.validate.facts.ClusterFacts`), read when first asked for;
+        ``None`` when none are stated.
+
+        Raises:
+            ProfileError: the file cannot be read, or a fact is invalid (located).
+        """
+        if self._facts is None and self.facts_file is not None:
+            # lazy: the facts' models import pydantic (a second on a loaded host); a render without facts never does
+            from ..validate.facts import load_facts
+
+            self._facts = load_facts(self.facts_file.path, self.inputs)
+        return self._facts
+
+    def fit(self, resolved: Resolved) -> FitReport | None:
+        """``resolved`` judged against the cluster's pools (:func:`kfdefaults.check.fit.fit`, the pod the backend
+        builds when the cluster's template is known); ``None`` when no pool is known.
+
+        Raises:
+            ProfileError: the facts or the node list are broken (located).
+        """
+        pools = self.pools
+        if not pools:
+            return None
+        # lazy: the fit check (the scheduler's filters, the PyTorchJob's model) costs about 25 ms to import, which
+        # a command without node pools does not pay
+        from ..check.fit import fit
+
+        return fit(resolved, pools, cluster=self.cluster, facts=self.facts)
+
+    @property
+    def pools(self) -> list[Pool] | None:
+        """The cluster's node pools (:func:`kfdefaults.validate.pools.load_pools`), read when first asked for;
+        ``None`` when neither a node list nor the facts state one.
+
+        Raises:
+            ProfileError: the facts or the node list are broken (located); raised once, ``None`` after that
+                (``validate`` reports it and checks the profiles without pools).
+        """
+        if not self._pools_read and (self.nodes_file is not None or self.facts is not None):
+            self._pools_read = True
+            # lazy: the node list's reader and the pools are needed only where the cluster states its nodes
+            from ..validate.pools import load_pools
+
+            self._pools = load_pools(self.facts, self.nodes_file, self.inputs)
+        self._pools_read = True
+        return self._pools
 
     # -- profiles
 
@@ -282,13 +347,19 @@ class Pipeline:
         """Every warning about a profile as it was resolved: its folders', its files' and task layer's own (``--set``,
         ``Elastic(...)``), the merged profile's, its deprecation or that of a profile it extends, and those of its
         target; for flytekit, what the cluster's PodTemplate would break in it
-        (:func:`kfdefaults.check.backend.backend_warnings`)."""
+        (:func:`kfdefaults.check.backend.backend_warnings`); with the cluster's pools, a profile that fits none
+        (:func:`kfdefaults.check.fit_causes.misfit_warning`).
+
+        Raises:
+            ProfileError: the cluster's facts or node list are broken (located).
+        """
         findings = empty_folder_warnings(self.catalog)
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
             findings.extend(definition.warnings if definition is not None else fragment.warnings)
         fallback = platform_fallback_warning(resolved, self.declared_platform(), self.lock)
-        return sorted_findings(findings + check.warnings(resolved, self.cluster) + ([fallback] if fallback else []))
+        found = check.warnings(resolved, self.cluster, pools=self.pools, facts=self.facts)
+        return sorted_findings(findings + found + ([fallback] if fallback else []))
 
     def declared_platform(self) -> list[str]:
         """What the project's ``[tool.kfdefaults] platform`` declares (``[]`` when nothing, or it is broken)."""
@@ -298,6 +369,18 @@ class Pipeline:
             return []
         value = [value] if isinstance(value, str) else value
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def or_report(errors: list[Finding] | None, function: Any, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; with ``errors`` given, a ``ProfileError`` it raises is added to them and the
+    answer is ``None`` (``validate`` reports every broken source and reads the rest)."""
+    try:
+        return function(*args, **kwargs)
+    except ProfileError as e:
+        if errors is None:
+            raise
+        errors.extend(e.findings)
+        return None
 
 
 def find_project(project: Project | Sequence[str] | None, platform: Iterable[Any], team: Iterable[Any],

@@ -25,10 +25,11 @@ from .files import (
            path_problem,
            read_bytes,
            read_document,
+           read_input,
            read_manifests,
 )
 from .yaml import parse_yaml_documents
 
 __all__ = ["Budget", "Document", "MANIFEST_BUDGET", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "PROFILE_BUDGET",
            "PROFILE_SUFFIXES", "TOML_SUFFIXES", "YAML_SUFFIXES", "decode_text", "parse_bytes", "parse_text",
-           "parse_yaml_documents", "path_problem", "read_bytes", "read_document", "read_manifests"]
+           "parse_yaml_documents", "path_problem", "read_bytes", "read_document", "read_input", "read_manifests"]

@@ -136,22 +136,32 @@ def read_manifests(file: str, budget: Budget = MANIFEST_BUDGET) -> list[Document
         ProfileError: the file cannot be read, a folder, larger than the budget, not UTF-8, or not valid YAML 1.2,
             located at ``FILE:LINE:COLUMN`` (``-`` names standard input).
     """
+    return parse_yaml_documents(decode_text(read_input(file, budget.file_bytes), file), file, budget)
+
+
+def read_input(file: str, limit: int) -> bytes:
+    """The bytes of a file of manifests, at most ``limit`` of them: a regular file, a pipe (``<(kubectl ...)``),
+    or, for ``-``, standard input.
+
+    Raises:
+        ProfileError: at ``FILE:1:1``: the file cannot be read, is a folder, or holds more than ``limit`` bytes.
+    """
     import sys
 
     if file == "-":
-        raw = sys.stdin.buffer.read(budget.file_bytes + 1)
+        raw = sys.stdin.buffer.read(limit + 1)
     else:
         if os.path.isdir(file):
             raise error(file, 1, 1, "a folder, not a file of manifests")
         try:
             with open(file, "rb") as f:
-                raw = f.read(budget.file_bytes + 1)
+                raw = f.read(limit + 1)
         except OSError as e:
             raise error(file, 1, 1, path_problem(file, "file") if e.errno == errno.ENOENT else
                         f"cannot read file: {e.strerror or e}") from None
-    if len(raw) > budget.file_bytes:
-        raise error(file, 1, 1, f"file is larger than {budget.file_bytes >> 10} KiB")
-    return parse_yaml_documents(decode_text(raw, file), file, budget)
+    if len(raw) > limit:
+        raise error(file, 1, 1, f"file is larger than {limit >> 10} KiB")
+    return raw
 
 
 def parse_bytes(raw: bytes, file: str) -> Document:

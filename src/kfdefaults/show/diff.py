@@ -11,7 +11,7 @@ file caused it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..escape import code_span, printable, table_cell
 from ..merge.leaves import atomic_list, same
@@ -35,12 +35,15 @@ class Side:
         name: The profile name.
         folders: Layer -> the folders that side read, for the record.
         entries: The live leaves from :func:`kfdefaults.show.explain.explain` (removed ones left out).
+        fit: With the cluster's node pools known: pool name -> ``(fits, why not)``, the reasons joined by ``; ``
+            (:func:`kfdefaults.check.fit.fit`); ``None`` when no pool is known.
     """
 
     label: str
     name: str
     folders: dict[str, list[str]]
     entries: list[Entry]
+    fit: dict[str, tuple[bool, str]] | None = None
 
     def leaves(self) -> dict[PathT, Entry]:
         return {e.path: e for e in self.entries if not e.removed}
@@ -108,9 +111,49 @@ class Difference:
         return text
 
 
-def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]]) -> Side:
-    """A :class:`Side` from a :class:`~kfdefaults.Resolved` profile."""
-    return Side(label, resolved.name, {k: list(v) for k, v in folders.items()}, explain(resolved))
+def side(label: str, resolved: Any, folders: Mapping[str, Sequence[str]], *, fit: Any = None) -> Side:
+    """A :class:`Side` from a :class:`~kfdefaults.Resolved` profile, and its :class:`~kfdefaults.check.fit.FitReport`
+    when the cluster's pools are known."""
+    entries = explain(resolved)
+    fits = None if fit is None else {v.pool.name: (v.fits, "; ".join(c.reason for c in v.causes)) for v in fit.pools}
+    return Side(label, resolved.name, {k: list(v) for k, v in folders.items()}, entries, fits)
+
+
+class FitChange(NamedTuple):
+    """A pool the profile fits on one side and not on the other (or that one side has no such pool).
+
+    Attributes:
+        pool: The pool's name.
+        before: ``(fits, why not)`` on side A, ``None`` when A has no such pool.
+        after: The same on side B.
+    """
+
+    pool: str
+    before: tuple[bool, str] | None
+    after: tuple[bool, str] | None
+
+
+def fit_changes(a: Side, b: Side) -> list[FitChange]:
+    """The pools whose fit differs between ``a`` and ``b``, in B's order then A's; ``[]`` when neither side knows
+    its pools."""
+    if a.fit is None and b.fit is None:
+        return []
+    before, after = a.fit or {}, b.fit or {}
+    names = list(after) + [n for n in before if n not in after]
+    return [FitChange(n, before.get(n), after.get(n)) for n in names
+            if (before.get(n) or (None,))[0] != (after.get(n) or (None,))[0]]
+
+
+def _state(state: tuple[bool, str] | None, code: Any = str) -> str:
+    if state is None:
+        return "no such pool"
+    return "fits" if state[0] else f"does not fit ({code(state[1])})" if state[1] else "does not fit"
+
+
+def fit_lines(changes: Sequence[FitChange], code: Any = str, arrow: str = "->") -> list[str]:
+    """One line per pool whose fit changes: ``pool a100: fits -> does not fit (Insufficient nvidia.com/gpu)``;
+    ``code`` formats the text that comes from files (a pool's name, a reason)."""
+    return [f"pool {code(c.pool)}: {_state(c.before, code)} {arrow} {_state(c.after, code)}" for c in changes]
 
 
 def differences(a: Side, b: Side) -> list[Difference]:
@@ -197,8 +240,15 @@ def _place(container: Any, rest: PathT, value: Any) -> None:
 
 
 def diff_document(a: Side, b: Side, diffs: Sequence[Difference]) -> dict[str, Any]:
-    """The JSON / YAML form: ``{"a": {...}, "b": {...}, "equal": bool, "differences": [...]}``."""
-    return {"a": a.to_dict(), "b": b.to_dict(), "equal": not diffs, "differences": [d.to_dict() for d in diffs]}
+    """The JSON / YAML form: ``{"a": {...}, "b": {...}, "equal": bool, "differences": [...], "fit_changes":
+    [{"pool", "a", "b"}]}``, a side's fit ``{"fits", "why_not"}`` or ``null`` (no such pool)."""
+    def state(value: tuple[bool, str] | None) -> dict[str, Any] | None:
+        return None if value is None else {"fits": value[0], "why_not": value[1]}
+
+    changes = fit_changes(a, b)
+    return {"a": a.to_dict(), "b": b.to_dict(), "equal": not diffs and not changes,
+            "differences": [d.to_dict() for d in diffs],
+            "fit_changes": [{"pool": c.pool, "a": state(c.before), "b": state(c.after)} for c in changes]}
 
 
 _MARK = {"added": "+", "removed": "-", "changed": "~"}
@@ -239,8 +289,10 @@ def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
     as Markdown or HTML, and no value ends a table row.
     """
     title = f"**kfdefaults diff** {code_span(a.label)} → {code_span(b.label)}"
+    fits = [f"- {line}" for line in fit_lines(fit_changes(a, b), code_span, "→")]
+    fit_text = "\n".join(["", "Node pools whose fit changes:", "", *fits]) + "\n" if fits else ""
     if not diffs:
-        return f"{title}: no differences.\n"
+        return f"{title}: no differences.\n" + fit_text
     noun = "difference" if len(diffs) == 1 else "differences"
     lines = [f"{title}: {len(diffs)} {noun}.", "",
              f"| | path | {table_cell(a.label)} | {table_cell(b.label)} | set by |", "|---|---|---|---|---|"]
@@ -249,7 +301,7 @@ def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
         after = table_cell(format_value(d.after)) if d.after is not ABSENT else ""
         lines.append(f"| {_MARK[d.change]} | {table_cell(format_path(d.path))} | {before} | {after} | "
                      f"{d.cause(table_cell)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + fit_text
 
 
 def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
@@ -287,13 +339,17 @@ def show_diff(a: Side, b: Side, output: str) -> int:
         output: ``table`` (rich, for a terminal), ``text`` (stable plain text), ``json``, ``yaml`` or ``markdown``.
 
     Returns:
-        The exit status, as ``diff`` gives it: 0 when equal, 1 when different.
+        The exit status, as ``diff`` gives it: 0 when equal, 1 when different (a pool's fit that changes is a
+        difference).
     """
     import sys
 
     diffs = differences(a, b)
+    changes = fit_changes(a, b)
     if output == "table":
         print_diff_table(a, b, diffs)
+        for line in fit_lines(changes, printable):
+            sys.stdout.write(printable(line, output_encoding()) + "\n")
     elif output in ("json", "yaml"):
         document = diff_document(a, b, diffs)
         encoding = output_encoding()
@@ -301,6 +357,6 @@ def show_diff(a: Side, b: Side, output: str) -> int:
     elif output == "markdown":
         sys.stdout.write(diff_markdown(a, b, diffs))
     else:
-        for line in diff_lines(diffs):
+        for line in diff_lines(diffs) + fit_lines(changes, printable):
             sys.stdout.write(line + "\n")
-    return 1 if diffs else 0
+    return 1 if diffs or changes else 0

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..smp.schema import definitions, normalize_version
 from ..validate.enums import ENUM_EXTRA, enum_values
+from ..validate.facts import ClusterFactsFile
 from ..validate.model import ProfileFile
 from ..validate.rdzv import (
     RDZV_MAX_ATTEMPTS,
@@ -250,5 +251,22 @@ def profile_schema(kubernetes_version: str | None = None) -> dict[str, Any]:
         "$schema": SCHEMA_DIALECT,
         "title": "kfdefaults profile",
         "description": "One kfdefaults profile file (YAML or TOML): elastic settings and a pod template fragment.",
+        **{k: v for k, v in schema.items() if k not in ("title", "description")},
+    }
+
+
+def facts_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a file of the cluster's facts (:mod:`kfdefaults.validate.facts`), from
+    the same models that validate it; allocatable resources carry apimachinery's quantity grammar."""
+    schema = _fix_pydantic(ClusterFactsFile.model_json_schema(mode="validation"))
+    quantity = {"anyOf": [{"type": "string", "pattern": QUANTITY_PATTERN}, {"type": "integer"}],
+                "description": "A Kubernetes quantity: 8, 500m, 16Gi, 1e3."}
+    pool = schema["$defs"]["NodePool"]["properties"]["allocatable"]
+    pool["anyOf"] = [{"type": "object", "additionalProperties": quantity}, {"type": "null"}]
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "title": "kfdefaults cluster facts",
+        "description": "What a platform measured of its cluster (_cluster-facts.yaml): node pools, start and pull "
+                       "times, Kueue, Flyte, torch. Every fact optional; times in seconds.",
         **{k: v for k, v in schema.items() if k not in ("title", "description")},
     }

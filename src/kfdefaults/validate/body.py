@@ -8,9 +8,9 @@ validated alike.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import Finding, shown, sorted_findings
 from ..paths import format_path
@@ -19,7 +19,7 @@ from ..smp.schema import SchemaLookupError, schema_type
 from .deletions import expand_deletions
 from .locked import check_locked
 from .metadata import check_pod_metadata
-from .model import ElasticSection, PodTemplateSection, ProfileFile, RunPolicySection
+from .model import ElasticSection, PodTemplateSection, ProfileFile
 from .podspec import check_pod_spec
 from .rdzv import check_rdzv_configs
 from .reserved import check_reserved
@@ -97,7 +97,7 @@ def validate_body(
         body = None
         by_path: dict[str, Finding] = {}
         for err in e.errors(include_url=False):
-            finding = _finding_from_pydantic(doc, err, layer)
+            finding = pydantic_finding(doc, err, layer)
             by_path[finding.path] = finding  # one per value: of a union's members, the last one pydantic tried
         findings += by_path.values()
     findings = sorted_findings(findings)
@@ -107,7 +107,11 @@ def validate_body(
     return (None if errors else body), errors
 
 
-def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) -> Finding:
+def pydantic_finding(doc: Document, err: Mapping[str, Any], layer: str | None,
+                     model: type[BaseModel] = ProfileFile) -> Finding:
+    """A pydantic error of ``model`` validating ``doc``'s data, as a finding at the value's ``FILE:LINE:COLUMN``:
+    an unknown key names the known ones (and the profile section a top-level key belongs in), a value its type and
+    how to write it."""
     loc = tuple(err["loc"])
     # pydantic puts the union member it tried (``int``, ``str``, ``function-before[...]``) into ``loc``: keep the
     # parts that are keys or indices of the data, which a user's key such as ``int`` or ``a[b`` also is
@@ -122,10 +126,10 @@ def _finding_from_pydantic(doc: Document, err: Mapping[str, Any], layer: str) ->
     msg = err.get("msg", "invalid value")
     if kind == "extra_forbidden":
         key = path[-1] if path else loc[-1]
-        known = _known_keys(path[:-1])
-        synonyms = ELASTIC_SYNONYMS if path[:-1] == ("elastic",) else None
+        known = _known_keys(model, path[:-1])
+        synonyms = ELASTIC_SYNONYMS if model is ProfileFile and path[:-1] == ("elastic",) else None
         message = unknown_key_message(str(key), known, synonyms=synonyms)
-        section = _section_of(str(key)) if len(path) == 1 else None
+        section = _section_of(str(key)) if len(path) == 1 and model is ProfileFile else None
         if section is not None:
             message = f"unknown field `{key}`; did you mean `{section}.{key}`?"
         return Finding(doc.location(path, key=True), format_path(path), message, layer=layer)
@@ -158,9 +162,34 @@ def _section_of(key: str) -> str | None:
     return "pod_template.spec"
 
 
-def _known_keys(path: PathT) -> list[str]:
+def _known_keys(model: type[BaseModel], path: PathT) -> list[str]:
+    """The keys the mapping at ``path`` of ``model``'s data takes (``[]`` where it is not a model: a PodSpec
+    fragment, a mapping of free names)."""
+    node: Any = model
+    for part in path:
+        if _is_model(node):
+            node = node.model_fields[part].annotation if part in node.model_fields else None
+        else:  # a mapping of names or a list: the part is a key or an index, the value the annotation's inner type
+            node = _inner(node)
+        node = _unwrap(node)
+    return list(node.model_fields) if _is_model(node) else []
 
-    models = {(): ProfileFile, ("elastic",): ElasticSection, ("pod_template",): PodTemplateSection,
-              ("elastic", "run_policy"): RunPolicySection}
-    model = models.get(tuple(path))
-    return list(model.model_fields) if model else []
+
+def _is_model(node: Any) -> bool:
+    return isinstance(node, type) and issubclass(node, BaseModel)
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``Optional[X]`` and ``Union[X, None]`` -> ``X`` (a union of several is left whole)."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    return args[0] if get_origin(annotation) is Union and len(args) == 1 else annotation
+
+
+def _inner(annotation: Any) -> Any:
+    """The type of a ``Dict[str, X]``'s values or a ``List[X]``'s items; in a union, of its mapping or list."""
+    origin = get_origin(annotation)
+    if origin in (dict, list):
+        return get_args(annotation)[-1]
+    if origin is Union:
+        return next((_inner(a) for a in get_args(annotation) if get_origin(a) in (dict, list)), None)
+    return None

@@ -1,0 +1,63 @@
+"""``kfdefaults fit NAME``: which node pools a profile's pods schedule on, why not, and what its job holds."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import (
+    add_cluster_facts,
+    add_cluster_template,
+    add_kubernetes_version,
+    add_layer_options,
+    add_target,
+    chosen_target,
+    is_terminal,
+    layer_arguments,
+    parser,
+)
+from .common import run as run_body
+
+
+def build(prog: str) -> argparse.ArgumentParser:
+    p = parser(prog, "Show which node pools profile NAME's pods schedule on, as kube-scheduler decides it (taints and\n"
+                     "tolerations, nodeSelector and node affinity, requests against allocatable, GPUs included), why\n"
+                     "not, how many nodes its job needs and what it holds at worst. Every figure is traced to the\n"
+                     "FILE:LINE it comes from.\n\n"
+                     "The pools come from --nodes (kubectl get nodes -o json), else from the cluster's facts\n"
+                     "(their `nodes` file and `node_pools`).\n\n"
+                     "Exit status as diff's: 0 a pool fits, 1 no pool fits, 2 trouble (a bad file, an unknown\n"
+                     "profile, no pools known, a usage mistake).")
+    p.add_argument("name", metavar="NAME")
+    add_layer_options(p)
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="Task-layer value (repeatable), as for render: elastic.nnodes=2.")
+    add_cluster_facts(p)
+    p.add_argument("-o", "--output", choices=["table", "text", "json"], default=None,
+                   help="table (the default on a terminal), text (the default when piped), or json.")
+    add_target(p)
+    add_cluster_template(p)
+    add_kubernetes_version(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    def body() -> int:
+        from ..errors import KfdefaultsError
+        from ..pipeline import Pipeline
+        from ..show.fit_view import show_fit
+        from ..validate.sets import parse_sets
+
+        layers = layer_arguments(build("kfdefaults fit"), args)
+        pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
+                                     target=chosen_target(args)[0], cluster_template=args.cluster_template,
+                                     facts=args.facts, nodes=args.nodes)
+        tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
+        resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)])
+        report = pipeline.fit(resolved)
+        if report is None:
+            raise KfdefaultsError("no node pools known: give --nodes FILE (kubectl get nodes -o json), or state them in "
+                                  "the cluster's facts (`nodes`, `node_pools`: --facts FILE or a platform folder's "
+                                  "_cluster-facts.yaml)")
+        return show_fit(report, args.output or ("table" if is_terminal() else "text"))
+
+    return run_body(body, error_code=2)

@@ -1,0 +1,231 @@
+"""``kfdefaults fit`` printed: a summary table (rich on a terminal, plain text when piped) that fits in 80 columns,
+then each pool's reasons and figures, every one with the ``FILE:LINE:COLUMN`` it comes from; or JSON."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from fractions import Fraction
+from typing import Any
+
+from ..check.fit import Figure, FitReport, PoolFit
+from ..check.fit_causes import Origin, amount_text
+from ..errors import Location
+from ..escape import printable
+from .output import output_encoding, to_json
+
+COLUMNS = ("pool", "fits", "nodes", "pods/node", "at worst")
+
+
+def where(location: Location | None) -> str:
+    """``FILE:LINE:COLUMN``, the file relative to the working folder when it is under it."""
+    if location is None:
+        return "-"
+    file = location.file
+    if os.path.isabs(file):
+        try:
+            relative = os.path.relpath(file)
+        except ValueError:  # another drive
+            relative = file
+        file = file if relative.startswith("..") else relative
+    return str(Location(file, location.line, location.column))
+
+
+def origin_text(origin: Origin | None) -> str:
+    """``LAYER FILE:LINE:COLUMN`` of where the profile writes a value; ``nothing in the profile`` when it does not."""
+    return "nothing in the profile" if origin is None else f"{origin.layer} {where(origin.location)}"
+
+
+def _figure(figure: Figure | None, unit: str = "") -> str:
+    """``VALUE UNIT (SETTING, LAYER FILE:LINE:COLUMN)``; ``unknown``."""
+    if figure is None:
+        return "unknown"
+    layer = f"{figure.layer} " if figure.layer else ""
+    return f"{figure.value}{unit} ({figure.what}, {layer}{where(figure.at)})"
+
+
+def money(value: Fraction) -> str:
+    """A cost with two decimals (``8496.00``), in the currency of the price."""
+    return f"{float(value):.2f}"
+
+
+def number(value: Fraction | float | int, digits: int = 1) -> str:
+    """A number with at most ``digits`` decimals, trailing zeros dropped (``96``, ``2.5``)."""
+    text = f"{float(value):.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _nodes_cell(verdict: PoolFit) -> str:
+    need = "-" if verdict.needed is None else (str(verdict.needed[0]) if verdict.needed[0] == verdict.needed[1]
+                                               else f"{verdict.needed[0]}-{verdict.needed[1]}")
+    return f"{need} of {'?' if verdict.have is None else verdict.have.value}"
+
+
+def _worst_cell(verdict: PoolFit) -> str:
+    held = verdict.reserve
+    if held is None:
+        return "-"
+    if held.node_hours is None:
+        return f"{held.nodes} node{'s' * (held.nodes != 1)}, no deadline"
+    parts = [f"{number(held.node_hours)} node-h"]
+    if held.gpus:
+        parts.append(f"{number(held.gpu_hours or 0)} GPU-h")
+    if held.cost is not None:
+        parts.append(money(held.cost))
+    return ", ".join(parts)
+
+
+def summary_rows(report: FitReport) -> list[tuple[str, str, str, str, str]]:
+    """One row per pool: name, ``yes``/``no``, the nodes needed (``MIN-MAX``) of the most it has, pods per node,
+    what the job holds at worst (node-hours, GPU-hours, the cost in the price's currency)."""
+    return [(v.pool.name, "yes" if v.fits else "no", _nodes_cell(v), str(v.per_node) if v.per_node else "-",
+             _worst_cell(v)) for v in report.pools]
+
+
+def head_lines(report: FitReport) -> list[str]:
+    """What was judged: the pod, its requests, ``nnodes`` and the deadline, each with where it is set."""
+    pod = report.pod
+    judged = (f"the pod Flyte's backend builds (the cluster's PodTemplate {where(Location(pod.template or ''))})"
+              if pod.source == "backend" else "the merged profile's pod (no cluster template)")
+    lines = [f"{report.profile} ({report.target}): {judged}"]
+    requests = [f"{name} {amount_text(name, amount)} ({origin_text(pod.origins.get(name))})"
+                for name, amount in sorted(pod.requests.items())] or ["nothing"]
+    lines.append("  requests: " + "; ".join(requests))
+    low, high = report.replicas
+    pods = str(low) if low == high else f"{low} to {high}"
+    lines.append(f"  pods: {pods}, nnodes {_figure(report.replicas_at) if report.replicas_at else '1 (the default)'}")
+    lines.append(f"  deadline: {_figure(report.deadline, ' s')}")
+    return lines
+
+
+def pool_lines(verdict: PoolFit, requested: Any = ()) -> list[str]:
+    """A pool's verdict in full: each reason with where the profile asks it, where the pool refuses it and the rule
+    it follows (the scheduler's Go file and function), the
+    nodes, what the job holds at worst, the resources of ``requested`` the pool leaves unchecked, its notes."""
+    pool = verdict.pool
+    lines = [f"{pool.name} ({where(pool.location())}): {'fits' if verdict.fits else 'does not fit'}"]
+    for cause in verdict.causes:
+        lines.append(f"  {cause.reason}: {cause.detail}")
+        lines.append(f"    profile: {origin_text(cause.profile)}; pool: {where(cause.pool)}")
+        lines.append(f"    rule: {cause.source}")
+    if verdict.per_node:
+        needed = verdict.needed or (0, 0)
+        have = "an unknown number" if verdict.have is None else f"at most {verdict.have.value} ({where(verdict.have.at)})"
+        lines.append(f"  {verdict.per_node} pod{'s' * (verdict.per_node != 1)} per node: {needed[0]} to {needed[1]} "
+                     f"nodes; the pool has {have}")
+    held = verdict.reserve
+    if held is not None and held.deadline is not None:
+        hours = Fraction(held.deadline.value, 3600)
+        text = f"  at worst: {held.nodes} nodes x {number(hours)} h = {number(held.node_hours or 0)} node-hours"
+        if held.gpus:
+            text += f", {number(held.gpus)} GPUs x {number(hours)} h = {number(held.gpu_hours or 0)} GPU-hours"
+        if held.cost is not None and held.price is not None:
+            text += (f"; {number(held.node_hours or 0)} x {held.price.value} per node-hour ({where(held.price.at)}) = "
+                     f"{money(held.cost)}")
+        lines.append(text)
+    for resource in (r for r in pool.unknown if r in requested):
+        lines.append(f"  {resource}: not stated by the pool, not checked")
+    lines += [f"  note: {note}" for note in pool.notes]
+    return lines
+
+
+def _location_data(location: Location | None) -> dict[str, Any] | None:
+    return None if location is None else {"file": location.file, "line": location.line, "column": location.column}
+
+
+def _origin_data(origin: Origin | None) -> dict[str, Any] | None:
+    return None if origin is None else {"layer": origin.layer, "path": origin.path, **_location_data(origin.location)}
+
+
+def _figure_data(figure: Figure | None) -> dict[str, Any] | None:
+    if figure is None:
+        return None
+    return {"value": figure.value, "from": figure.what, "layer": figure.layer, "at": _location_data(figure.at)}
+
+
+def _pool_data(v: PoolFit) -> dict[str, Any]:
+    held = v.reserve
+    reserve = None if held is None else {
+        "pods": held.pods, "nodes": held.nodes, "gpus": float(held.gpus),
+        "node_hours": None if held.node_hours is None else float(held.node_hours),
+        "gpu_hours": None if held.gpu_hours is None else float(held.gpu_hours),
+        "price_per_node_hour": _figure_data(held.price),
+        "cost": None if held.cost is None else round(float(held.cost), 2)}
+    return {
+        "name": v.pool.name, "at": _location_data(v.pool.location()),
+        "source": "+".join(s for s, on in (("nodes", v.pool.listed is not None), ("facts", v.pool.facts is not None)) if on),
+        "fits": v.fits, "schedulable": v.schedulable,
+        "reasons": [{"plugin": c.plugin, "reason": c.reason, "detail": c.detail, "profile": _origin_data(c.profile),
+                     "pool": _location_data(c.pool), "rule": c.source} for c in v.causes],
+        "preferences": [p for verdict in v.verdicts for p in verdict.preferences],
+        "pods_per_node": v.per_node,
+        "nodes_needed": None if v.needed is None else {"min": v.needed[0], "max": v.needed[1]},
+        "nodes_max": _figure_data(v.have), "usable_nodes": v.usable,
+        "reserves": reserve, "unchecked": list(v.pool.unknown), "notes": list(v.pool.notes)}
+
+
+def fit_document(report: FitReport) -> dict[str, Any]:
+    """The JSON form: ``{"profile", "target", "fits", "pod": {"source", "template", "requests", "requested_at"},
+    "nnodes": {"min", "max", "set_at"}, "deadline": FIGURE | null, "pools": [...]}``, each pool with its
+    ``reasons`` (``plugin``, ``reason``, ``detail``, ``profile`` and ``pool`` locations, the ``rule`` it follows),
+    ``pods_per_node``, ``nodes_needed``, ``nodes_max`` and ``reserves`` (nodes, GPUs, node- and GPU-hours, cost)."""
+    pod = report.pod
+    return {
+        "profile": report.profile, "target": report.target, "fits": report.fits,
+        "pod": {"source": pod.source, "template": pod.template,
+                "requests": {n: amount_text(n, a) for n, a in sorted(pod.requests.items())},
+                "requested_at": {n: _origin_data(pod.origins.get(n)) for n in sorted(pod.requests)}},
+        "nnodes": {"min": report.replicas[0], "max": report.replicas[1], "set_at": _figure_data(report.replicas_at)},
+        "deadline": _figure_data(report.deadline),
+        "pools": [_pool_data(v) for v in report.pools]}
+
+
+def text_table(rows: list[tuple[str, ...]]) -> list[str]:
+    """The summary as plain text: columns padded to their widest cell, two spaces apart."""
+    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS) - 1)]
+    return ["  ".join([cell.ljust(w) for cell, w in zip(row, widths)] + [row[-1]]).rstrip() for row in [COLUMNS, *rows]]
+
+
+def print_fit_table(report: FitReport, width: int | None = None) -> None:
+    """On a terminal: the summary as a rich table (its last column wraps to keep within ``width``, the terminal's),
+    then the details, each line wrapped at the width."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    encoding = output_encoding()
+    console = Console(highlight=False, width=width)
+    table = Table(title=Text(printable(f"{report.profile}: {'fits' if report.fits else 'fits no pool'}", encoding)),
+                  title_justify="left")
+    for column in COLUMNS:
+        table.add_column(column, no_wrap=column != "at worst", overflow="fold")
+    for row, verdict in zip(summary_rows(report), report.pools):
+        style = "green" if verdict.fits else "red"
+        table.add_row(Text(printable(row[0], encoding)), Text(row[1], style=style),
+                      *(Text(printable(c, encoding)) for c in row[2:]))
+    console.print(table)
+    for line in [*head_lines(report), *(line for v in report.pools for line in ["", *pool_lines(v, report.pod.requests)])]:
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 4)  # a wrapped line hangs under its own
+        for part in textwrap.wrap(printable(line, encoding), console.width, subsequent_indent=indent,
+                                  break_long_words=False, break_on_hyphens=False) or [""]:
+            console.print(Text(part), soft_wrap=True)
+
+
+def show_fit(report: FitReport, output: str) -> int:
+    """Print ``report``: ``table`` (rich, for a terminal), ``text`` (plain) or ``json``.
+
+    Returns:
+        The exit status: 0 when a pool fits, 1 when none does (as ``diff`` exits 1 on differences).
+    """
+    import sys
+
+    if output == "table":
+        print_fit_table(report)
+    elif output == "json":
+        sys.stdout.write(to_json(fit_document(report), encoding=output_encoding()))
+    else:
+        encoding = output_encoding()
+        lines = text_table(summary_rows(report)) + [""] + head_lines(report)
+        lines += [line for v in report.pools for line in ["", *pool_lines(v, report.pod.requests)]]
+        sys.stdout.write("".join(printable(line, encoding) + "\n" for line in lines))
+    return 0 if report.fits else 1

@@ -1,0 +1,262 @@
+"""The cluster's facts: what a platform team measured of the cluster its profiles run on, validated like a profile.
+
+A platform folder may hold ``_cluster-facts.yaml`` (or ``.toml``), found as its ``_cluster-template.yaml`` is
+(:mod:`kfdefaults.layers.facts`). Every fact is optional: a missing fact is unknown, and whatever uses the facts
+says so rather than guessing. Times are whole seconds, resources Kubernetes quantities::
+
+    description: the training cluster, measured 2026-11
+    node_start: {typical: 90, worst: 600}      # a node scaled up to Ready, seconds
+    image_pull: {typical: 40, worst: 420}      # the task image pulled on a node that lacks it
+    node_pools:
+      a100:
+        labels: {cloud.example.com/gpu: a100}
+        taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+        allocatable: {cpu: "95", memory: 1100Gi, nvidia.com/gpu: 8, ephemeral-storage: 800Gi}
+        nodes: {min: 0, max: 16}                 # or a number: the most nodes the pool has
+        price_per_node_hour: 32.77
+        node_start: {typical: 240, worst: 900}   # this pool's own, over the cluster's
+    nodes: _nodes.json                         # `kubectl get nodes -o json`, saved beside this file
+    shm_headroom: 8Gi                          # memory a container keeps beside its /dev/shm (or "25%")
+    kueue:
+      wait_for_pods_ready: {enable: true, timeout: 300}
+    flyte:
+      task_timeout: 86400                      # the platform's default task timeout, seconds
+    torch:
+      version: "2.5.1"                         # the torch in the task images
+      profiles: {gpu-large: "2.3.1"}           # where a profile's image has another
+
+Unknown keys are errors (``FILE:LINE:COLUMN``), values are not coerced, and the JSON Schema of the file is
+``kfdefaults schema --facts``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import Finding, Location, ProfileError, sorted_findings
+from ..inputs import Inputs
+from ..k8s.quantity import quantity_problem
+from ..layers import NAME_PATTERN
+from ..paths import format_path
+from ..read import Document, parse_bytes, read_bytes
+from .body import pydantic_finding
+
+MAX_SECONDS = 30 * 86400
+"""Longest time a fact may state (30 days): past it, a number is a mistake (milliseconds for seconds, say)."""
+
+MAX_NODES = 100_000
+"""Most nodes a pool may state (the largest Kubernetes clusters run some tens of thousands)."""
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+"""A taint's effects (``k8s.io/api/core/v1`` ``TaintEffect``)."""
+
+_PERCENT = re.compile(r"(100|[1-9]?[0-9])%")
+
+_TORCH_VERSION = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?([a-z0-9.+-]*)?")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Span(_Strict):
+    """How long something takes, in whole seconds: as it usually does, and at worst."""
+
+    typical: Optional[int] = Field(None, ge=0, le=MAX_SECONDS, description="Seconds it usually takes.")
+    worst: Optional[int] = Field(None, ge=0, le=MAX_SECONDS, description="Seconds it takes at worst.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Span:
+        if self.typical is not None and self.worst is not None and self.typical > self.worst:
+            raise ValueError(f"typical ({self.typical} s) is longer than worst ({self.worst} s)")
+        return self
+
+
+class Taint(_Strict):
+    """A node's taint, as ``kubectl get node -o yaml`` writes it."""
+
+    key: str = Field(description="The taint's key (nvidia.com/gpu).")
+    value: Optional[str] = Field(None, description="Its value, if any.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Its effect.")
+
+
+class NodeCount(_Strict):
+    """How many nodes a pool can have (an autoscaler's bounds)."""
+
+    min: Optional[int] = Field(None, ge=0, le=MAX_NODES, description="Fewest nodes.")
+    max: Optional[int] = Field(None, ge=0, le=MAX_NODES, description="Most nodes.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> NodeCount:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is more than max ({self.max})")
+        return self
+
+
+class NodePool(_Strict):
+    """One pool of like nodes: what each node offers the scheduler, and how long one takes to come up."""
+
+    labels: Optional[Dict[str, str]] = Field(None, description="The labels of its nodes.")
+    taints: Optional[List[Taint]] = Field(None, description="The taints of its nodes.")
+    allocatable: Optional[Dict[str, Union[str, int]]] = Field(
+        None, description="What each node offers pods (status.allocatable): cpu, memory, nvidia.com/gpu, "
+                          "ephemeral-storage, pods, as Kubernetes quantities.")
+    nodes: Optional[Union[Annotated[int, Field(ge=0, le=MAX_NODES)], NodeCount]] = Field(
+        None, description="How many nodes the pool has at most, or {min, max}.")
+    price_per_node_hour: Optional[float] = Field(None, ge=0, description="What a node costs an hour (any currency).")
+    node_start: Optional[Span] = Field(None, description="A node of this pool scaled up to Ready, in seconds.")
+    image_pull: Optional[Span] = Field(None, description="The task image pulled on a node of this pool, in seconds.")
+
+
+class WaitForPodsReady(_Strict):
+    """Kueue's ``waitForPodsReady`` (its Configuration): a workload whose pods are not all ready within ``timeout``
+    is evicted (Kueue's default timeout: 5 minutes)."""
+
+    enable: bool = Field(description="Whether Kueue waits for pods to be ready.")
+    timeout: Optional[int] = Field(None, ge=1, le=MAX_SECONDS,
+                                   description="Seconds a workload's pods may take to be ready (Kueue's default: 300).")
+
+
+class Kueue(_Strict):
+    """What Kueue does to a job, when the cluster queues jobs with it."""
+
+    wait_for_pods_ready: Optional[WaitForPodsReady] = Field(None, description="Kueue's waitForPodsReady.")
+
+
+class Flyte(_Strict):
+    """The Flyte deployment's own settings."""
+
+    task_timeout: Optional[int] = Field(None, ge=1, le=MAX_SECONDS,
+                                        description="The default timeout of a task, in seconds.")
+
+
+class Torch(_Strict):
+    """The torch in the task images."""
+
+    version: Optional[str] = Field(None, description="torch's version in the images (2.5.1).")
+    profiles: Optional[Dict[str, str]] = Field(None, description="Profile -> torch's version in its image, where "
+                                                                 "it differs.")
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not _TORCH_VERSION.fullmatch(value):
+            raise ValueError(f"{value!r} is not a torch version (2.5.1)")
+        return value
+
+    @field_validator("profiles")
+    @classmethod
+    def _versions(cls, value: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+        for name, version in (value or {}).items():
+            if not re.fullmatch(NAME_PATTERN, name):
+                raise ValueError(f"{name!r} is not a profile name")
+            if not _TORCH_VERSION.fullmatch(version):
+                raise ValueError(f"{name}: {version!r} is not a torch version (2.5.1)")
+        return value
+
+
+class ClusterFactsFile(_Strict):
+    """One ``_cluster-facts.yaml``: every key optional."""
+
+    description: Optional[str] = Field(None, description="What the facts describe, and when they were measured.")
+    node_start: Optional[Span] = Field(None, description="A node scaled up to Ready, in seconds (every pool).")
+    image_pull: Optional[Span] = Field(None, description="The task image pulled on a node that lacks it, in "
+                                                         "seconds (every pool).")
+    node_pools: Optional[Dict[str, NodePool]] = Field(None, description="Node pools by name.")
+    nodes: Optional[str] = Field(None, description="A file of `kubectl get nodes -o json`, beside this one.")
+    shm_headroom: Optional[Union[str, int]] = Field(
+        None, description="The memory a container must keep beside a memory-backed /dev/shm of its own: a Kubernetes "
+                          "quantity (8Gi), or a percentage of its memory limit (\"25%\"). Default: 0.")
+    kueue: Optional[Kueue] = Field(None, description="What Kueue does, when it queues the jobs.")
+    flyte: Optional[Flyte] = Field(None, description="The Flyte deployment's settings.")
+    torch: Optional[Torch] = Field(None, description="The torch in the task images.")
+
+
+class ClusterFacts:
+    """A facts file as read: its validated data, and where each fact is written.
+
+    Attributes:
+        file: The file.
+        data: The facts as plain data, as written (absent keys absent).
+        document: The parsed file, for :meth:`location`.
+    """
+
+    def __init__(self, file: str, data: dict[str, Any], document: Document) -> None:
+        self.file, self.data, self.document = file, data, document
+
+    def get(self, *path: str) -> Any:
+        """The fact at ``path`` (``"kueue", "wait_for_pods_ready", "timeout"``), or ``None`` when it is not stated."""
+        node: Any = self.data
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    def location(self, *path: str | int) -> Location:
+        """Where the fact at ``path`` is written (``FILE:LINE:COLUMN``)."""
+        return self.document.location(tuple(path))
+
+    def span(self, what: str, pool: str | None = None) -> tuple[dict[str, int], tuple[str, ...]]:
+        """``node_start`` or ``image_pull`` for ``pool`` (its own, else the cluster's): ``({"typical"?, "worst"?},
+        the path it is written at)``; ``({}, ())`` when neither is stated."""
+        if pool is not None and self.get("node_pools", pool, what) is not None:
+            return dict(self.get("node_pools", pool, what)), ("node_pools", pool, what)
+        if self.get(what) is not None:
+            return dict(self.get(what)), (what,)
+        return {}, ()
+
+    def torch_version(self, profile: str) -> tuple[str | None, tuple[str, ...]]:
+        """The torch version of ``profile``'s image, and the path it is written at (``(None, ())`` when unknown)."""
+        own = self.get("torch", "profiles", profile)
+        if own is not None:
+            return own, ("torch", "profiles", profile)
+        version = self.get("torch", "version")
+        return (version, ("torch", "version")) if version is not None else (None, ())
+
+
+def load_facts(file: str, inputs: Inputs | None = None) -> ClusterFacts:
+    """Read and validate a cluster facts file; ``inputs`` records it.
+
+    Raises:
+        ProfileError: the file cannot be read or parsed, or a fact is unknown or of the wrong type or range, each at
+            its ``FILE:LINE:COLUMN``.
+    """
+    document = parse_bytes(read_bytes(file, inputs), file)
+    data = document.data
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ProfileError([Finding(document.location(()), "", "the cluster's facts must be a mapping (keys among "
+                                    f"{', '.join(ClusterFactsFile.model_fields)})")])
+    found: dict[str, Finding] = {}
+    try:
+        ClusterFactsFile.model_validate(data)
+    except ValidationError as e:
+        for err in e.errors(include_url=False):
+            finding = pydantic_finding(document, err, None, ClusterFactsFile)
+            found[finding.path] = finding
+    for name, pool in (data.get("node_pools") or {}).items() if isinstance(data.get("node_pools"), dict) else ():
+        allocatable = pool.get("allocatable") if isinstance(pool, dict) else None
+        for resource, amount in allocatable.items() if isinstance(allocatable, dict) else ():
+            problem = quantity_problem(amount)
+            if problem is not None:
+                path = ("node_pools", name, "allocatable", resource)
+                found[format_path(path)] = Finding(document.location(path), format_path(path), problem)
+    headroom = data.get("shm_headroom")
+    if headroom is not None and "shm_headroom" not in found and shm_headroom_problem(headroom) is not None:
+        found["shm_headroom"] = Finding(document.location(("shm_headroom",)), "shm_headroom",
+                                        shm_headroom_problem(headroom) or "")
+    if found:
+        raise ProfileError(sorted_findings(found.values()))
+    return ClusterFacts(file, data, document)
+
+
+def shm_headroom_problem(value: Any) -> str | None:
+    """What is wrong with a ``shm_headroom`` fact (a quantity, or a whole percentage from 0% to 100%), or ``None``."""
+    if isinstance(value, str) and value.endswith("%"):
+        return None if _PERCENT.fullmatch(value) else f"{value!r} is not a percentage from 0% to 100%"
+    return quantity_problem(value)
