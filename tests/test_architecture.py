@@ -26,7 +26,7 @@ import kfdefaults
 
 PACKAGE = pathlib.Path(kfdefaults.__file__).parent
 
-FLOW = ("version", "escape", "paths", "errors", "settings", "targets", "smp", "k8s", "cache", "inputs", "read",
+FLOW = ("version", "escape", "errors", "paths", "settings", "targets", "smp", "k8s", "cache", "inputs", "read",
         "layers", "validate", "merge", "backend", "check", "lock", "show", "pipeline", "runtime", "flytekit", "flyte2",
         "api", "cli")
 """The steps in flow order: the version, the shared vocabulary (how text from a file is shown, paths, errors,
@@ -223,3 +223,21 @@ def test_the_architecture_page_shows_the_tree_as_it_is():
                and (p.is_dir() or p.suffix == ".py")}
     assert drawn == on_disk, (drawn ^ on_disk)
     assert set(FLOW) <= drawn
+
+
+def test_the_public_api_is_the_facade_and_flyte2_as_the_reference_page_says():
+    """docs/reference/python-api.md lists the public names, `kfdefaults.__all__` and `kfdefaults.flyte2.__all__`,
+    each documented (the plugin's own RunPolicy, re-exported, named); and every exception class of the package
+    lives in errors.py."""
+    import kfdefaults.flyte2
+
+    page = (PACKAGE.parent.parent / "docs" / "reference" / "python-api.md").read_text(encoding="utf-8")
+    documented = set(__import__("re").findall(r"^::: kfdefaults\.([\w.]+)$", page, flags=__import__("re").M))
+    assert documented | {"flyte2.RunPolicy"} == set(kfdefaults.__all__) | {f"flyte2.{n}" for n in kfdefaults.flyte2.__all__}
+    assert "`kfdefaults.flyte2.RunPolicy`" in page
+    elsewhere = [f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}" for path in modules()
+                 if path.name != "errors.py" for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.ClassDef) and any(
+                     getattr(b, "id", getattr(b, "attr", "")).endswith(("Error", "Exception", "Warning"))
+                     or getattr(b, "id", getattr(b, "attr", "")) in ("Exception", "BaseException") for b in node.bases)]
+    assert not elsewhere, elsewhere

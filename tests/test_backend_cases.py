@@ -8,6 +8,7 @@ would do without kfdefaults' care, then what kfdefaults does.
 
 from __future__ import annotations
 
+from kfdefaults.errors import BackendError
 import warnings
 from collections import OrderedDict
 
@@ -21,7 +22,6 @@ from google.protobuf.json_format import MessageToDict
 
 import kfdefaults
 from kfdefaults import Elastic
-from kfdefaults.backend.gojson import BackendError
 from kfdefaults.backend.pytorchjob import build_pytorch_job
 from kfdefaults.settings import CLUSTER_TEMPLATE_ENV
 

@@ -203,7 +203,7 @@ def test_python_warnings_and_errors_of_elastic_show_escapes(team):
                           env={**os.environ, "KFDEFAULTS_TEAM_PATH": str(team)})
     assert proc.returncode == 1
     assert_shown_safely(proc.stdout + proc.stderr)
-    assert r"KfdefaultsWarning: profile `p` is deprecated: use qk\x1b]52;c;aGk=\x07\x1b[2J" in proc.stderr
+    assert r"deprecated: warning: profile `p` is deprecated: use qk\x1b]52;c;aGk=\x07\x1b[2J" in proc.stderr
     # flytekit's rich traceback wraps long lines at spaces, and drops the space where it wraps
     unwrapped = "".join(proc.stderr.split())
     folder = str(team).replace(CLEAR, r"\x1b[2J")

@@ -8,6 +8,7 @@ that a patch without directives, applied twice, changes nothing the second time.
 
 from __future__ import annotations
 
+from kfdefaults.errors import SchemaLookupError
 import functools
 from typing import Any
 
@@ -19,7 +20,7 @@ from smp_oracle import canonical, kubectl_apply
 from smp_strategies import originals, patches
 
 from kfdefaults import MergeError, strategic_merge_patch
-from kfdefaults.smp.schema import SchemaLookupError, schema_type
+from kfdefaults.smp.schema import schema_type
 
 _SETTINGS = dict(suppress_health_check=list(HealthCheck))  # seed, database, deadline: the Hypothesis profile's
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kfdefaults.errors import AmbiguousScalar
 import pytest
 
 from kfdefaults import ProfileError
@@ -146,7 +147,6 @@ def test_non_utf8_file_is_an_error(tmp_path):
 
 @pytest.mark.parametrize("text", ["017", "0755", "-010", "1" * 31])
 def test_ambiguous_or_huge_integers_are_errors(text):
-    from kfdefaults.read.scalars import AmbiguousScalar
 
     with pytest.raises(AmbiguousScalar):
         resolve_plain_scalar(text)

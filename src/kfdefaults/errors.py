@@ -5,7 +5,12 @@ Every error that comes from user input carries where it came from, so that the c
 written by :mod:`kfdefaults.paths`. The text of every error, finding and warning is one line a terminal or a log
 shows as it is (:func:`kfdefaults.escape.printable`: a key or file name holding ESC or a line break cannot
 write to the terminal or forge a line of a CI log); the attributes keep the text as the file wrote it.
-Importing this module imports nothing else of kfdefaults but those two.
+
+Every exception class of kfdefaults is here: the public ones (:class:`KfdefaultsError`, :class:`ProfileError`,
+:class:`MergeError`, :class:`KfdefaultsWarning`) and those its steps raise to one another (a path that cannot be
+read, a ``--set`` that cannot, a field no profile has, a scalar YAML readers disagree on, what Flyte's backend
+refuses, what the schema cannot resolve, where kubectl's Go code would panic or refuses a value). Importing this
+module imports nothing else of kfdefaults but :mod:`kfdefaults.escape`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from __future__ import annotations
 from typing import Any, Iterable, NamedTuple
 
 from .escape import printable
-from .paths import format_path
 
 
 class KfdefaultsError(Exception):
@@ -68,6 +72,49 @@ def shown(text: str, keep: int = 20) -> str:
     return text if len(text) <= keep + 10 else f"{text[:keep]}... ({len(text):,} characters)"
 
 
+class PathError(ValueError):
+    """A dotted path that cannot be read (an empty segment, an unbalanced quote or bracket), or that names nothing
+    the step reading it can take (``delete``, ``locked``: :mod:`kfdefaults.validate.deletions`,
+    :mod:`kfdefaults.validate.locked`)."""
+
+
+class SetError(ValueError):
+    """A ``--set`` argument that cannot be read (:mod:`kfdefaults.validate.sets`)."""
+
+
+class FieldError(ValueError):
+    """A path that names no field of a profile (``kfdefaults fields``: :mod:`kfdefaults.show.fields`)."""
+
+
+class AmbiguousScalar(ValueError):
+    """A plain YAML scalar that YAML readers disagree on (``0755``) or that no profile holds (a 5,000-digit number)
+    (:mod:`kfdefaults.read.scalars`)."""
+
+
+class BackendError(KfdefaultsError):
+    """What Flyte's backend would refuse: the task fails (``BadTaskSpecification`` and the like) with this message
+    (:mod:`kfdefaults.backend`)."""
+
+
+class SchemaLookupError(Exception):
+    """A field that the schema cannot resolve (kubectl's ``LookupPatchMetadata*`` errors: :mod:`kfdefaults.smp.schema`)."""
+
+
+class GoPanic(Exception):
+    """Where apimachinery's Go code would panic (kubectl crashes): the engine surfaces it as a :class:`MergeError`
+    (:mod:`kfdefaults.smp.goruntime`)."""
+
+
+class BadValue(Exception):
+    """A value kubectl could not read (:mod:`kfdefaults.smp.goruntime`); ``steps`` collects its path, innermost first,
+    as it propagates."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.steps: list[str | int] = []
+
+
 class MergeError(KfdefaultsError, ValueError):
     """A strategic merge patch that Kubernetes rejects.
 
@@ -78,13 +125,14 @@ class MergeError(KfdefaultsError, ValueError):
     Attributes:
         parts: The path of the offending value inside the patched document, as data: keys, and
             :class:`kfdefaults.paths.Select` for list items named by their merge key; ``()`` for the document.
-        path: The same path written out (``spec.containers[name=primary].env``); ``""`` for the document itself.
+        path: The same path written out (``spec.containers[name=primary].env``: :func:`kfdefaults.paths.format_path`,
+            which the engine gives); ``""`` for the document itself.
         reason: The message without the path.
     """
 
-    def __init__(self, parts: Iterable[Any], reason: str) -> None:
+    def __init__(self, parts: Iterable[Any], reason: str, path: str) -> None:
         self.parts = tuple(parts)
-        self.path = format_path(self.parts)
+        self.path = path
         self.reason = reason
         super().__init__(f"{self.path}: {reason}" if self.path else reason)
 

@@ -27,6 +27,7 @@ import json
 import re
 from typing import Any, Sequence
 
+from .errors import PathError
 from .escape import has_unsafe, quoted, read_escape, unescape
 
 PathT = tuple
@@ -35,10 +36,6 @@ PathT = tuple
 _PLAIN_KEY = re.compile(r"[^.\[\]\"=\s\\]+")
 _SELECTOR = re.compile(r'\[([^=\]]+)=("(?:[^"\\]|\\.)*"|[^\]]*)\]')
 """``[mergeKey=value]``; a value holding ``]`` is written in double quotes, escaped (``[mountPath="/a]b"]``)."""
-
-
-class PathError(ValueError):
-    """A dotted path that cannot be read (an empty segment, an unbalanced quote or bracket)."""
 
 
 class Select:

@@ -224,13 +224,9 @@ class ProfileCall:
         for finding in self.task_layer.warnings if self.task_layer is not None else ():
             # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
             warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
-        for finding in deprecations(self.resolved):
-            warnings.warn(f"{finding.message} ({finding.location})", KfdefaultsWarning,
-                          stacklevel=caller_stacklevel(SDK_PACKAGES))
         fallback = platform_fallback_warning(self.resolved, pipeline.declared_platform(), pipeline.lock)
-        if fallback is not None:
-            warnings.warn(f"{fallback.message} ({fallback.location})", KfdefaultsWarning,
-                          stacklevel=caller_stacklevel(SDK_PACKAGES))
+        for finding in [*deprecations(self.resolved), *([fallback] if fallback is not None else [])]:
+            warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
         return copy_plain(self.resolved.elastic_settings)
 
     def with_pod_template(self, section: Mapping[str, Any] | None, source: str,

@@ -13,15 +13,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from ..errors import KfdefaultsError
+from ..errors import BackendError
 from ..k8s.quantity import quantity_value
 from .kinds import Kind, fields
 
 JSON = dict
-
-
-class BackendError(KfdefaultsError):
-    """What Flyte's backend would refuse: the task fails (``BadTaskSpecification`` and the like) with this message."""
 
 
 def is_zero(value: Any) -> bool:

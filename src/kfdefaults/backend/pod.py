@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import BackendError
 from .config import BackendConfig, ExecutionContext
 from .container import customize_container, template_resources
-from .gojson import JSON, BackendError, canonical, decode, parse_quantity
+from .gojson import JSON, canonical, decode, parse_quantity
 from .template_merge import merge_base_pod_spec_onto_template, merge_object_meta
 
 

@@ -15,12 +15,13 @@ flytepropeller's ``plugin_manager.go`` (lines 114-134):
 
 from __future__ import annotations
 
+from ..errors import BackendError
 import copy
 from typing import Any
 
 from .config import BackendConfig, ExecutionContext
 from .container import apply_resource_overrides
-from .gojson import JSON, BackendError, parse_quantity
+from .gojson import JSON, parse_quantity
 from .pod import build_pod_spec
 from .registered import PYTORCH_CONTAINER
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import FieldError
 import argparse
 import textwrap
 
@@ -24,7 +25,7 @@ def build(prog: str) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     def body() -> int:
-        from ..show.fields import FieldError, describe_field
+        from ..show.fields import describe_field
         from ..show.output import output_encoding, to_json
 
         try:

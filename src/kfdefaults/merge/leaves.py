@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..errors import SchemaLookupError
 from ..paths import PathT, Select
-from ..smp.schema import SchemaLookupError, schema_type
+from ..smp.schema import schema_type
 
 _NOT_LEAVES = ("name", "extends")
 

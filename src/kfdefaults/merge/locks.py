@@ -24,10 +24,10 @@ from __future__ import annotations
 import json
 from typing import Any, Collection, Sequence
 
-from ..errors import Finding
+from ..errors import Finding, SetError
 from ..paths import PathT, Select, format_path
 from ..validate.fragment import Fragment, Lock
-from ..validate.sets import SetError, typed_selectors
+from ..validate.sets import typed_selectors
 from .leaves import value_at
 from .origins import Origin, change_origin
 from .primary import DEFAULT_PRIMARY_CONTAINER_NAME

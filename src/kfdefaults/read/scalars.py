@@ -11,6 +11,7 @@ import math
 import re
 from typing import Any
 
+from ..errors import AmbiguousScalar
 from .document import MAX_INT_DIGITS
 
 _CORE_NULL = re.compile(r"~|null|Null|NULL|")
@@ -22,10 +23,6 @@ _CORE_NAN = re.compile(r"\.(nan|NaN|NAN)")
 
 
 _LEADING_ZERO = re.compile(r"[-+]?0[0-9]+")
-
-
-class AmbiguousScalar(ValueError):
-    """A plain scalar that YAML readers disagree on (``0755``) or that no profile holds (a 5,000-digit number)."""
 
 
 def too_many_digits(text: str) -> str:

@@ -16,11 +16,12 @@ unquoted; a document after ``...`` without its ``---`` (docs/validation.md, "How
 
 from __future__ import annotations
 
+from ..errors import AmbiguousScalar
 import re
 from typing import Any
 
 from .document import MAX_DEPTH, PROFILE_BUDGET, Budget, Document, Path, error
-from .scalars import AmbiguousScalar, resolve_plain_scalar
+from .scalars import resolve_plain_scalar
 
 
 class _Node:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..paths import PathError, format_path, parse_path
+from ..errors import FieldError, PathError
+from ..paths import format_path, parse_path
 from ..smp.schema import definitions, normalize_version
 from ..validate.model import (
     ElasticSection,
@@ -25,10 +26,6 @@ _MODELS = {(): ProfileFile, ("elastic",): ElasticSection, ("elastic", "run_polic
            ("pod_template",): PodTemplateSection}
 
 KEY_BY_KEY = "key by key: a higher layer's value replaces this one, null (or delete) removes it"
-
-
-class FieldError(ValueError):
-    """A path that names no field of a profile."""
 
 
 def describe_field(path: str, kubernetes_version: str | None = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ mode, ``de_DE.ISO-8859-1``) writes the characters that encoding cannot hold as e
 
 from __future__ import annotations
 
+from ..errors import SchemaLookupError
 import codecs
 import json
 import re
@@ -28,7 +29,7 @@ import sys
 from typing import Any
 
 from ..escape import is_unsafe, printable
-from ..smp.schema import SchemaLookupError, schema_type
+from ..smp.schema import schema_type
 from ..targets import ELASTIC_KEYS
 
 _PROFILE_ORDER = ("name", "description", "extends", "elastic", "pod_template")

@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 _WHERE = {"strategic_merge_patch": ".patch", "SchemaType": ".schema", "PatchMeta": ".schema",
-          "SchemaLookupError": ".schema", "schema_type": ".schema", "normalize_version": ".schema",
+          "schema_type": ".schema", "normalize_version": ".schema",
           "DEFAULT_KUBERNETES_VERSION": ".schema"}
 
 __all__ = sorted(_WHERE)

@@ -25,7 +25,7 @@ holds it:
   ``[{containerPort: 80.0, name: x}]`` gives two ports; Python's ``==`` merges them into one
   (``port-int-vs-float``, ``port-int-vs-bool``). And Go cannot compare two maps: a merge key that is an
   object makes kubectl crash (``comparing uncomparable type``, ``hash of unhashable type``), which
-  :class:`Panic` turns into a ``MergeError``, where Python's ``==`` would apply the patch
+  :class:`~kfdefaults.errors.GoPanic` turns into a ``MergeError``, where Python's ``==`` would apply the patch
   (``object-merge-key``, ``element-order-of-objects-for-primitive-list``).
 * **Numbers as kubectl reads them** (:func:`go_value`). The original makes a round trip through JSON, so its
   integral floats are int64: its ``containerPort: 80.0`` is the merge key of a patch's ``80``, one port, not
@@ -55,11 +55,9 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from ..errors import BadValue, GoPanic
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-class Panic(Exception):
-    """Where the Go code would panic (kubectl crashes): surfaced as a MergeError."""
-
 
 # --- Go slices -------------------------------------------------------------------------------------
 
@@ -207,7 +205,7 @@ def go_eq(a: Any, b: Any) -> bool:
     if ta != tb:
         return False
     if ta == "map" or ta == "slice":
-        raise Panic(f"comparing uncomparable type {'map[string]interface {}' if ta == 'map' else '[]interface {}'}")
+        raise GoPanic(f"comparing uncomparable type {'map[string]interface {}' if ta == 'map' else '[]interface {}'}")
     return bool(a == b)
 
 
@@ -215,7 +213,7 @@ def go_key(v: Any) -> tuple[str | None, Any]:
     """A hashable stand-in for ``v`` as a key of a Go ``map[interface{}]...``."""
     t = go_type(v)
     if t == "map" or t == "slice":
-        raise Panic("hash of unhashable type")
+        raise GoPanic("hash of unhashable type")
     return (t, v)
 
 
@@ -248,15 +246,6 @@ GO_AS_IS = frozenset({str, bool, type(None)})
 
 PLAIN_AS_IS = frozenset({str, bool, int, type(None)})
 """Types of Go values printed as they are (floats are not: an integral one prints as an int)."""
-
-
-class BadValue(Exception):
-    """A value kubectl could not read; ``steps`` collects its path, innermost first, as it propagates."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.steps: list[str | int] = []
 
 
 def go_value(value: Any, floats_stay: bool) -> Any:

@@ -28,15 +28,13 @@ Being identical to kubectl means keeping what is surprising about it:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import MergeError
-from ..paths import ANY_ITEM
+from ..errors import BadValue, GoPanic, MergeError, SchemaLookupError
+from ..paths import ANY_ITEM, format_path
 from .goruntime import (
     ABSENT,
-    BadValue,
-    Panic,
     Positions,
     Slice,
     Swapper,
@@ -49,13 +47,7 @@ from .goruntime import (
     stable_sort,
     to_plain,
 )
-from .schema import (
-    PatchMeta,
-    SchemaLookupError,
-    SchemaType,
-    normalize_version,
-    schema_type,
-)
+from .schema import PatchMeta, SchemaType, normalize_version, schema_type
 
 _DIRECTIVE = "$patch"
 _DELETE = "delete"
@@ -68,6 +60,12 @@ _SET_ELEMENT_ORDER = "$setElementOrder"
 PathT = tuple
 """Where a value is, for messages: keys, and ``(merge key, value)`` for list items (:mod:`kfdefaults.paths`)."""
 
+
+
+def rejected(parts: Iterable[Any], reason: str) -> MergeError:
+    """The :class:`~kfdefaults.errors.MergeError` of a patch kubectl rejects at ``parts``, its path written out."""
+    parts = tuple(parts)
+    return MergeError(parts, reason, format_path(parts))
 
 def _from_plain(value: Any, *, floats_stay: bool = False) -> Any:
     """Plain Python data -> Go values, as kubectl reads the same document.
@@ -83,7 +81,7 @@ def _from_plain(value: Any, *, floats_stay: bool = False) -> Any:
     try:
         return go_value(value, floats_stay)
     except BadValue as e:
-        raise MergeError(tuple(reversed(e.steps)), e.message) from None
+        raise rejected(tuple(reversed(e.steps)), e.message) from None
 
 
 def _item(path: PathT, merge_key: str, item: Any) -> PathT:
@@ -100,7 +98,7 @@ def _extract_key(key: str, prefix: str, path: PathT) -> str:
     """``extractKey``: ``"$setElementOrder/containers"`` -> ``"containers"``."""
     head, sep, rest = key.partition("/")
     if not sep or head != prefix:
-        raise MergeError(path, f"bad directive key {key!r}: expected {prefix}/<field>")
+        raise rejected(path, f"bad directive key {key!r}: expected {prefix}/<field>")
     return rest
 
 
@@ -110,7 +108,7 @@ def _retain_keys_strategy(strategies: tuple[str, ...], path: PathT) -> str:
         return "" if strategies[0] == "retainKeys" else strategies[0]
     if len(strategies) == 2 and "retainKeys" in strategies:
         return strategies[1] if strategies[0] == "retainKeys" else strategies[0]
-    raise MergeError(path, f"unexpected patch strategy: {list(strategies)}")
+    raise rejected(path, f"unexpected patch strategy: {list(strategies)}")
 
 
 def _remove_directives(obj: Any) -> tuple[Any, bool]:
@@ -157,14 +155,14 @@ def _slice_element_type(path: PathT, *slices: Slice | None) -> str:
             cur = go_type(v)
             if not seen:
                 if cur is None:
-                    raise Panic("a list item is null")
+                    raise GoPanic("a list item is null")
                 prev, seen = cur, True
                 if cur == "slice":
-                    raise MergeError(path, "lists of lists are not supported")
+                    raise rejected(path, "lists of lists are not supported")
             elif cur != prev:
-                raise MergeError(path, "list items are of different types")
+                raise rejected(path, "list items are of different types")
     if not seen:
-        raise MergeError(path, "no elements in any of the given lists")
+        raise rejected(path, "no elements in any of the given lists")
     assert prev is not None
     return prev
 
@@ -173,7 +171,7 @@ def _find_map_in_slice(items: Slice | None, key: str, value: Any, path: PathT) -
     """``findMapInSliceBasedOnKeyValue``: the first map whose ``key`` equals ``value``, and its index."""
     for i, v in enumerate(items or ()):
         if not isinstance(v, dict):
-            raise MergeError(path, f"list item {i} is not an object")
+            raise rejected(path, f"list item {i} is not an object")
         if key in v and go_eq(v[key], value):
             return v, i
     return None, -1
@@ -184,7 +182,7 @@ def _extract_to_delete_items(items: Slice, path: PathT) -> tuple[Slice, Slice]:
     keep, delete = Slice.make(), Slice.make()
     for v in items:
         if not isinstance(v, dict):
-            raise MergeError(path, "expected a list of objects")
+            raise rejected(path, "expected a list of objects")
         if _DIRECTIVE in v and go_eq(v[_DIRECTIVE], _DELETE):
             delete = delete.append(v)
         else:
@@ -196,9 +194,9 @@ def _validate_merge_key_in_lists(merge_key: str, path: PathT, *lists: Slice | No
     for items in lists:
         for v in items or ():
             if not isinstance(v, dict):
-                raise MergeError(path, "expected a list of objects")
+                raise rejected(path, "expected a list of objects")
             if merge_key not in v:
-                raise MergeError(path, f"list item has no merge key {merge_key!r}")
+                raise rejected(path, f"list item has no merge key {merge_key!r}")
 
 
 def _index(items: Slice | None, value: Any, merge_key: str, kind: str) -> int:
@@ -338,9 +336,9 @@ def _partition_maps(items: Slice, partition_by: Slice | None, merge_key: str, pa
     positions = Positions(item.get(merge_key, ABSENT) for item in partition_by or ()) if all_maps else None
     for v in items:
         if not isinstance(v, dict):
-            raise MergeError(path, "expected a list of objects")
+            raise rejected(path, "expected a list of objects")
         if merge_key not in v:
-            raise MergeError(path, f"list item has no merge key {merge_key!r}")
+            raise rejected(path, f"list item has no merge key {merge_key!r}")
         if positions is not None and positions.usable and comparable(v[merge_key]):
             found = True if positions.index(v[merge_key]) >= 0 else None
         else:
@@ -383,9 +381,9 @@ def _merge_key_value_equal(left: Any, right: Any, merge_key: str, path: PathT) -
     if not merge_key:
         return go_eq(left, right)
     if not isinstance(left, dict) or not isinstance(right, dict):
-        raise MergeError(path, "expected a list of objects")
+        raise rejected(path, "expected a list of objects")
     if merge_key not in left or merge_key not in right:
-        raise MergeError(path, f"list item has no merge key {merge_key!r}")
+        raise rejected(path, f"list item has no merge key {merge_key!r}")
     return go_eq(left[merge_key], right[merge_key])
 
 
@@ -403,7 +401,7 @@ def _validate_patch_with_set_order_list(patch_list: Slice | None, order: Slice, 
             pi += 1
         si += 1
     if pi < len(items) and si >= len(order):
-        raise MergeError(path, f"the order of the patch list does not match its {_SET_ELEMENT_ORDER} list")
+        raise rejected(path, f"the order of the patch list does not match its {_SET_ELEMENT_ORDER} list")
 
 
 class _Merger:
@@ -418,7 +416,7 @@ class _Merger:
                 return patch
             if go_eq(directive, _DELETE):
                 return {}
-            raise MergeError(path, f"unknown patch type {shown(directive)} in a map ($patch takes replace or delete)")
+            raise rejected(path, f"unknown patch type {shown(directive)} in a map ($patch takes replace or delete)")
         if original is None:
             original = {}
         self.apply_retain_keys_directive(original, patch, path)
@@ -460,7 +458,7 @@ class _Merger:
                 else:
                     original[k] = _remove_directives(patch_v)[0]
             except SchemaLookupError as e:
-                raise MergeError(key_path, str(e)) from None
+                raise rejected(key_path, str(e)) from None
         return original
 
     def merge_slice_handler(
@@ -486,7 +484,7 @@ class _Merger:
             merged = _deduplicate_scalars(both)
         else:
             if not merge_key:
-                raise MergeError(path, "cannot merge a list of objects that has no merge key")
+                raise rejected(path, "cannot merge a list of objects that has no merge key")
             original, patch = self.merge_slice_with_special_elements(original, patch, merge_key, path)
             merged = self.merge_slice_without_special_elements(original, patch, merge_key, schema, path)
         if not merge_key:
@@ -508,7 +506,7 @@ class _Merger:
             directive = v[_DIRECTIVE]
             if go_eq(directive, _DELETE):
                 if merge_key not in v:
-                    raise MergeError(_item(path, merge_key, v), f"$patch: delete needs the merge key {merge_key!r}")
+                    raise rejected(_item(path, merge_key, v), f"$patch: delete needs the merge key {merge_key!r}")
                 while True:
                     _, at = _find_map_in_slice(original, merge_key, v[merge_key], path)
                     if at < 0:
@@ -517,9 +515,9 @@ class _Merger:
             elif go_eq(directive, _REPLACE):
                 replace = True
             elif go_eq(directive, _MERGE):
-                raise MergeError(path, "$patch: merge is not supported in a list (kubectl rejects it)")
+                raise rejected(path, "$patch: merge is not supported in a list (kubectl rejects it)")
             else:
-                raise MergeError(path, f"unknown patch type {shown(directive)} in a list item")
+                raise rejected(path, f"unknown patch type {shown(directive)} in a list item")
         if replace:
             return plain, None
         return original, plain
@@ -532,7 +530,7 @@ class _Merger:
         positions = Positions(item.get(merge_key, ABSENT) for item in original)
         for v in patch or ():
             if merge_key not in v:
-                raise MergeError(path, f"list item has no merge key {merge_key!r}")
+                raise rejected(path, f"list item has no merge key {merge_key!r}")
             value = v[merge_key]
             if positions.usable and comparable(value):
                 at = positions.index(value)
@@ -556,13 +554,13 @@ class _Merger:
             return
         retain = patch.pop(_RETAIN_KEYS)
         if not isinstance(retain, Slice):
-            raise MergeError(path + (_RETAIN_KEYS,), "$retainKeys must be a list of field names")
+            raise rejected(path + (_RETAIN_KEYS,), "$retainKeys must be a list of field names")
         allowed = {go_key(v) for v in retain}
         for k, v in patch.items():
             if v is None or k.startswith(_DELETE_FROM_PRIMITIVE_LIST) or k.startswith(_SET_ELEMENT_ORDER):
                 continue
             if ("string", k) not in allowed:
-                raise MergeError(path + (_RETAIN_KEYS,), f"the patch sets {k!r}, which $retainKeys does not list")
+                raise rejected(path + (_RETAIN_KEYS,), f"the patch sets {k!r}, which $retainKeys does not list")
         for k in list(original):
             if ("string", k) not in allowed:
                 del original[k]
@@ -575,22 +573,22 @@ class _Merger:
             order = patch.pop(key)
             directive_path = path + (key,)
             if not isinstance(order, Slice):
-                raise MergeError(directive_path, "$setElementOrder must be a list")
+                raise rejected(directive_path, "$setElementOrder must be a list")
             okey = _extract_key(key, _SET_ELEMENT_ORDER, directive_path)
             key_path = path + (okey,)
             original_list = patch_list = None
             if okey in original:
                 if not isinstance(original[okey], Slice):
-                    raise MergeError(key_path, "$setElementOrder names a field that is not a list")
+                    raise rejected(key_path, "$setElementOrder names a field that is not a list")
                 original_list = original[okey]
             if okey in patch:
                 if not isinstance(patch[okey], Slice):
-                    raise MergeError(key_path, "$setElementOrder names a field that is not a list")
+                    raise rejected(key_path, "$setElementOrder names a field that is not a list")
                 patch_list = patch[okey]
             try:
                 sub, meta = schema.lookup_slice(okey)
             except SchemaLookupError as e:
-                raise MergeError(key_path, str(e)) from None
+                raise rejected(key_path, str(e)) from None
             _retain_keys_strategy(meta.strategies, key_path)
             merge_key = meta.merge_key
             _validate_patch_with_set_order_list(patch_list, order, merge_key, key_path)
@@ -653,14 +651,14 @@ def strategic_merge_patch(
         raise TypeError(f"kind must be a Kubernetes type name such as 'PodTemplateSpec', not {type(kind).__name__}")
     schema = schema_type(kind, normalize_version(kubernetes_version))
     if not isinstance(original, Mapping):
-        raise MergeError((), f"the original must be an object, not {type(original).__name__}")
+        raise rejected((), f"the original must be an object, not {type(original).__name__}")
     if not isinstance(patch, Mapping):
-        raise MergeError((), f"a patch must be an object, not {type(patch).__name__}")
+        raise rejected((), f"a patch must be an object, not {type(patch).__name__}")
     try:
         go_original, go_patch = _from_plain(original), _from_plain(patch, floats_stay=True)
         merged = _Merger().merge_map(go_original, go_patch, schema, ())
         return to_plain(merged)
-    except Panic as e:
-        raise MergeError((), f"kubectl fails on this patch ({e})") from None
+    except GoPanic as e:
+        raise rejected((), f"kubectl fails on this patch ({e})") from None
     except RecursionError:
-        raise MergeError((), "the document is nested too deeply, or contains itself") from None
+        raise rejected((), "the document is nested too deeply, or contains itself") from None

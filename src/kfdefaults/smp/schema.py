@@ -21,16 +21,14 @@ import os
 import re
 from typing import Any, NamedTuple
 
+from ..errors import SchemaLookupError
+
 DEFAULT_KUBERNETES_VERSION = "1.32"
 """The Kubernetes minor version whose schema is used unless one is asked for; kubectl v1.32 is the reference."""
 
 _CORE_PREFIX = "io.k8s.api.core.v1."
 _STRATEGY = "x-kubernetes-patch-strategy"
 _MERGE_KEY = "x-kubernetes-patch-merge-key"
-
-
-class SchemaLookupError(Exception):
-    """A field that the schema cannot resolve (kubectl's ``LookupPatchMetadata*`` errors)."""
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,10 +12,10 @@ from typing import Any, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import Finding, shown, sorted_findings
+from ..errors import Finding, SchemaLookupError, shown, sorted_findings
 from ..paths import format_path
 from ..read import Document
-from ..smp.schema import SchemaLookupError, schema_type
+from ..smp.schema import schema_type
 from .deletions import expand_deletions
 from .locked import check_locked
 from .metadata import check_pod_metadata

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Finding, shown
-from ..paths import PathError, format_path, parse_path
+from ..errors import Finding, PathError, SchemaLookupError, shown
+from ..paths import format_path, parse_path
 from ..read import Document
-from ..smp.schema import SchemaLookupError, schema_type
+from ..smp.schema import schema_type
 
 DELETE_KEY = "delete"
 
@@ -64,24 +64,20 @@ def expand_deletions(doc: Document, data: dict[str, Any], layer: str | None,
             steps = parse_path(text, item=True)
             _check_start(steps)
             _put(body, steps, doc, position, kubernetes_version)
-        except (PathError, _Refused) as e:
+        except PathError as e:
             findings.append(Finding(where, f"{DELETE_KEY}[{index}]", f"cannot delete `{text}`: {e}", layer=layer))
     return body, findings
-
-
-class _Refused(ValueError):
-    """A path that names nothing ``delete`` can remove."""
 
 
 def _check_start(steps: list[Any]) -> None:
     head = tuple(steps[:1])
     if head not in _SECTIONS:
-        raise _Refused("a path starts with description, elastic or pod_template")
+        raise PathError("a path starts with description, elastic or pod_template")
     keys = _SECTIONS[head]
     if len(steps) > 1 and keys is not None and steps[1] not in keys:
-        raise _Refused(f"{format_path(steps[:2])} is not a field (fields of {head[0]}: {', '.join(sorted(keys))})")
+        raise PathError(f"{format_path(steps[:2])} is not a field (fields of {head[0]}: {', '.join(sorted(keys))})")
     if head == ("description",) and len(steps) > 1:
-        raise _Refused("description has no fields")
+        raise PathError("description has no fields")
 
 
 def _put(body: dict[str, Any], steps: list[Any], doc: Document, position: tuple[int, int],
@@ -94,7 +90,7 @@ def _put(body: dict[str, Any], steps: list[Any], doc: Document, position: tuple[
         last = i == len(steps) - 1
         if isinstance(step, tuple):  # an item of a list merged by key
             if not isinstance(node, list):
-                raise _Refused(f"{format_path(steps[:i])} is not a list")
+                raise PathError(f"{format_path(steps[:i])} is not a list")
             items = node
             key, value = step
             item = next((x for x in items if isinstance(x, dict) and str(x.get(key)) == str(value)), None)
@@ -105,20 +101,20 @@ def _put(body: dict[str, Any], steps: list[Any], doc: Document, position: tuple[
             at = file_path + (items.index(item),)
             if last:
                 if any(k not in (key, "$patch") for k in item):
-                    raise _Refused(f"this file also sets fields of {format_path(steps)}")
+                    raise PathError(f"this file also sets fields of {format_path(steps)}")
                 item["$patch"] = "delete"
                 doc.keys.setdefault(at + ("$patch",), position)
                 doc.values.setdefault(at + ("$patch",), position)
             node, file_path = item, at
             continue
         if not isinstance(node, dict):
-            raise _Refused(f"{format_path(steps[:i])} is not a mapping")
+            raise PathError(f"{format_path(steps[:i])} is not a mapping")
         following = steps[i + 1] if not last else None
         if schema is not None and i >= 2:
             schema = _field(schema, step, following, steps)
         if last:
             if step in node and node[step] is not None:
-                raise _Refused(f"this file also sets `{format_path(steps)}` (line {doc.location(file_path + (step,)).line})")
+                raise PathError(f"this file also sets `{format_path(steps)}` (line {doc.location(file_path + (step,)).line})")
             node[step] = None
             doc.keys.setdefault(file_path + (step,), position)
             doc.values.setdefault(file_path + (step,), position)
@@ -138,15 +134,15 @@ def _field(schema: Any, step: str, following: Any, steps: list[Any]) -> Any:
         if isinstance(following, tuple):
             elem, meta = schema.lookup_slice(step)
             if not meta.merge_key or "merge" not in meta.strategies:
-                raise _Refused(f"`{step}` has no merge key: a layer replaces it whole, so delete the whole list")
+                raise PathError(f"`{step}` has no merge key: a layer replaces it whole, so delete the whole list")
             if following[0] != meta.merge_key:
-                raise _Refused(f"`{step}` items are merged by `{meta.merge_key}`: name one as [{meta.merge_key}=...]")
+                raise PathError(f"`{step}` items are merged by `{meta.merge_key}`: name one as [{meta.merge_key}=...]")
             return elem
         if schema.kind == "map":
             return schema.map_values()
         return schema.lookup_struct(step)[0]
     except SchemaLookupError:
-        raise _Refused(f"`{step}` is not a field of {schema.name or 'this object'} ({format_path(steps)})") from None
+        raise PathError(f"`{step}` is not a field of {schema.name or 'this object'} ({format_path(steps)})") from None
 
 
 def _typed(schema: Any, key: str, value: Any) -> Any:
@@ -155,7 +151,7 @@ def _typed(schema: Any, key: str, value: Any) -> Any:
         try:
             return int(value)
         except (TypeError, ValueError):
-            raise _Refused(f"`{key}` is an integer, not {shown(repr(value))}") from None
+            raise PathError(f"`{key}` is an integer, not {shown(repr(value))}") from None
     return value
 
 

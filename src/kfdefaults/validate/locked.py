@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Finding
-from ..paths import PathError, format_path, parse_path
+from ..errors import Finding, PathError, SchemaLookupError
+from ..paths import format_path, parse_path
 from ..read import Document
-from ..smp.schema import SchemaLookupError, SchemaType, schema_type
+from ..smp.schema import SchemaType, schema_type
 from .model import ElasticSection, PodTemplateSection, RunPolicySection
 from .rdzv import RDZV_SETTINGS
 from .suggest import closest
@@ -30,10 +30,6 @@ LOCKED_KEY = "locked"
 _ELASTIC_FIELDS = tuple(ElasticSection.model_fields)
 _RUN_POLICY_FIELDS = tuple(RunPolicySection.model_fields)
 _POD_TEMPLATE_FIELDS = tuple(PodTemplateSection.model_fields)
-
-
-class _Refused(ValueError):
-    """A path that names nothing a profile sets."""
 
 
 def check_locked(doc: Document, data: dict[str, Any], layer: str | None,
@@ -63,9 +59,9 @@ def check_locked(doc: Document, data: dict[str, Any], layer: str | None,
         try:
             steps = parse_path(text, item=True)
             _check(steps, kubernetes_version)
-        except (PathError, _Refused) as e:
+        except PathError as e:
             reason = str(e)
-            if isinstance(e, PathError) and "by position" in reason:
+            if "by position" in reason:
                 reason = "a list without a merge key (tolerations, args, ...) is replaced whole by a layer: lock the list"
             findings.append(Finding(where, f"{LOCKED_KEY}[{index}]", f"cannot lock `{text}`: {reason}", layer=layer))
             continue
@@ -82,9 +78,9 @@ def _check(steps: list[Any], kubernetes_version: str | None) -> None:
     """Raise :class:`_Refused` unless ``steps`` names something a profile file sets."""
     head = steps[0]
     if head not in ("elastic", "pod_template"):
-        raise _Refused("a locked path starts with elastic or pod_template")
+        raise PathError("a locked path starts with elastic or pod_template")
     if len(steps) == 1:
-        raise _Refused(f"lock the fields of {head} one by one (like {head}.{'nnodes' if head == 'elastic' else 'spec'})")
+        raise PathError(f"lock the fields of {head} one by one (like {head}.{'nnodes' if head == 'elastic' else 'spec'})")
     fields = _ELASTIC_FIELDS if head == "elastic" else _POD_TEMPLATE_FIELDS
     _known(steps[1], fields, head)
     rest = steps[2:]
@@ -92,12 +88,12 @@ def _check(steps: list[Any], kubernetes_version: str | None) -> None:
         _check_spec(rest, steps, kubernetes_version)
         return
     if any(isinstance(s, tuple) for s in rest):
-        raise _Refused("list selectors apply to pod_template.spec lists only")
+        raise PathError("list selectors apply to pod_template.spec lists only")
     nested = {"rdzv_configs": tuple(RDZV_SETTINGS), "run_policy": _RUN_POLICY_FIELDS, "labels": None, "annotations": None}
     if rest and steps[1] not in nested:
-        raise _Refused(f"{format_path(steps[:2])} is a single value: lock it whole")
+        raise PathError(f"{format_path(steps[:2])} is a single value: lock it whole")
     if len(rest) > 1:
-        raise _Refused(f"{format_path(steps[:3])} is a single value: lock it whole")
+        raise PathError(f"{format_path(steps[:3])} is a single value: lock it whole")
     if rest and nested[steps[1]] is not None:
         _known(rest[0], nested[steps[1]], format_path(steps[:2]))
 
@@ -105,7 +101,7 @@ def _check(steps: list[Any], kubernetes_version: str | None) -> None:
 def _known(key: Any, fields: tuple[str, ...], owner: str) -> None:
     if key not in fields:
         hint = closest(str(key), fields)
-        raise _Refused(f"`{key}` is not a field of {owner}" + (f"; did you mean `{hint}`?" if hint else
+        raise PathError(f"`{key}` is not a field of {owner}" + (f"; did you mean `{hint}`?" if hint else
                                                                  f" (fields: {', '.join(fields)})"))
 
 
@@ -118,27 +114,27 @@ def _check_spec(rest: list[Any], steps: list[Any], kubernetes_version: str | Non
         step = rest[i]
         following = rest[i + 1] if i + 1 < len(rest) else None
         if isinstance(step, tuple):
-            raise _Refused(f"a selector must follow a list field, in {format_path(steps)}")
+            raise PathError(f"a selector must follow a list field, in {format_path(steps)}")
         if schema is None or schema.kind not in ("struct", "map"):
-            raise _Refused(f"{format_path(steps[:i + 2])} is a single value: lock it whole")
+            raise PathError(f"{format_path(steps[:i + 2])} is a single value: lock it whole")
         try:
             if schema.kind == "map":
                 if isinstance(following, tuple):
-                    raise _Refused(f"{format_path(steps[:i + 3])}: a map has no list items")
+                    raise PathError(f"{format_path(steps[:i + 3])}: a map has no list items")
                 schema, i = schema.map_values(), i + 1
                 continue
             if step not in schema.field_names():
                 hint = closest(step, schema.field_names())
-                raise _Refused(f"`{step}` is not a field of {schema.name or 'this object'}"
+                raise PathError(f"`{step}` is not a field of {schema.name or 'this object'}"
                                + (f"; did you mean `{hint}`?" if hint else ""))
             if isinstance(following, tuple):
                 elem, meta = schema.lookup_slice(step)
                 if not meta.merge_key or "merge" not in meta.strategies:
-                    raise _Refused(f"`{step}` has no merge key: a layer replaces it whole, so lock the whole list")
+                    raise PathError(f"`{step}` has no merge key: a layer replaces it whole, so lock the whole list")
                 if following[0] != meta.merge_key:
-                    raise _Refused(f"`{step}` items are merged by `{meta.merge_key}`: name one as [{meta.merge_key}=...]")
+                    raise PathError(f"`{step}` items are merged by `{meta.merge_key}`: name one as [{meta.merge_key}=...]")
                 schema, i = elem, i + 2
                 continue
             schema, i = schema.lookup_struct(step)[0], i + 1
         except SchemaLookupError as e:
-            raise _Refused(str(e)) from None
+            raise PathError(str(e)) from None

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..errors import Finding, Location, ProfileError, shown
-from ..paths import PathError, format_path, parse_path
+from ..errors import (
+    AmbiguousScalar,
+    Finding,
+    Location,
+    PathError,
+    ProfileError,
+    SchemaLookupError,
+    SetError,
+    shown,
+)
+from ..paths import format_path, parse_path
 from ..read import parse_text
-from ..read.scalars import AmbiguousScalar, resolve_plain_scalar
-from ..smp.schema import SchemaLookupError, schema_type
-
-
-class SetError(ValueError):
-    """A ``--set`` argument that cannot be read."""
+from ..read.scalars import resolve_plain_scalar
+from ..smp.schema import schema_type
 
 
 def split_path(key: str) -> list[Any]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from ..errors import Finding, Location, ProfileError
-from ..paths import PathError, format_path, parse_path
+from ..errors import Finding, Location, PathError, ProfileError
+from ..paths import format_path, parse_path
 from ..read import MAX_DEPTH, Document
 from ..read.document import MAX_INT_DIGITS
 from .fragment import Fragment, fragment_from_body
