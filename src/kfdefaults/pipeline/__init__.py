@@ -264,7 +264,8 @@ class Pipeline:
             current, child = pending.pop(0)
             if current in out:
                 continue
-            found = [d for d in (self.definition(current, layer) for layer in FOLDER_LAYERS) if d is not None]
+            files = [(layer, self.catalog.the_file(current, layer)) for layer in FOLDER_LAYERS]  # found, then read
+            found = [self.loader.load(file, layer) for layer, file in files if file is not None]
             if not found:
                 raise ProfileError([self._unknown(current, child)])
             out[current] = found
