@@ -29,9 +29,10 @@ RDZV_SETTINGS: dict[str, tuple[str, str]] = {
     "keep_alive_max_attempt": ("count", "c10d: another node counts as dead when its last heartbeat is older than "
                                "keep_alive_interval x this (15 s by default), for the next round only; it stops no "
                                "running worker; default 3"),
-    "read_timeout": ("seconds", "c10d TCPStore: how long a node waits to connect to the store's host "
-                     "(PET_RDZV_ENDPOINT; the connect is tried twice), then every blocking store call of the "
-                     "rendezvous and the agent; RendezvousConnectionError on expiry; default 60 s "
+    "read_timeout": ("seconds", "c10d TCPStore: how long a node that does not host the store waits to connect to "
+                     "its host (PET_RDZV_ENDPOINT; TCPStore retries with a back-off, so the "
+                     "RendezvousConnectionError comes after one to about four times this), then every blocking store "
+                     "call of the rendezvous and the agent (DistStoreError on expiry); default 60 s "
                      "(c10d_rendezvous_backend.create_backend); not the process-group timeout"),
     "is_host": ("bool", "c10d TCPStore: whether this node hosts the store; guessed from the hostname or IP address "
                 "if unset"),
