@@ -11,7 +11,8 @@ and its workloads).
 ``cpu-small`` with the scenario's ``elastic`` overrides, merged by ``kfdefaults.resolve``). Run as a script,
 ``python tests/torch_runs.py --capture tests/torch_logs`` runs every scenario and writes each agent's standard
 error (``SCENARIO.agentI.stderr``; its standard output, when there is any, beside it) and the measured times
-(``runs.json``) to the folder: the logs of real failures that a log classifier is tested on.
+(``runs.json``) to the folder: the logs of real failures that a log classifier is tested on. It prints the table
+of ``docs/clocks-measured.md`` for those times (``tests/test_torch_runs.py`` checks that the page shows it).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Scenario:
     Attributes:
         name: The file-name stem of its logs.
         title: What it shows, in a line.
+        first: The clock (or event) that fires first, as measured and checked by ``tests/test_torch_runs.py``.
         elastic: The task layer's ``elastic`` over the builtin ``cpu-small`` profile.
         starts: Each agent's start in seconds (None: never); agent 0 hosts the store.
         workload: ``flyte_apps/torch_task.py``'s workload.
@@ -104,6 +106,7 @@ class Scenario:
 
     name: str
     title: str
+    first: str
     elastic: Mapping[str, Any]
     starts: tuple[float | None, ...]
     workload: Mapping[str, Any] = field(default_factory=lambda: {"name": "allreduce"})
@@ -130,51 +133,63 @@ def _rdzv(**configs: int) -> dict:
 
 
 SCENARIOS = {s.name: s for s in [
-    Scenario("join-timeout-missing-node", "nnodes 2, the second node never starts: join_timeout",
-             {"nnodes": 2, **_rdzv(join_timeout=3, read_timeout=10)}, (0, None), deadline=30),
-    Scenario("read-timeout-late-store-host", "the pod hosting the store starts 12 s late: read_timeout, then join_timeout",
+    # the rendezvous clocks
+    Scenario("join-timeout-missing-node", "nnodes 2; the second node never starts",
+             "join_timeout", {"nnodes": 2, **_rdzv(join_timeout=3, read_timeout=10)}, (0, None), deadline=30),
+    Scenario("read-timeout-late-store-host", "the pod hosting the store starts 12 s late",
+             "read_timeout (agent 1), then join_timeout (agent 0)",
              {"nnodes": 2, **_rdzv(join_timeout=3, read_timeout=2)}, (12, 0), deadline=30),
-    Scenario("read-timeout-store-host-in-time", "the store's host starts 2 s late, within read_timeout: no clock fires",
-             {"nnodes": 2, **_rdzv(join_timeout=10, read_timeout=8)}, (2, 0), deadline=30),
-    Scenario("join-timeout-late-node", "a node starts after the others' join_timeout: join_timeout, then read_timeout",
+    Scenario("read-timeout-store-host-in-time", "the store's host starts 2 s late, within read_timeout",
+             "none", {"nnodes": 2, **_rdzv(join_timeout=10, read_timeout=8)}, (2, 0), deadline=30),
+    Scenario("join-timeout-late-node", "a node starts after the other's join_timeout",
+             "join_timeout (agent 0), then read_timeout (agent 1)",
              {"nnodes": 2, **_rdzv(join_timeout=3, read_timeout=2)}, (0, 8), deadline=30),
-    Scenario("elastic-max-nodes-in", "nnodes 1:2, both in: the round completes at once, last_call_timeout unspent",
+    Scenario("elastic-max-nodes-in", "nnodes 1:2; both start", "none: the round completes at max nodes",
              {"nnodes": "1:2", **_rdzv(join_timeout=10, last_call_timeout=8)}, (0, 0), deadline=30),
-    Scenario("last-call-alone", "nnodes 1:2, the second never starts: last_call_timeout, then a world of 1",
+    Scenario("last-call-alone", "nnodes 1:2; the second node never starts", "last_call_timeout",
              {"nnodes": "1:2", **_rdzv(join_timeout=10, last_call_timeout=2)}, (0, None), deadline=30),
-    Scenario("last-call-late-node-admitted", "nnodes 1:2, a node after last_call_timeout: a restart to admit it, "
-             "then read_timeout in the admission round",
+    Scenario("last-call-late-node-admitted", "nnodes 1:2; a node starts once the first one runs alone",
+             "last_call_timeout, then read_timeout in the round that admits the node",
              {"nnodes": "1:2", **_rdzv(join_timeout=20, last_call_timeout=1, read_timeout=4)},
              (0, 5), {"name": "allreduce", "hold": 12}, deadline=40),
     Scenario("last-call-late-node-admitted-max-restarts-1", "the same with max_restarts 1",
+             "last_call_timeout, then read_timeout in the round that admits the node",
              {"nnodes": "1:2", "max_restarts": 1, **_rdzv(join_timeout=20, last_call_timeout=1, read_timeout=4)},
              (0, 5), {"name": "allreduce", "hold": 12}, deadline=40),
     Scenario("last-call-late-node-admitted-unshared-store", "the same with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1",
+             "last_call_timeout, then a restart that admits the node",
              {"nnodes": "1:2", **_rdzv(join_timeout=20, last_call_timeout=1, read_timeout=4)},
              (0, 5), {"name": "allreduce", "hold": 12}, deadline=40, env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}),
-    Scenario("closed-rendezvous-restarted-pod", "a worker raises (max_restarts 0); its pod, restarted after its agent "
-             "ended, joins the closed rendezvous", {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0, 12),
-             {"name": "raise", "agent": 1, "hold": 30}, deadline=18),
-    Scenario("spare-node-then-closed", "a third node for nnodes 2 waits as a spare until a worker raises and its "
-             "agent closes the rendezvous", {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0, 3),
+    Scenario("closed-rendezvous-restarted-pod", "a worker raises (max_restarts 0); its pod restarts after its agent "
+             "ended", "the worker's exception, then the closed rendezvous", {"nnodes": 2, **_rdzv(join_timeout=10)},
+             (0, 0, 12), {"name": "raise", "agent": 1, "hold": 30}, deadline=18),
+    Scenario("spare-node-then-closed", "a third node for nnodes 2 waits while the round is full; a worker raises",
+             "the worker's exception, then the close (the spare has no clock)",
+             {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0, 3),
              {"name": "raise", "agent": 1, "after": 6, "hold": 30}, deadline=18),
-    Scenario("worker-sigkill", "a worker killed by SIGKILL mid-run, max_restarts 0",
-             {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0), {"name": "sigkill", "agent": 1, "after": 1}, deadline=30),
-    Scenario("worker-sigkill-max-restarts-1", "the same, max_restarts 1: both groups restart; the restarted workers "
-             "may read the killed one's address", {"nnodes": 2, "max_restarts": 1, **_rdzv(join_timeout=10)}, (0, 0),
+    # workers that fail
+    Scenario("worker-sigkill", "a worker killed by SIGKILL mid-run (max_restarts 0)",
+             "the killed worker, seen within monitor_interval", {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0),
+             {"name": "sigkill", "agent": 1, "after": 1}, deadline=30),
+    Scenario("worker-sigkill-max-restarts-1", "the same with max_restarts 1 (and a 5 s shutdown timeout)",
+             "the killed worker, then a restart of both groups", {"nnodes": 2, "max_restarts": 1,
+                                                                 **_rdzv(join_timeout=10)}, (0, 0),
              {"name": "sigkill", "agent": 1, "after": 1, "first_attempt_only": True}, deadline=30,
              env={"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "5"}),
     Scenario("worker-sigkill-max-restarts-1-unshared-store", "the same with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1",
+             "the killed worker, then a restart of both groups",
              {"nnodes": 2, "max_restarts": 1, **_rdzv(join_timeout=10)}, (0, 0),
              {"name": "sigkill", "agent": 1, "after": 1, "first_attempt_only": True}, deadline=40,
              env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}),
-    Scenario("gloo-collective-timeout", "one rank never calls all_reduce: the gloo process group's timeout (3 s)",
-             {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0),
+    Scenario("gloo-collective-timeout", "one rank never calls all_reduce; the process group's timeout is 3 s",
+             "the process group's timeout (gloo)", {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0),
              {"name": "collective_timeout", "agent": 1, "hold": 10, "pg_timeout": 3}, deadline=30),
     Scenario("dataloader-shm-enospc", "DataLoader workers pass 4 MiB batches through a 1 MiB /dev/shm",
-             {"nnodes": 1}, (0,), {"name": "dataloader", "via": "tensors"}, deadline=30, shm_size="1m"),
+             "none: /dev/shm is full (ENOSPC)", {"nnodes": 1}, (0,), {"name": "dataloader", "via": "tensors"},
+             deadline=30, shm_size="1m"),
     Scenario("dataloader-shm-sigbus", "DataLoader workers write into a sparse /dev/shm mapping past its 1 MiB",
-             {"nnodes": 1}, (0,), {"name": "dataloader", "via": "mmap"}, deadline=30, shm_size="1m"),
+             "none: /dev/shm is full (SIGBUS)", {"nnodes": 1}, (0,), {"name": "dataloader", "via": "mmap"},
+             deadline=30, shm_size="1m"),
 ]}
 """The catalogue, by name (``docs/clocks-measured.md`` has what each one measured)."""
 
@@ -281,6 +296,38 @@ def _read(work: Path, result: dict, n: int) -> list[AgentRun]:
     return runs
 
 
+def _settings_cell(run: Mapping[str, Any]) -> str:
+    settings = run["settings"]
+    words = [f"nnodes {settings['nnodes']}"]
+    if settings.get("max_restarts"):
+        words.append(f"max_restarts {settings['max_restarts']}")
+    words += [f"{k} {v}" for k, v in settings["rdzv_configs"].items() if k != "timeout"]
+    words += [f"{k}={v}" for k, v in run["env"].items()]
+    if run["shm_size"]:
+        words.append(f"/dev/shm {run['shm_size']}")
+    return ", ".join(words)
+
+
+def _agent_cell(index: int, agent: Mapping[str, Any], start: float | None) -> str:
+    if not agent["started"]:
+        return f"{index}: never started"
+    at = f"{index} (starts at {start:g} s)" if start else str(index)
+    if agent["killed"]:
+        return f"{at}: still running, killed at the deadline"
+    outcome = agent["exception"] or ("error" if agent["reported"] else "ok")
+    return f"{at}: {outcome}, {agent['elapsed']:.1f} s"
+
+
+def table(summary: Mapping[str, Any]) -> str:
+    """The Markdown table of ``docs/clocks-measured.md``: per scenario its settings, the agents' starts, the first
+    clock, and per agent what ``elastic_launch`` raised (or ``ok``) after how many seconds of its own."""
+    rows = ["| scenario | settings (seconds) | first clock | agent: outcome, elapsed |", "|---|---|---|---|"]
+    for name, run in summary["scenarios"].items():
+        agents = "<br>".join(_agent_cell(i, a, s) for i, (a, s) in enumerate(zip(run["agents"], run["starts"])))
+        rows.append(f"| [`{name}`](#{name}) | {_settings_cell(run)} | {run['first']} | {agents} |")
+    return "\n".join(rows) + "\n"
+
+
 def capture(folder: Path, names: Sequence[str] = ()) -> dict:
     """Run the scenarios (all of them, or ``names``) and write their logs and ``runs.json`` to ``folder``."""
     import platform
@@ -299,7 +346,7 @@ def capture(folder: Path, names: Sequence[str] = ()) -> dict:
             begun = time.monotonic()
             runs = scenario.run(python)
             summary["scenarios"][name] = {
-                "title": scenario.title, "settings": scenario.settings(), "starts": list(scenario.starts),
+                "title": scenario.title, "first": scenario.first, "settings": scenario.settings(), "starts": list(scenario.starts),
                 "workload": dict(scenario.workload), "env": dict(scenario.env), "shm_size": scenario.shm_size,
                 "wall": round(time.monotonic() - begun, 1),
                 "agents": [{"started": r.started, "start": r.start, "elapsed": r.elapsed, "end": r.end,
@@ -315,6 +362,7 @@ def capture(folder: Path, names: Sequence[str] = ()) -> dict:
     finally:
         python.close()
     (folder / "runs.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(table(summary))
     return summary
 
 

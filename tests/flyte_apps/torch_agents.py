@@ -14,7 +14,9 @@ Which agent hosts the rendezvous store: in a pod, ``_create_tcp_store``
 with the pod's hostname and addresses (``_matches_machine_hostname``): the pod named in ``PET_RDZV_ENDPOINT``
 hosts, the others connect. On one machine every agent would match ``localhost``, and the first one started would
 host the store, so each agent is told what its pod would guess: ``rdzv_configs.is_host`` true for agent 0, false
-for the others (for a non-host the code path is the same: one client attempt bounded by ``read_timeout``).
+for the others. For a pod that does not host, the code path is the same either way (one ``TCPStore`` client, whose
+connection is retried until ``read_timeout`` has passed); only a host whose port is taken would differ (it would
+try once more as a client).
 
 An agent whose start is ``null`` never starts. At ``deadline`` seconds after the start of the run every agent
 still alive is killed with its process group (SIGKILL); when an agent ends, what is left of its process group is
@@ -66,29 +68,37 @@ def debug_log() -> None:
 
 
 def record_raised(path: str) -> None:
-    """Write what ``elastic_launch`` raises (its class, module and message; for a ``ChildFailedError`` each failed
-    rank's exit code and message) to ``path`` as JSON, then let it go on to the plugin."""
-    import torch.distributed.launcher.api as api
+    """Write what ``elastic_launch`` raised to ``path`` as JSON: its class, module and message and, for a
+    ``ChildFailedError``, each failed rank's exit code and message.
 
-    real = api.elastic_launch
+    The exception is taken where flytekit formats a task's error for its error document
+    (``flytekit.bin.entrypoint.get_traceback_str``, called by ``_dispatch_execute`` once the exception is caught),
+    as the exception of its chain whose traceback runs through ``torch/distributed/launcher/api.py``: no frame of
+    this harness enters the tracebacks the log shows."""
+    import flytekit.bin.entrypoint as entrypoint
 
-    def launch(config, entrypoint):
-        launcher = real(config, entrypoint)
+    real = entrypoint.get_traceback_str
 
-        def call(*args):
-            try:
-                return launcher(*args)
-            except BaseException as e:
+    def get_traceback_str(e):
+        seen, chain = set(), [e]
+        while chain[-1] is not None and id(chain[-1]) not in seen:
+            seen.add(id(chain[-1]))
+            chain.append(chain[-1].__cause__ or chain[-1].__context__)
+        for exc in chain[:-1]:
+            tb, files = exc.__traceback__, []
+            while tb is not None:
+                files.append(tb.tb_frame.f_code.co_filename)
+                tb = tb.tb_next
+            if any(f.endswith(os.path.join("torch", "distributed", "launcher", "api.py")) for f in files):
                 failures = {str(rank): {"exitcode": f.exitcode, "message": f.message}
-                            for rank, f in getattr(e, "failures", {}).items()}
+                            for rank, f in getattr(exc, "failures", {}).items()}
                 with open(path, "w", encoding="utf-8") as f:
-                    json.dump({"type": type(e).__name__, "module": type(e).__module__, "message": str(e),
+                    json.dump({"type": type(exc).__name__, "module": type(exc).__module__, "message": str(exc),
                                "failures": failures}, f)
-                raise
+                break
+        return real(e)
 
-        return call
-
-    api.elastic_launch = launch
+    entrypoint.get_traceback_str = get_traceback_str
 
 
 def agent(spec: dict, index: int, ready: int, go: int) -> None:
