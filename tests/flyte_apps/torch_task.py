@@ -23,7 +23,8 @@ The workload is ``KFD_TORCH_WORKLOAD`` (JSON, ``{"name": ..., parameters}``), re
   mmap``: each item is also written into a 2 MiB sparse file mapped from ``/dev/shm`` (what a dataset caching
   samples in shared memory does).
 
-Every workload passes ``pg_timeout`` (seconds, 60) to ``init_process_group(backend="gloo", timeout=...)``.
+Each training process prints ``KFD_START restart=N`` when it starts and, once in its process group,
+``KFD_WORKER rank=R world=W restart=N`` (``N``: ``TORCHELASTIC_RESTART_COUNT``). Every workload passes ``pg_timeout`` (seconds, 60) to ``init_process_group(backend="gloo", timeout=...)``.
 """
 
 import json
@@ -85,12 +86,13 @@ def work(x: int) -> int:
 
     workload = json.loads(os.environ["KFD_TORCH_WORKLOAD"])
     name = workload["name"]
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    print(f"KFD_START restart={restart}", flush=True)
     if name == "dataloader":
         return _dataloader(workload)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=workload.get("pg_timeout", 60)))
     rank, world = dist.get_rank(), dist.get_world_size()
     chosen = os.environ["KFD_TORCH_AGENT"] == str(workload.get("agent", 1))
-    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     print(f"KFD_WORKER rank={rank} world={world} restart={restart}", flush=True)
     if name == "raise":
         if chosen:
