@@ -39,6 +39,11 @@ from typing import Any
 from kfdefaults.escape import code_span, fenced
 
 MARKER = "<!-- kfdefaults profile review -->"
+MAX_COMMENT = 65536
+"""The longest comment body GitHub takes (characters); a longer one is refused, and the review would be lost."""
+BOT = "github-actions[bot]"
+"""Who posts with the workflow's GITHUB_TOKEN: only a comment of this author is the review's, whatever another
+comment holds (a pull request's author could post the marker to have the bot edit their comment instead)."""
 SUFFIXES = (".yaml", ".yml", ".toml")
 
 
@@ -49,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", help="The commit to compare with (default: the pull request's base).")
     parser.add_argument("--kfdefaults", default="kfdefaults", help="The kfdefaults command to run.")
     parser.add_argument("--dry-run", action="store_true", help="Print the comment instead of posting it.")
+    parser.add_argument("--bot", default=BOT, help=f"The login that posts the comment (default {BOT}, the "
+                                                   "GITHUB_TOKEN's); a comment of any other author is never edited.")
     args = parser.parse_args(argv)
     event = _event()
     base = args.base or (event.get("pull_request") or {}).get("base", {}).get("sha")
@@ -71,21 +78,34 @@ def main(argv: list[str] | None = None) -> int:
     if summary:
         with open(summary, "a", encoding="utf-8") as f:
             f.write(body + "\n")
+    body = comment(sections, trouble, unchanged, base, limit=MAX_COMMENT)
     if args.dry_run:
         sys.stdout.write(body + "\n")
     else:
-        post(body, event, quiet=not sections and not trouble)
+        post(body, event, quiet=not sections and not trouble, bot=args.bot)
     return 1 if trouble else 0
 
 
-def comment(sections: list[str], trouble: list[str], unchanged: int, base: str) -> str:
-    """The comment: a marker to find it again, then each profile's differences, the failures, and a count."""
-    lines = [MARKER, "### What this change does to the tasks", ""]
-    if not sections and not trouble:
-        lines.append("No profile's merged result changes.")
-    lines += [s.rstrip() + "\n" for s in sections] + trouble
-    lines.append(f"<sub>{unchanged} profile{'s' * (unchanged != 1)} unchanged; compared with {base[:12]}.</sub>")
-    return "\n".join(lines)
+def comment(sections: list[str], trouble: list[str], unchanged: int, base: str, limit: int | None = None) -> str:
+    """The comment: a marker to find it again, then each profile's differences, the failures, and a count.
+
+    With ``limit``, as many profiles as fit in that many characters (failures first), then how many more there
+    are: the job's summary (written whole) lists them all."""
+    parts = trouble + [s.rstrip() + "\n" for s in sections]
+    while True:
+        lines = [MARKER, "### What this change does to the tasks", ""]
+        if not sections and not trouble:
+            lines.append("No profile's merged result changes.")
+        lines += parts
+        left = len(trouble) + len(sections) - len(parts)
+        if left:
+            lines.append(f"{left} more profile{'s' * (left != 1)} changed or could not be compared: the job's summary "
+                         "lists every one.\n")
+        lines.append(f"<sub>{unchanged} profile{'s' * (unchanged != 1)} unchanged; compared with {base[:12]}.</sub>")
+        text = "\n".join(lines)
+        if limit is None or len(text) <= limit or not parts:
+            return text
+        parts = parts[:-1]
 
 
 def _event() -> dict[str, Any]:
@@ -125,8 +145,9 @@ def _diff(command: str, name: str, old: str, new: str, layer: str) -> tuple[int,
     return proc.returncode, proc.stdout if proc.returncode in (0, 1) else proc.stderr or proc.stdout
 
 
-def post(body: str, event: dict[str, Any], *, quiet: bool) -> None:
-    """Edit the pull request's comment that carries :data:`MARKER`, or add one (not when ``quiet`` and none exists).
+def post(body: str, event: dict[str, Any], *, quiet: bool, bot: str = BOT) -> None:
+    """Edit the pull request's comment that carries :data:`MARKER` and was posted by ``bot``, or add one (not when
+    ``quiet`` and none exists).
 
     Raises:
         SystemExit: no pull request in the event, no token, or GitHub refused (its answer is printed).
@@ -136,19 +157,21 @@ def post(body: str, event: dict[str, Any], *, quiet: bool) -> None:
     if not number or not repository or not token:
         sys.exit("profile_review: posting needs a pull_request event, GITHUB_REPOSITORY and GITHUB_TOKEN (or --dry-run)")
     api = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
-    existing = _find(api, repository, number, token)
+    existing = _find(api, repository, number, token, bot)
     if existing is not None:
         _request("PATCH", f"{api}/repos/{repository}/issues/comments/{existing}", token, {"body": body})
     elif not quiet:
         _request("POST", f"{api}/repos/{repository}/issues/{number}/comments", token, {"body": body})
 
 
-def _find(api: str, repository: str, number: int, token: str) -> int | None:
+def _find(api: str, repository: str, number: int, token: str, bot: str) -> int | None:
+    """The review's own comment: one that ``bot`` posted and that starts with :data:`MARKER`."""
     page = 1
     while True:
         comments = _request("GET", f"{api}/repos/{repository}/issues/{number}/comments?per_page=100&page={page}", token)
         for item in comments:
-            if str(item.get("body", "")).startswith(MARKER):
+            author = (item.get("user") or {}).get("login") if isinstance(item, dict) else None
+            if author == bot and str(item.get("body", "")).startswith(MARKER):
                 return int(item["id"])
         if len(comments) < 100:
             return None

@@ -320,3 +320,21 @@ def test_value_from_rules(tmp_path, lower, upper, go):
     else:
         [error] = errors
         assert go in error.message and error.location.file.endswith("train.yaml"), str(error)
+
+
+@pytest.mark.parametrize("name, accepted", [
+    ("GOOD.name-1", True), ("with space", True), ("~tilde", True),  # the relaxed rule of Kubernetes 1.32
+    ("A=B", False), ("E\x1b", False), ("caf\u00e9", False), ("", False), ("line\nbreak", False),
+])
+def test_an_environment_variable_name_follows_validate_env_var_name(tmp_path, name, accepted):
+    """pkg/apis/core/validation validateEnvVarName, with apimachinery's IsRelaxedEnvVarName (on by default since
+    1.32): printable ASCII but '='; anything else is refused where the pod is created."""
+    write(tmp_path / "team", "p.yaml", "pod_template:\n  spec:\n    containers:\n      - name: primary\n        env:\n"
+          f"          - {{name: {yaml.safe_dump(name, default_style=chr(34)).strip()}, value: x}}\n")
+    proc = run(["validate", str(tmp_path / "team")], tmp_path)
+    if accepted:
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert proc.returncode == 1
+        [error] = errors_of(proc)
+        assert ":6:" in error and "is not an environment variable name" in error and "validateEnvVarName" in error

@@ -64,7 +64,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         body = self._body()
         self.server.requests.append(("POST", self.path, body))
-        comment = {"id": 1000 + len(self.server.comments), "body": body["body"]}
+        comment = {"id": 1000 + len(self.server.comments), "body": body["body"],
+                   "user": {"login": "github-actions[bot]", "type": "Bot"}}
         self.server.comments.append(comment)
         self._answer(201, comment)
 
@@ -323,3 +324,40 @@ def test_error_text_stays_inside_its_block_whatever_the_command_prints(repo, tmp
     assert all(t.content == shown + "\n" and t.info == "text" for t in fences)
     assert [t.tag for t in tokens if t.type == "heading_open"] == ["h3"]
     assert not [t for t in tokens if t.type == "html_block" and "onerror" in t.content]
+
+
+def test_a_comment_that_only_looks_like_the_review_is_never_edited(repo, github):
+    """The pull request's author posts the marker in a comment of their own: the bot would otherwise edit it, and its
+    review would stand under the author's name (or be lost). Only the bot's own comment is the review."""
+    repo_path, base = repo
+    github.comments.append({"id": 1, "body": "<!-- kfdefaults profile review -->\nLGTM, nothing changes",
+                            "user": {"login": "mallory", "type": "User"}})
+    proc = run(repo_path, base, github)
+    assert proc.returncode == 0, proc.stderr
+    assert [m for m, _, _ in github.requests] == ["GET", "POST"]
+    assert github.comments[0]["body"].endswith("LGTM, nothing changes")
+    assert "`gpu-large (before)`" in github.comments[1]["body"]
+    run(repo_path, base, github)
+    assert [m for m, _, _ in github.requests[2:]] == ["GET", "PATCH"]
+    assert github.requests[-1][1].endswith(f"/comments/{github.comments[1]['id']}")
+
+
+def test_a_review_longer_than_github_takes_is_cut_to_fit_and_says_so(repo, github):
+    """GitHub refuses a comment body over 65,536 characters: the review would be lost (the old one kept). It lists
+    what fits, says how many more there are, and the job's summary holds them all."""
+    repo_path, base = repo
+    big = "".join(f"    k{i:04d}: {'v' * 60}\n" for i in range(150))
+    for n in range(6):
+        (repo_path / "profiles" / f"big-{n}.yaml").write_text("pod_template:\n  labels:\n" + big.replace("v" * 60, "a" * 60))
+    git(repo_path, "add", "-A")
+    git(repo_path, "commit", "-qm", "big profiles")
+    new_base = git(repo_path, "rev-parse", "HEAD")
+    for n in range(6):
+        (repo_path / "profiles" / f"big-{n}.yaml").write_text("pod_template:\n  labels:\n" + big)
+    proc = run(repo_path, new_base, github)
+    assert proc.returncode == 0, proc.stderr
+    body = github.comments[-1]["body"]
+    summary = (repo_path.parent / "summary.md").read_text()
+    assert len(body) <= 65536 < len(summary)
+    assert re.search(r"\d+ more profiles changed or could not be compared: the job's summary lists every one", body)
+    assert summary.count("**kfdefaults diff**") == 6 > body.count("**kfdefaults diff**") >= 1

@@ -83,7 +83,7 @@ def dns1123_label_problem(value: str) -> str | None:
     if is_dns1123_label(value):
         return None
     if not value:
-        return "it is empty"
+        return "it is empty (the API server's validateEnvVarName)"
     if _byte_len(value) > DNS1123_LABEL_MAX:
         return f"it has {_byte_len(value)} characters"
     return _shape(value, "-a-z0-9", "it")
@@ -151,6 +151,21 @@ def annotation_key_problem(key: str) -> str | None:
     """Why ``key`` is not an annotation key, or ``None``: a qualified name once lower-cased, as
     ``ValidateAnnotations`` checks it (so ``Example.COM/Key`` is accepted)."""
     return qualified_name_problem(key.lower())
+
+
+def env_var_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a container's environment variable name, or ``None``: the API server's
+    ``validateEnvVarName`` (pkg/apis/core/validation/validation.go) with the relaxed rule of Kubernetes 1.32
+    (``RelaxedEnvironmentVariableValidation``, on by default since 1.32: apimachinery's ``IsRelaxedEnvVarName``): not
+    empty, printable ASCII characters other than ``=``. A control character, a non-ASCII letter or a ``=`` is
+    refused where the pod is created."""
+    if not name:
+        return "it is empty (the API server's validateEnvVarName)"
+    bad = next((c for c in name if not " " <= c <= "~" or c == "="), None)
+    if bad is not None:
+        return (f"it holds {bad!r}: an environment variable name is printable ASCII characters other than '=' "
+                "(the API server's validateEnvVarName)")
+    return None
 
 
 def is_native_resource(name: str) -> bool:

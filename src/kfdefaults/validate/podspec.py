@@ -30,6 +30,7 @@ from ..k8s.names import (
     QUALIFIED_NAME_RULE,
     container_resource_name_problem,
     dns1123_label_hint,
+    env_var_name_problem,
     dns1123_label_problem,
     is_extended_resource,
     qualified_name_hint,
@@ -43,6 +44,7 @@ from .enums import ENUM_EXTRA, enum_values
 from .metadata import label_problems
 from .schema_rules import (
     DNS_LABEL_FIELDS,
+    ENV_VAR,
     INT_OR_STRING_DEF,
     INT_RANGES,
     LABEL_MAP_FIELDS,
@@ -208,6 +210,10 @@ class FragmentChecker:
                     self._value(props[key], item, key_path, key_label, definition, key)
                     if (definition, key) in DNS_LABEL_FIELDS and isinstance(item, str) and not deleted:
                         self._dns_label(item, key_path, key_label, *DNS_LABEL_FIELDS[definition, key])
+                    elif (definition, key) == (ENV_VAR, "name") and isinstance(item, str) and not deleted:
+                        problem = env_var_name_problem(item)
+                        if problem is not None:
+                            self.report(key_path, key_label, f"`{item}` is not an environment variable name: {problem}")
                 else:
                     self.report(key_path, key_label, self._unknown_field(key, props, definition), key=True)
         finally:

@@ -12,6 +12,8 @@ RESOURCE_REQUIREMENTS = "io.k8s.api.core.v1.ResourceRequirements"
 POD_SPEC = "io.k8s.api.core.v1.PodSpec"
 CONTAINER = "io.k8s.api.core.v1.Container"
 EPHEMERAL_CONTAINER = "io.k8s.api.core.v1.EphemeralContainer"
+ENV_VAR = "io.k8s.api.core.v1.EnvVar"
+"""Its ``name`` follows the API server's environment variable name rule (:func:`kfdefaults.k8s.names.env_var_name_problem`)."""
 RESOURCE_OWNERS = (CONTAINER, EPHEMERAL_CONTAINER, POD_SPEC)
 """Where ``resources`` follows the container resource-name rules; a PersistentVolumeClaimSpec's ``resources``
 (a ResourceRequirements before Kubernetes 1.29) asks for ``storage`` and is validated otherwise."""
