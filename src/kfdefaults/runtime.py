@@ -312,7 +312,9 @@ class ProfileCall:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
         key = (id(self.pipeline), self.profile)
         if _DIGESTS.get(key, (None,))[0] is not self.pipeline:
-            _DIGESTS[key] = (self.pipeline, self.pipeline.resolve(self.profile, check_lock=False).digest())
+            # the file layers alone may not run on the target: the task layer may delete what stops them
+            digest = self.pipeline.resolve(self.profile, check_lock=False, checked=False).digest()
+            _DIGESTS[key] = (self.pipeline, digest)
         lock = self.pipeline.lock
         return provenance_annotations(self.profile, _DIGESTS[key][1], lock.digest if lock is not None else None)
 

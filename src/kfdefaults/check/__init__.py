@@ -34,7 +34,10 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     a deprecated profile or parent (:func:`.deprecation.deprecations`; one declared by ``own_files``, the files
     ``validate`` was given, is a note), the target's warnings and, for flytekit, what the cluster's PodTemplate
     would break in it (:func:`.backend.backend_warnings`)."""
-    found = check_merged(resolved) + deprecations(resolved, own_files)
+    # the cluster's template volumes are the pod's too (Flyte's backend adds them): a mount of one is not missing
+    provided = ({v.get("name") for v in cluster.raw_spec.get("volumes") or [] if isinstance(v, dict)}
+                if cluster is not None and resolved.target.name == "flytekit" else set())
+    found = check_merged(resolved, provided) + deprecations(resolved, own_files)
     found += [f for f in check_target(resolved) if f.severity != "error"]
     if resolved.target.name == "flytekit":
         found += backend_warnings(resolved, cluster)

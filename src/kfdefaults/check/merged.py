@@ -4,7 +4,7 @@ layer and file) that makes the combination. The profile is valid: these are warn
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import is_shm_mount
@@ -85,9 +85,10 @@ def _where(setter: _Setter | None) -> str:
 
 
 class _MergedChecker:
-    def __init__(self, merged: Any) -> None:
+    def __init__(self, merged: Any, provided_volumes: Collection[str] = ()) -> None:
         self.merged = merged
         self.fragments = merged.fragments
+        self.provided_volumes = provided_volumes
         self.findings: list[Finding] = []
 
     def warn(self, name: str, message: str, *setters: _Setter | None) -> None:
@@ -243,7 +244,8 @@ class _MergedChecker:
         base = ["spec", "containers", ("name", name)]
         mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)]
         for mount in mounts:
-            if mount.get("name") is not None and mount.get("name") not in volumes:
+            if mount.get("name") is not None and mount.get("name") not in volumes \
+                    and mount.get("name") not in self.provided_volumes:
                 steps = base + ["volumeMounts", ("mountPath", mount.get("mountPath")), "name"]
                 self.warn(_named("pod_template", steps[:-1]),
                           f"container `{name}` mounts volume `{mount.get('name')}` at `{mount.get('mountPath')}`, "
@@ -337,7 +339,7 @@ class _MergedChecker:
             )
 
 
-def check_merged(merged: Any) -> list[Finding]:
+def check_merged(merged: Any, provided_volumes: Collection[str] = ()) -> list[Finding]:
     """Warnings for a merged profile whose settings break together at run time.
 
     * ``nproc_per_node`` other than the primary container's GPU limit (``nvidia.com/gpu`` or another
@@ -360,9 +362,11 @@ def check_merged(merged: Any) -> list[Finding]:
     Args:
         merged: A :class:`kfdefaults.Resolved` (anything with its ``name``, ``elastic_settings``,
             ``pod_template_spec``, ``primary_container_name`` and ``fragments``).
+        provided_volumes: Volumes the pod gets from elsewhere (the cluster's PodTemplate): a mount of one is no
+            mount of a missing volume.
 
     Returns:
         Warnings, each located at the value of the highest layer involved and naming the other values' places.
     """
-    return sorted_findings(_MergedChecker(merged).run())
+    return sorted_findings(_MergedChecker(merged, provided_volumes).run())
 
