@@ -16,7 +16,8 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
   default image (``pyflyte --image``), each time with a :class:`~kfdefaults.KfdefaultsWarning` saying which won
   (:mod:`kfdefaults.show.image`).
 * A workflow node's ``with_overrides(pod_template=...)`` merges over the profile and ``@task(pod_template=...)``
-  instead of replacing them (:mod:`kfdefaults.flytekit.overrides`).
+  instead of replacing them (:mod:`kfdefaults.flytekit.overrides`); a map node's, which flytekit registers
+  whole as the mapped pods' template, is refused at registration.
 * flytekit writes ``@task(environment=...)`` before the pod template's own variables in the primary
   container, and Kubernetes gives the last of two variables of one name: the profile's would win. The task
   layer wins instead: a profile variable the task sets again is left out of the pod template.
@@ -46,7 +47,7 @@ from ..runtime import for_task
 from ..settings import NO_CACHE_ENV, flag
 from ..show.image import ProfileImage, profile_image_wins, task_image_wins
 from .elastic import Elastic
-from .overrides import NodeOverrides, auto_differs, node_of, not_resolved_here
+from .overrides import NodeOverrides, auto_differs, is_map_task, map_override_refused, node_of, not_resolved_here
 from .pod import CALLERS, TaskArguments, image_of_a_profile, registered_pod_template
 
 
@@ -124,11 +125,25 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         :class:`~kfdefaults.flytekit.pod.PrimaryContainer`); says once per default image when the profile's image
         wins over the registration's default image given with ``pyflyte --image``
         (``settings.image_config.default_image``; flytekit's own default, which nobody chose, goes without saying)."""
-        pod = super().get_k8s_pod(settings)
+        self._kfdefaults_in_pod = True
+        try:
+            pod = super().get_k8s_pod(settings)
+        finally:
+            self._kfdefaults_in_pod = False
         found = self._kfdefaults_image
         if pod is not None and found is not None:
             self._say_the_profile_image_wins(found, settings)
         return pod
+
+    def _get_container(self, settings: Any) -> Any:
+        """flytekit's container of the task. Asked for outside the task's own pod (:meth:`get_k8s_pod`) while a map
+        task prepares it, it is for a map node's ``with_overrides(pod_template=...)``, which flytekit registers
+        as the mapped pods' whole pod template (``get_serializable_array_node_map_task``): refused, since it
+        cannot be merged with the profile there (:func:`~kfdefaults.flytekit.overrides.map_override_refused`)."""
+        mapping = getattr(getattr(self, "_get_command_fn", None), "__self__", None)
+        if not getattr(self, "_kfdefaults_in_pod", False) and is_map_task(mapping):
+            raise map_override_refused(self.name, self.task_config.profile)
+        return super()._get_container(settings)
 
     def _say_the_profile_image_wins(self, found: ProfileImage, settings: Any) -> None:
         from flytekit.configuration.default_images import DefaultImages
