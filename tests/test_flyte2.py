@@ -399,13 +399,17 @@ def test_what_flyte2s_elastic_does_not_have_is_refused():
         env.task(body)
 
 
-def test_a_profile_missing_in_a_pod_fails_when_its_task_runs_or_is_submitted(monkeypatch):
+def test_a_call_neither_registered_nor_carried_in_a_pod_fails_when_its_task_runs_or_is_submitted(monkeypatch):
+    """In a pod, a call is never resolved from the image's profile files (here: none of that name): its task fails
+    if it runs, or if a parent submits it without having carried its profile (tests/test_compiled_in_a_pod.py)."""
     monkeypatch.setenv("_U_RUN_BASE", "/tmp/run")  # what Flyte 2's backend sets in every task pod
     config = Elastic(profile="no-such-profile-in-this-image")
-    assert config.deferred_error is not None
+    assert config.deferred_error is not None and config.resolved is None
     env = flyte.TaskEnvironment(name="missing", image=IMAGE, plugin_config=config)
     task = env.task(body)
-    with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
+    with pytest.raises(kfdefaults.ProfileError, match=r"^task missing.body: no settings were carried here for "
+                                                      r"Elastic\(profile='no-such-profile-in-this-image'\): this is a "
+                                                      "Flyte 2 parent's pod that submits it"):
         spec(task)  # what a parent task does to submit it: never a task built from the plugin's defaults
     monkeypatch.delenv("_U_RUN_BASE")
     with pytest.raises(kfdefaults.ProfileError):

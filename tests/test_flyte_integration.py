@@ -419,6 +419,19 @@ def test_a_leftover_runtime_variable_changes_neither_render_nor_registration(mon
     assert config.resolved is not None and config.nproc_per_node == 8
 
 
+def test_leftover_carried_profiles_change_no_registration(monkeypatch, tmp_path):
+    """A ``KFDEFAULTS_PROFILES`` copied from a parent's pod into a shell is ignored: the call reads its files."""
+    from kfdefaults import carry_profiles
+    from kfdefaults.settings import CARRIED_ENV
+
+    (tmp_path / "gpu-large.yaml").write_text("elastic: {nproc_per_node: 2}\n", encoding="utf-8")
+    carried = carry_profiles(Elastic(profile="gpu-large", team=[str(tmp_path)]))
+    monkeypatch.setenv(CARRIED_ENV, carried[CARRIED_ENV])
+    monkeypatch.setenv("FLYTE_INTERNAL_EXECUTION_ID", "copied")
+    config = Elastic(profile="gpu-large")
+    assert config.resolved is not None and config.nproc_per_node == 8
+
+
 def test_in_a_flyte_task_container_the_registered_settings_are_used(monkeypatch):
     monkeypatch.setenv(RUNTIME_ENV, leftover_runtime_value("gpu-large"))
     with in_a_flyte_task_container(monkeypatch):

@@ -10,6 +10,7 @@ wrote (``error.pb``) is printed on standard error and the exit status is 3.
 """
 
 import os
+import shutil
 import sys
 
 if __name__ == "__main__":
@@ -23,6 +24,7 @@ if __name__ == "__main__":
     from google.protobuf.json_format import MessageToJson
 
     out = os.path.join(workdir, "out")
+    shutil.rmtree(out, ignore_errors=True)  # what an earlier run wrote is not this run's
     templates = {"{{.input}}": inputs, "{{.outputPrefix}}": out, "{{.rawOutputDataPrefix}}": os.path.join(workdir, "raw"),
                  "{{.checkpointOutputPrefix}}": os.path.join(workdir, "ckpt"), "{{.prevCheckpointPrefix}}": ""}
     args = [templates.get(a, a) for a in args]

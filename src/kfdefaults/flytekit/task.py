@@ -153,6 +153,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         :class:`~kfdefaults.flytekit.pod.PrimaryContainer`); says once per default image when the profile's image
         wins over the registration's default image given with ``pyflyte --image``
         (``settings.image_config.default_image``; flytekit's own default, which nobody chose, goes without saying)."""
+        self._refuse_uncarried()
         self._take_registration_resources(settings)
         self._kfdefaults_in_pod = True
         try:
@@ -169,6 +170,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         task prepares it, it is for a map node's ``with_overrides(pod_template=...)``, which flytekit registers
         as the mapped pods' whole pod template (``get_serializable_array_node_map_task``): refused, since it
         cannot be merged with the profile there (:func:`~kfdefaults.flytekit.overrides.map_override_refused`)."""
+        self._refuse_uncarried()
         mapping = getattr(getattr(self, "_get_command_fn", None), "__self__", None)
         if not getattr(self, "_kfdefaults_in_pod", False) and is_map_task(mapping):
             raise map_override_refused(self.name, self.task_config.profile)
@@ -189,8 +191,17 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
     def get_custom(self, settings: Any) -> Any:
         """The plugin's custom config, of the settings the task registers (with the registration's resources,
         :meth:`_take_registration_resources`)."""
+        self._refuse_uncarried()
         self._take_registration_resources(settings)
         return super().get_custom(settings)
+
+    def _refuse_uncarried(self) -> None:
+        """Raise, naming the task, when it is compiled in a pod that has no settings for it: a ``@dynamic``'s pod
+        whose parent carried none for its ``Elastic(...)`` (:func:`kfdefaults.runtime.carry.not_carried`). Never a
+        task without its profile, nor one resolved from the pod's files."""
+        config = self.task_config
+        if isinstance(config, Elastic) and config.deferred_error is not None:
+            raise for_task(config.deferred_error, self.name)
 
     def execute(self, **kwargs: Any) -> Any:
         """Run the task. In a Flyte pod where no settings were registered for its ``Elastic(...)``, raise
