@@ -47,7 +47,6 @@ from ..merge.result import Resolved, SdkObjects
 from ..smp.schema import normalize_version
 from ..targets import Target, default_target, target_named
 from ..check.folders import empty_folder_warnings
-from ..validate.facts import ClusterFacts, load_facts
 from ..validate.files import DefinitionLoader
 from ..validate.fragment import Definition, Fragment
 from ..validate.suggest import closest
@@ -101,7 +100,7 @@ class Pipeline:
         self.cluster_template = cluster_template if self.target.name == "flytekit" else None
         self._cluster: ClusterTemplate | None = None
         self.facts_file = facts
-        self._facts: ClusterFacts | None = None
+        self._facts: Any = None
         self.project = project
         self.lock = lock
         self.require_locked = False
@@ -179,7 +178,7 @@ class Pipeline:
         return self._cluster
 
     @property
-    def facts(self) -> ClusterFacts | None:
+    def facts(self) -> Any:
         """The cluster's facts (:class:`~kfdefaults.validate.facts.ClusterFacts`), read when first asked for;
         ``None`` when none are stated.
 
@@ -187,6 +186,9 @@ class Pipeline:
             ProfileError: the file cannot be read, or a fact is invalid (located).
         """
         if self._facts is None and self.facts_file is not None:
+            # lazy: the facts' models import pydantic (0.45 s measured), which a cached merge never needs
+            from ..validate.facts import load_facts
+
             self._facts = load_facts(self.facts_file.path, self.inputs)
         return self._facts
 
