@@ -151,7 +151,8 @@ def test_carried_profiles_kfdefaults_did_not_write_are_none(monkeypatch):
         return base64.b64encode(gzip.compress(raw, mtime=0)).decode()
 
     assert decode(encode({"k": {"profile": "p"}})) == {"k": {"profile": "p"}}
-    for value in ("not base64!", base64.b64encode(b"not gzip").decode(), packed(json.dumps({"version": 1, "calls": {"k": "x" * MAX_INFLATED}}).encode()),
+    too_big = json.dumps({"version": 1, "calls": {"k": "x" * MAX_INFLATED}}).encode()
+    for value in ("not base64!", base64.b64encode(b"not gzip").decode(), packed(too_big),
                   packed(b"[" * 100_000 + b"]" * 100_000), packed(json.dumps({"version": 2, "calls": {"k": {}}}).encode()),
                   packed(b'{"version": 1, "calls": []}')):
         assert decode(value) == {}, value[:40]

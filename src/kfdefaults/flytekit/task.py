@@ -96,7 +96,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         serializes it (``PythonAutoContainerTask._get_container``), for good. So does kfdefaults, first: they merge
         into the profile's per resource name as ``@task(requests=..., limits=...)`` would, the profile's ``auto``
         values follow them, and a :class:`~kfdefaults.KfdefaultsWarning` at the task's line names what of the
-        profile's resources they replace (:func:`~kfdefaults.k8s.resources.replaced_resources`)."""
+        profile's resources they replace (:func:`kfdefaults.runtime.task_layer.resources_replaced`)."""
         spec = getattr(settings, "default_resources", None)
         given = (getattr(spec, "requests", None), getattr(spec, "limits", None))
         if (self._kfdefaults_config.resolved is None or task_resources(*self._kfdefaults_resources) is not None
@@ -104,7 +104,8 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
             return
         self._kfdefaults_resources = given
         self._task_config, self.pod_template, _ = self._profile_products()
-        said = resources_replaced(self._kfdefaults_config.call_resolved, self.kfdefaults_resolved, task_resources(*given))
+        call = self._kfdefaults_config.call_resolved
+        said = resources_replaced(call, self.kfdefaults_resolved, task_resources(*given)) if call is not None else ""
         if said:
             warn_at(f"pyflyte --resource-requests/--resource-limits on task {self.name} (profile "
                     f"{self.task_config.profile!r}): {said}", self.task_function)
@@ -155,11 +156,11 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         (``settings.image_config.default_image``; flytekit's own default, which nobody chose, goes without saying)."""
         self._refuse_uncarried()
         self._take_registration_resources(settings)
-        self._kfdefaults_in_pod = True
+        self._kfdefaults_building_pod = True
         try:
             pod = super().get_k8s_pod(settings)
         finally:
-            self._kfdefaults_in_pod = False
+            self._kfdefaults_building_pod = False
         found = self._kfdefaults_image
         if pod is not None and found is not None:
             self._say_the_profile_image_wins(found, settings)
@@ -172,7 +173,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         cannot be merged with the profile there (:func:`~kfdefaults.flytekit.overrides.map_override_refused`)."""
         self._refuse_uncarried()
         mapping = getattr(getattr(self, "_get_command_fn", None), "__self__", None)
-        if not getattr(self, "_kfdefaults_in_pod", False) and is_map_task(mapping):
+        if not getattr(self, "_kfdefaults_building_pod", False) and is_map_task(mapping):
             raise map_override_refused(self.name, self.task_config.profile)
         return super()._get_container(settings)
 

@@ -62,7 +62,8 @@ def not_carried(call: str, carried: dict[str, Any], target: str) -> ProfileError
 
 def carry_profiles(*calls: Any) -> dict[str, str]:
     """The environment of a parent task that compiles or submits tasks on profiles in its own pod:
-    ``@dynamic(environment=carry_profiles(train))``, ``flyte.TaskEnvironment(name=..., env_vars=carry_profiles(train_env))``.
+    ``@dynamic(environment=carry_profiles(train))``,
+    ``flyte.TaskEnvironment(name=..., env_vars=carry_profiles(train_env))``.
 
     Each of ``calls`` is a task on a profile (flytekit's, Flyte 2's), a Flyte 2 ``TaskEnvironment`` whose
     ``plugin_config`` is a ``kfdefaults.flyte2.Elastic``, or an ``Elastic(...)`` itself (either SDK's); it names
