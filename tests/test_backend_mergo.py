@@ -186,3 +186,60 @@ def test_the_go_mirror_and_the_kind_table_are_one_generation():
             field = re.fullmatch(r'\t\w+ (\S+) `json:"([^,"]+)[^"]*"`', line)
             fields[field.group(2)] = kind(field.group(1))
     assert mirror == KINDS
+
+
+TEMPLATE_WITH_A_DSHM_VOLUME = """\
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: flyte-template, namespace: flyte}
+template:
+  spec:
+    containers: [{name: default, image: docker.io/rwgrim/docker-noop}]
+    volumes:
+      - name: dshm
+        emptyDir: {medium: Memory, sizeLimit: 64Gi}
+"""
+
+
+def test_a_template_that_defines_the_dshm_volume_warns_of_the_size_it_replaces_not_of_a_missing_volume(oracle, tmp_path):
+    """cpu-small mounts its `dshm` (sizeLimit 1Gi); the cluster's template defines a `dshm` of 64Gi. kfdefaults
+    leaves the profile's volume out, the backend adds the template's: the pod Go's mergo builds from the task
+    flytekit registers mounts a volume that is there, once. render says the size that is replaced, and not that
+    Kubernetes rejects the pod."""
+    from cli_runner import invoke
+
+    template = tmp_path / "template.yaml"
+    template.write_text(TEMPLATE_WITH_A_DSHM_VOLUME, encoding="utf-8")
+    args = ["render", "cpu-small", "--cluster-template", str(template), "--set", "elastic.nnodes=2", "-o", "json"]
+    registered = invoke([*args, "--as", "flyte"])
+    assert registered.exit_code == 0, registered.output
+    pod_spec = json.loads(registered.stdout)["k8sPod"]["podSpec"]
+    [built] = oracle([assemble_case(yaml_spec(template), pod_spec)])
+    pod = canonical(built["ok"], "PodSpec")
+    assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}]
+    [primary] = [c for c in pod["containers"] if c["name"] == "primary"]
+    assert primary["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+
+    job = invoke([*args, "--as", "pytorchjob"])  # the replayed backend builds the same pod
+    worker = json.loads(job.stdout)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["volumes"] == pod["volumes"] and worker["containers"][0]["volumeMounts"] == primary["volumeMounts"]
+
+    for result in (registered, job, invoke(args[:-2])):
+        assert "no layer defines that volume" not in result.stderr and "rejects the pod" not in result.stderr
+        [said] = [line for line in result.stderr.splitlines() if "sizeLimit" in line]
+        assert said.startswith(f"{kfdefaults_profiles()}/cpu-small.yaml:30:22: [builtin] "
+                               "pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit: warning: /dev/shm is the "
+                               f"cluster's PodTemplate's volume `dshm` ({template}:8:15), not this profile's `dshm`: "
+                               "sizeLimit 64Gi in place of 1Gi."), said
+
+
+def yaml_spec(path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["template"]["spec"]
+
+
+def kfdefaults_profiles() -> str:
+    from kfdefaults.layers.builtin import builtin_folder
+
+    return builtin_folder()

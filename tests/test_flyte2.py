@@ -384,9 +384,10 @@ def test_override_merges_the_new_task_layer_over_the_profile_again():
 
 
 def test_what_flyte2s_elastic_does_not_have_is_refused():
-    with pytest.raises(TypeError, match=r"\['start_method'\] \(start_method: Flyte 2's plugin always starts workers "
-                                        "with spawn\\)"):
-        Elastic(profile="gpu-large", start_method="spawn")
+    with pytest.raises(kfdefaults.ProfileError, match=r"^Elastic\(start_method='fork'\): \[task\] elastic.start_method: "
+                                                      "`start_method: fork` cannot run on Flyte 2"):
+        Elastic(profile="gpu-large", start_method="fork")
+    assert Elastic(profile="gpu-large", start_method="spawn").elastic_settings()["start_method"] == "spawn"
     with pytest.raises(TypeError, match="flyte.Resources\\(shm=...\\)"):
         Elastic(profile="gpu-large", increase_shared_mem=True)
     with pytest.raises(kfdefaults.ProfileError) as excinfo:
@@ -398,13 +399,17 @@ def test_what_flyte2s_elastic_does_not_have_is_refused():
         env.task(body)
 
 
-def test_a_profile_missing_in_a_pod_fails_when_its_task_runs_or_is_submitted(monkeypatch):
+def test_a_call_neither_registered_nor_carried_in_a_pod_fails_when_its_task_runs_or_is_submitted(monkeypatch):
+    """In a pod, a call is never resolved from the image's profile files (here: none of that name): its task fails
+    if it runs, or if a parent submits it without having carried its profile (tests/test_compiled_in_a_pod.py)."""
     monkeypatch.setenv("_U_RUN_BASE", "/tmp/run")  # what Flyte 2's backend sets in every task pod
     config = Elastic(profile="no-such-profile-in-this-image")
-    assert config.deferred_error is not None
+    assert config.deferred_error is not None and config.resolved is None
     env = flyte.TaskEnvironment(name="missing", image=IMAGE, plugin_config=config)
     task = env.task(body)
-    with pytest.raises(kfdefaults.ProfileError, match="no profile named 'no-such-profile-in-this-image'"):
+    with pytest.raises(kfdefaults.ProfileError, match=r"^task missing.body: no settings were carried here for "
+                                                      r"Elastic\(profile='no-such-profile-in-this-image'\): this is a "
+                                                      "Flyte 2 parent's pod that submits it"):
         spec(task)  # what a parent task does to submit it: never a task built from the plugin's defaults
     monkeypatch.delenv("_U_RUN_BASE")
     with pytest.raises(kfdefaults.ProfileError):
@@ -671,3 +676,64 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
         "FROM_PROFILE": "yes",
     }
     assert seen["nccl_default_timeout_s"] == 120.0  # the plugin's worker entrypoint applies the collective timeout
+
+
+FORKED_APP = '''\
+import os
+
+import flyte
+
+from kfdefaults.flyte2 import Elastic
+
+TEAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "team")
+env = flyte.TaskEnvironment(name="forked", plugin_config=Elastic(profile="forked", team=TEAM, start_method=None))
+
+
+@env.task
+def train(x: int) -> int:
+    return x
+'''
+
+
+def test_start_method_null_works_as_the_error_of_a_forked_profile_says(tmp_path):
+    """A team's `start_method: fork` cannot run on Flyte 2, and the error says to delete it in a higher layer
+    (`start_method: null`). Both ways of doing so work: `render --set elastic.start_method=null --as flyte` prints
+    the task Flyte 2 serializes, and `Elastic(start_method=None)` defines it; its pod runs torch with spawn."""
+    import asyncio
+    import sys
+
+    from cli_runner import invoke
+    from flyte._internal.runtime.convert import convert_from_native_to_inputs
+    from flyte_pods import container_env, run_a0
+
+    image = tmp_path / "image"
+    (image / "team").mkdir(parents=True)
+    (image / "team" / "forked.yaml").write_text("extends: cpu-small\nelastic:\n  start_method: fork\n", encoding="utf-8")
+    (image / "kfd2_forked.py").write_text(FORKED_APP, encoding="utf-8")
+    team = str(image / "team")
+    refused = invoke(["render", "forked", "--team", team, "--target", "flyte2"])
+    assert refused.exit_code == 1 and "(`start_method: null` in a higher layer)" in refused.stderr
+    rendered = invoke(["render", "forked", "--team", team, "--target", "flyte2", "--set", "elastic.start_method=null",
+                       "--as", "flyte", "-o", "json"])
+    assert rendered.exit_code == 0, rendered.output
+    previewed = json.loads(rendered.stdout)
+
+    sys.path.insert(0, str(image))
+    try:
+        import kfd2_forked
+
+        context = SerializationContext(version="v1", project="p", domain="development", org="o", root_dir=image)
+        template = MessageToDict(translate_task_to_wire(kfd2_forked.train, context).task_template)
+        inputs = asyncio.run(convert_from_native_to_inputs(kfd2_forked.train.native_interface, x=3))
+    finally:
+        sys.path.remove(str(image))
+        sys.modules.pop("kfd2_forked", None)
+    assert template["custom"] == previewed["custom"]
+    registered = json.loads(container_env(template)[RUNTIME_ENV])["elastic"]
+    assert registered == json.loads(container_env(previewed)[RUNTIME_ENV])["elastic"]
+    assert "start_method" not in registered and registered["nproc_per_node"] == 2
+
+    proc, launched = run_a0(image, template, tmp_path / "work", inputs)
+    assert proc.returncode == 0 and len(launched) == 1, proc.stderr[-3000:]
+    assert launched[0]["start_method"] == "spawn" and launched[0]["nproc_per_node"] == 2
+    assert launched[0]["rdzv_configs"] == registered["rdzv_configs"]

@@ -419,6 +419,68 @@ def test_a_leftover_runtime_variable_changes_neither_render_nor_registration(mon
     assert config.resolved is not None and config.nproc_per_node == 8
 
 
+def test_leftover_carried_profiles_change_no_registration(monkeypatch, tmp_path):
+    """A ``KFDEFAULTS_PROFILES`` copied from a parent's pod into a shell is ignored: the call reads its files."""
+    from kfdefaults import carry_profiles
+    from kfdefaults.settings import CARRIED_ENV
+
+    (tmp_path / "gpu-large.yaml").write_text("elastic: {nproc_per_node: 2}\n", encoding="utf-8")
+    carried = carry_profiles(Elastic(profile="gpu-large", team=[str(tmp_path)]))
+    monkeypatch.setenv(CARRIED_ENV, carried[CARRIED_ENV])
+    monkeypatch.setenv("FLYTE_INTERNAL_EXECUTION_ID", "copied")
+    config = Elastic(profile="gpu-large")
+    assert config.resolved is not None and config.nproc_per_node == 8
+
+
+def test_in_a_parents_pod_a_carried_call_merges_what_was_carried_and_carries_it_on(monkeypatch, tmp_path):
+    """In a parent's pod, the call is merged from the carried fragments (its folder and the project's lock file
+    are gone), with the annotations registered (the lock's digest included), and the parent's module, imported
+    there again, carries the same value on (a @dynamic in a @dynamic)."""
+    import importlib
+    import shutil
+    import sys
+
+    from cli_runner import invoke as run_cli
+
+    from kfdefaults import carry_profiles
+    from kfdefaults.k8s.provenance import LOCK_ANNOTATION
+    from kfdefaults.settings import CARRIED_ENV
+
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "pair.yaml").write_text("extends: cpu-small\nelastic: {nproc_per_node: 3}\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n\n[tool.kfdefaults]\nteam = ["team"]\n',
+                                             encoding="utf-8")
+    (tmp_path / "kfd_parent.py").write_text(
+        "from kfdefaults import Elastic, carry_profiles\n\n"
+        "CONFIG = Elastic(profile='pair', max_restarts=1)\nCARRIED = carry_profiles(CONFIG)\n"
+        "OTHER = Elastic(profile='pair')\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(["lock", "pair"]).exit_code == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def parent_module():
+        sys.modules.pop("kfd_parent", None)
+        return importlib.import_module("kfd_parent")
+
+    registered = parent_module()
+    assert LOCK_ANNOTATION in registered.CONFIG.provenance()
+    shutil.rmtree(tmp_path / "team")
+    (tmp_path / "kfdefaults.lock").unlink()
+    monkeypatch.setenv(CARRIED_ENV, registered.CARRIED[CARRIED_ENV])
+    with in_a_flyte_task_container(monkeypatch):
+        in_pod = parent_module()
+    config = in_pod.CONFIG
+    assert config.resolved is not None and config.deferred_error is None
+    assert config.resolved.pod_template_spec == registered.CONFIG.resolved.pod_template_spec
+    assert config.elastic_settings() == registered.CONFIG.elastic_settings()
+    assert config.provenance() == registered.CONFIG.provenance()
+    assert in_pod.CARRIED == registered.CARRIED == carry_profiles(config)
+    other = in_pod.OTHER  # another call: nothing carried for it
+    assert other.resolved is None and "no settings were carried here for Elastic(profile='pair')" in str(
+        other.deferred_error)
+    sys.modules.pop("kfd_parent", None)
+
+
 def test_in_a_flyte_task_container_the_registered_settings_are_used(monkeypatch):
     monkeypatch.setenv(RUNTIME_ENV, leftover_runtime_value("gpu-large"))
     with in_a_flyte_task_container(monkeypatch):

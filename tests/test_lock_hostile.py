@@ -139,6 +139,25 @@ def test_registered_settings_nested_past_what_json_decodes_are_no_settings(monke
     assert registered_settings(InAPod()) == {"key": "k", "elastic": {}}
 
 
+def test_carried_profiles_kfdefaults_did_not_write_are_none(monkeypatch):
+    """``KFDEFAULTS_PROFILES`` in a pod: a value that is not base64, not gzip, inflates past the bound (a gzip
+    bomb), nests past what JSON decodes, or has another version, is no value: the calls find nothing carried."""
+    import base64
+    import gzip
+
+    from kfdefaults.pipeline.carried import MAX_INFLATED, decode, encode
+
+    def packed(raw: bytes) -> str:
+        return base64.b64encode(gzip.compress(raw, mtime=0)).decode()
+
+    assert decode(encode({"k": {"profile": "p"}})) == {"k": {"profile": "p"}}
+    too_big = json.dumps({"version": 1, "calls": {"k": "x" * MAX_INFLATED}}).encode()
+    for value in ("not base64!", base64.b64encode(b"not gzip").decode(), packed(too_big),
+                  packed(b"[" * 100_000 + b"]" * 100_000), packed(json.dumps({"version": 2, "calls": {"k": {}}}).encode()),
+                  packed(b'{"version": 1, "calls": []}')):
+        assert decode(value) == {}, value[:40]
+
+
 def test_a_pyproject_beside_the_profiles_is_not_a_profile(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "vision"\n\n[tool.kfdefaults]\nteam = ["."]\n')
     (tmp_path / "gpu-large.yaml").write_text("pod_template:\n  labels:\n    team: vision\n")

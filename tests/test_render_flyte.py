@@ -239,3 +239,21 @@ def test_the_preview_reads_the_project_of_the_working_folder_with_its_lock(tmp_p
     assert metadata["labels"] == {"team": "vision"}
     assert metadata["annotations"]["kfdefaults.io/lock"] == lock.digest
     assert metadata["annotations"]["kfdefaults.io/digest"] == lock.profiles["gpu-large"]["flytekit"]
+
+
+@pytest.mark.parametrize("target, key, wrong", [("flytekit", "rdzv_backend", "etcd"), ("flyte2", "start_method", "fork")])
+def test_deleting_a_setting_the_sdk_fixes_previews_the_task_the_error_says_to(tmp_path, target, key, wrong):
+    """A setting the SDK fixes (flytekit's c10d rendezvous, Flyte 2's spawn) with another value is an error that
+    says to delete it in a higher layer; `--set elastic.KEY=null` does, for the task `--as flyte` serializes too."""
+    from cli_runner import invoke
+
+    (tmp_path / "odd.yaml").write_text(f"extends: cpu-small\nelastic:\n  {key}: {wrong}\n", encoding="utf-8")
+    base = ["render", "odd", "--team", str(tmp_path), "--target", target]
+    refused = invoke(base)
+    assert refused.exit_code == 1 and f"(`{key}: null` in a higher layer)" in refused.stderr
+    for shape in ("profile", "flyte"):
+        result = invoke([*base, "--set", f"elastic.{key}=null", "--as", shape, "-o", "json"])
+        assert result.exit_code == 0, result.output
+        if shape == "flyte":
+            env = {e["name"]: e["value"] for e in json.loads(result.stdout)["k8sPod"]["podSpec"]["containers"][0]["env"]}
+            assert key not in json.loads(env["KFDEFAULTS_ELASTIC"])["elastic"]

@@ -1,7 +1,8 @@
 """kfdefaults: layered profiles of pod templates and torch elastic settings for Flyte's kfpytorch plugin.
 
 The public surface is small: :func:`resolve` and :class:`Resolved`, :class:`Elastic` (a drop-in for
-``flytekitplugins.kfpytorch.Elastic`` with ``profile=``), :func:`strategic_merge_patch`, and the errors.
+``flytekitplugins.kfpytorch.Elastic`` with ``profile=``), :func:`carry_profiles` (the environment of a parent task
+that compiles tasks on profiles in its pod), :func:`strategic_merge_patch`, and the errors.
 
 A profile travels through the package in the order of its subpackages: :mod:`.read` (files -> documents),
 :mod:`.layers` (where each layer reads), :mod:`.validate` (documents -> fragments), :mod:`.merge` (fragments ->
@@ -29,6 +30,7 @@ _WHERE = {
     "MergeError": ".errors",
     "ProfileError": ".errors",
     "Resolved": ".merge.result",
+    "carry_profiles": ".runtime.carry",
     "resolve": ".api",
     "strategic_merge_patch": ".smp.patch",
 }
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors (the names
     )
     from .flytekit import Elastic  # noqa: F401
     from .merge.result import Resolved  # noqa: F401
+    from .runtime.carry import carry_profiles  # noqa: F401
     from .smp.patch import strategic_merge_patch  # noqa: F401
 
 

@@ -18,6 +18,9 @@ KFDEFAULTS_TARGET          the SDK to render and validate for when ``--target`` 
 KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary container: the settings resolved at
                            registration (:mod:`kfdefaults.runtime`), read only while a task runs in a
                            Flyte container; never set by hand
+KFDEFAULTS_PROFILES        set by :func:`kfdefaults.carry_profiles` in a parent task's container (a ``@dynamic``, a
+                           Flyte 2 task that calls others): the profiles of the tasks it compiles or submits, as
+                           registration read them (:mod:`kfdefaults.runtime.carry`); read only in a Flyte container
 ========================== =====================================================================================
 """
 
@@ -39,6 +42,7 @@ NO_CACHE_ENV = "KFDEFAULTS_NO_CACHE"
 DEBUG_ENV = "KFDEFAULTS_DEBUG"
 TARGET_ENV = "KFDEFAULTS_TARGET"
 RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
+CARRIED_ENV = "KFDEFAULTS_PROFILES"
 
 _OFF = frozenset({"", "0", "false", "no", "off", "n", "f"})
 """Values that leave a flag off, compared case-insensitively: unset and empty, and the usual spellings of no."""

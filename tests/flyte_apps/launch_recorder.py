@@ -40,7 +40,8 @@ def install(path: str, launch: bool = True) -> None:
     api.elastic_launch = _recording(path, api.elastic_launch, launch)
 
 
-def install_flyte2(path: str) -> None:
+def install_flyte2(path: str, launch: bool = True) -> None:
+    """Record each LaunchConfig of Flyte 2's plugin in ``path``; with ``launch=False`` the process then ends."""
     import flyteplugins.pytorch.task as plugin
 
-    plugin.elastic_launch = _recording(path, plugin.elastic_launch)
+    plugin.elastic_launch = _recording(path, plugin.elastic_launch, launch)

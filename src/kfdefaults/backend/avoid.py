@@ -18,7 +18,7 @@ changed (:mod:`.checks`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import Location
 from ..k8s.mounts import is_shm_mount
@@ -31,20 +31,40 @@ from .registered import registered_pod_spec
 JSON = dict
 
 
+class ReplacedShm(NamedTuple):
+    """A ``/dev/shm`` volume of the profile left out for the cluster template's: the pod's ``/dev/shm`` is then
+    the template's volume, its ``emptyDir`` (``sizeLimit``, ``medium``) and not the profile's.
+
+    Attributes:
+        volume: The profile's volume as merged (``{"name": ..., "emptyDir": {...}}``).
+        template_volume: The template's volume the pod mounts at ``/dev/shm`` instead, or ``None`` when the
+            template mounts a volume it does not define (reported on its own).
+        location: Where the template's volume (else its mount) is written.
+    """
+
+    volume: JSON
+    template_volume: JSON | None
+    location: Location
+
+
 class ClusterFragment(Fragment):
     """The cluster layer: deletions the cluster's PodTemplate makes necessary, each located at the template line
     that causes it.
 
     Attributes:
         causes: ``(list field, item index in this fragment's patch)`` -> the template line that made the deletion.
+        replaced: The profile's ``/dev/shm`` volumes left out for the template's (:class:`ReplacedShm`), to say
+            where the template's volume is another (:func:`kfdefaults.check.backend.backend_warnings`).
     """
 
-    __slots__ = ("causes", "default_location")
+    __slots__ = ("causes", "default_location", "replaced")
 
-    def __init__(self, profile: str, cluster: ClusterTemplate, patch: JSON, causes: dict[tuple[str, int], Location]) -> None:
+    def __init__(self, profile: str, cluster: ClusterTemplate, patch: JSON, causes: dict[tuple[str, int], Location],
+                 replaced: list[ReplacedShm] | None = None) -> None:
         super().__init__(profile, LAYER, cluster.path, None, pod_template=patch)
         self.causes = causes
         self.default_location = cluster.location()
+        self.replaced: list[ReplacedShm] = replaced or []
 
     def replace(self, **changes: Any) -> Fragment:
         """A plain :class:`Fragment` cannot hold the causes: the cluster layer is never renamed or changed."""
@@ -59,13 +79,20 @@ class ClusterFragment(Fragment):
         return self.default_location
 
 
-def template_shm_mount(cluster: ClusterTemplate, field: str, name: str, primary: str) -> Location | None:
-    """Where the template gives the task container ``name`` a ``/dev/shm`` mount, if it does."""
+def template_shm(cluster: ClusterTemplate, field: str, name: str, primary: str) -> tuple[JSON, Location] | None:
+    """The ``/dev/shm`` mount the template gives the task container ``name``, and where it is written, if it
+    gives one."""
     for index, container in cluster.layers_for(field, name, primary):
         for j, mount in enumerate(container.get("volumeMounts") or []):
             if isinstance(mount, dict) and is_shm_mount(mount.get("mountPath")):
-                return cluster.location(field, index, "volumeMounts", j, "mountPath")
+                return mount, cluster.location(field, index, "volumeMounts", j, "mountPath")
     return None
+
+
+def template_shm_mount(cluster: ClusterTemplate, field: str, name: str, primary: str) -> Location | None:
+    """Where the template gives the task container ``name`` a ``/dev/shm`` mount, if it does."""
+    found = template_shm(cluster, field, name, primary)
+    return found[1] if found is not None else None
 
 
 def shm_patch(resolved: Resolved, cluster: ClusterTemplate) -> tuple[JSON, dict[tuple[str, int], Location]]:
@@ -130,4 +157,34 @@ def leave_out_duplicate_shm(resolved: Resolved, cluster: ClusterTemplate) -> Res
     patch, causes = shm_patch(resolved, cluster)
     if not patch:
         return resolved
-    return merge_step(resolved, ClusterFragment(resolved.name, cluster, patch, causes))
+    fragment = ClusterFragment(resolved.name, cluster, patch, causes)
+    merged = merge_step(resolved, fragment)
+    fragment.replaced = replaced_shm(resolved, merged, cluster)
+    return merged
+
+
+def replaced_shm(before: Resolved, after: Resolved, cluster: ClusterTemplate) -> list[ReplacedShm]:
+    """The profile's volumes the cluster layer left out (in ``before``, not in ``after``) whose ``/dev/shm`` mount
+    the template serves instead: with the template's ``/dev/shm`` mount of the container that mounted it, else the
+    template's volume of its name."""
+    spec = registered_pod_spec(before)
+    kept = {v.get("name") for v in (after.pod_template_spec.get("spec") or {}).get("volumes") or []}
+    template_volumes = {v.get("name"): (i, v) for i, v in enumerate(cluster.raw_spec.get("volumes") or [])
+                        if isinstance(v, dict)}
+    out = []
+    for volume in spec.get("volumes") or []:
+        name = volume.get("name")
+        if name in kept:
+            continue
+        served_by = name
+        for field in ("containers", "initContainers"):
+            for container in spec.get(field) or []:
+                found = template_shm(cluster, field, container.get("name"), before.primary_container_name)
+                if found is not None and any(m.get("name") == name and is_shm_mount(m.get("mountPath"))
+                                             for m in container.get("volumeMounts") or []):
+                    served_by = found[0].get("name") or served_by
+        index, theirs = template_volumes.get(served_by, (None, None))
+        out.append(ReplacedShm(volume, theirs, cluster.location("volumes", index, "name") if index is not None
+                               else cluster.location()))
+    return out
+

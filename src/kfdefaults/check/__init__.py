@@ -44,7 +44,10 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     Args:
         facts: The cluster's facts (:class:`~kfdefaults.validate.facts.ClusterFacts`), or ``None``.
     """
-    found = check_merged(resolved, shm_headroom(facts)) + deprecations(resolved, own_files)
+    # the cluster's template volumes are the pod's too (Flyte's backend adds them): a mount of one is not missing
+    provided = ({v.get("name") for v in cluster.raw_spec.get("volumes") or [] if isinstance(v, dict)}
+                if cluster is not None and resolved.target.name == "flytekit" else set())
+    found = check_merged(resolved, shm_headroom(facts), provided) + deprecations(resolved, own_files)
     found += [f for f in check_target(resolved) if f.severity != "error"]
     if resolved.target.name == "flytekit":
         found += backend_warnings(resolved, cluster)

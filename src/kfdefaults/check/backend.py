@@ -9,8 +9,10 @@ what the profile says:
   PyTorch plugin's renaming turns into two. They do not depend on the cluster's PodTemplate;
 * **warnings** (:func:`backend_warnings`): a path mounted twice in a container, two volumes of one name, a mount of
   a volume that is not in the pod, a value of the profile the template's wins over (mergo never lets a zero
-  value, ``false``, ``0`` or ``""``, override), and template containers the backend drops. Each needs the
-  cluster's PodTemplate to happen, and is reported only when it involves it.
+  value, ``false``, ``0`` or ``""``, override), a profile's ``/dev/shm`` volume (its ``sizeLimit``, its
+  ``medium``) that the template's replaces (:mod:`kfdefaults.backend.avoid` leaves the profile's out), and
+  template containers the backend drops. Each needs the cluster's PodTemplate to happen, and is reported only
+  when it involves it.
 """
 
 from __future__ import annotations
@@ -18,12 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import Finding, Location, sorted_findings
-from ..k8s.mounts import normal_mount_path
-from ..merge.leaves import same
-from ..merge.provenance import Setter, highest, provenance, where
-from ..merge.result import Resolved
-from ..paths import PathT, Select, format_path
+from ..backend.avoid import ClusterFragment
 from ..backend.cluster import LAYER, ClusterTemplate
 from ..backend.gojson import JSON, canonical, decode
 from ..backend.kinds import SCALAR_TAGS, Kind, fields
@@ -35,6 +32,13 @@ from ..backend.template_merge import (
     PRIMARY_TEMPLATE,
     merge_base_pod_spec_onto_template,
 )
+from ..errors import Finding, Location, sorted_findings
+from ..k8s.mounts import normal_mount_path
+from ..merge.leaves import same
+from ..merge.origins import written_by
+from ..merge.provenance import Setter, highest, provenance, where
+from ..merge.result import Resolved
+from ..paths import PathT, Select, format_path
 
 FIELDS = ("containers", "initContainers")
 SPEC = ("pod_template", "spec")
@@ -126,6 +130,31 @@ class _Checker:
         pod_level = {k: v for k, v in self.spec.items() if k not in FIELDS}
         self.lost_values(SPEC, pod_level, self.pod, ("struct", "PodSpec"), None, None)
         self.dropped_template_containers()
+        self.replaced_shm()
+
+    def replaced_shm(self) -> None:
+        """The profile's ``/dev/shm`` volume left out for the template's (:mod:`kfdefaults.backend.avoid`), where the
+        template's ``emptyDir`` gives another ``sizeLimit`` or ``medium``: the pod gets the template's."""
+        for fragment in self.resolved.fragments:
+            for replaced in fragment.replaced if isinstance(fragment, ClusterFragment) else ():
+                name = replaced.volume.get("name")
+                ours = replaced.volume.get("emptyDir") if isinstance(replaced.volume.get("emptyDir"), dict) else {}
+                theirs = (replaced.template_volume or {}).get("emptyDir")
+                if not ours or replaced.template_volume is None:
+                    continue  # not an emptyDir of the profile's, or a volume the template lacks (said above)
+                theirs = theirs if isinstance(theirs, dict) else {}
+                changed = [key for key in ("sizeLimit", "medium") if key in ours and ours[key] != theirs.get(key)]
+                if not changed:
+                    continue
+                path = (*SPEC, "volumes", Select("name", name), "emptyDir", changed[0])
+                setter = written_by(self.resolved.fragments, path, skip=(LAYER,))  # the profile's, which went
+                said = ", ".join(f"{key} {theirs[key] if key in theirs else 'unset'} in place of {ours[key]}"
+                                 for key in changed)
+                self.warn(path, (
+                    f"/dev/shm is the cluster's PodTemplate's volume `{replaced.template_volume.get('name')}` "
+                    f"({replaced.location}), not this profile's `{name}`: {said}. Flyte's backend "
+                    "adds the template's volume to the pod, so kfdefaults leaves out the profile's; change the "
+                    "template's volume, or mount the profile's at another path"), [setter], replaced.location)
 
     def template_mounts(self, field: str, name: str) -> list[tuple[dict, Location, str]]:
         """The mounts the template gives the task container ``name``: (mount, where, template container)."""

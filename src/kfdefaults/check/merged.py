@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import is_shm_mount
@@ -32,9 +32,10 @@ def deletion(paths: Sequence[PathT], *setters: Setter | None) -> str:
 
 
 class _MergedChecker:
-    def __init__(self, merged: Any, headroom: ShmHeadroom | None = None) -> None:
+    def __init__(self, merged: Any, headroom: ShmHeadroom | None = None, provided_volumes: Collection[str] = ()) -> None:
         self.merged = merged
         self.headroom = headroom
+        self.provided_volumes = provided_volumes
         self.findings: list[Finding] = []
 
     def setter(self, *path: Any) -> Setter | None:
@@ -172,7 +173,8 @@ class _MergedChecker:
         base = (*SPEC, "containers", Select("name", name))
         mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, dict)]
         for mount in mounts:
-            if mount.get("name") is not None and mount.get("name") not in volumes:
+            if mount.get("name") is not None and mount.get("name") not in volumes \
+                    and mount.get("name") not in self.provided_volumes:
                 path = (*base, "volumeMounts", Select("mountPath", mount.get("mountPath")))
                 self.warn(format_path(path),
                           f"container `{name}` mounts volume `{mount.get('name')}` at `{mount.get('mountPath')}`, "
@@ -276,7 +278,8 @@ class _MergedChecker:
             )
 
 
-def check_merged(merged: Any, headroom: ShmHeadroom | None = None) -> list[Finding]:
+def check_merged(merged: Any, headroom: ShmHeadroom | None = None,
+                 provided_volumes: Collection[str] = ()) -> list[Finding]:
     """Warnings for a merged profile whose settings break together at run time.
 
     * ``nproc_per_node`` other than the primary container's GPU limit (``nvidia.com/gpu`` or another
@@ -300,9 +303,11 @@ def check_merged(merged: Any, headroom: ShmHeadroom | None = None) -> list[Findi
         merged: A :class:`kfdefaults.Resolved` (anything with its ``name``, ``elastic_settings``,
             ``pod_template_spec``, ``primary_container_name`` and ``fragments``).
         headroom: The memory a container keeps beside its ``/dev/shm`` (:func:`.shm.shm_headroom`); ``None``: none.
+        provided_volumes: Volumes the pod gets from elsewhere (the cluster's PodTemplate): a mount of one is no
+            mount of a missing volume.
 
     Returns:
         Warnings, each located at the value of the highest layer involved and naming the other values' places.
     """
-    return sorted_findings(_MergedChecker(merged, headroom).run())
+    return sorted_findings(_MergedChecker(merged, headroom, provided_volumes).run())
 

@@ -25,10 +25,12 @@ from .objects import OBJECTS, plugin_kwargs
 __all__ = ["Elastic", "RunPolicy"]
 
 _NOT_IN_FLYTE2 = {
-    "start_method": "Flyte 2's plugin always starts workers with spawn",
     "increase_shared_mem": "kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, or use "
                            "flyte.Resources(shm=...)",
 }
+"""Keyword arguments refused, with why. The settings Flyte 2 fixes (``start_method``, always spawn) are taken as a
+profile file takes them (:data:`~kfdefaults.targets.FLYTE2`'s ``fixed``): ``None`` deletes the value below, the
+fixed value is accepted, another is the target's error at ``Elastic(start_method=...)``."""
 
 
 def run_policy_dict(policy: Any) -> Any:
@@ -57,7 +59,9 @@ class Elastic(PluginElastic):
             ``monitor_interval`` in seconds, ``max_restarts``, ``rdzv_configs``, ``run_policy`` (a ``RunPolicy``
             or a mapping in profile shape), ``nccl_heartbeat_timeout_sec``, ``nccl_async_error_handling``,
             ``nccl_collective_timeout_sec``, ``nccl_enable_monitoring``): the task layer, applied on top of the
-            profile. ``rdzv_configs`` and ``run_policy`` merge per key.
+            profile. ``rdzv_configs`` and ``run_policy`` merge per key. ``start_method``, which Flyte 2 fixes to
+            ``spawn``, is taken as a profile file takes it: ``None`` deletes a lower layer's (the fix the error of
+            a ``start_method: fork`` profile names), ``"spawn"`` is accepted.
 
     Attributes:
         profile: The profile name.
@@ -68,14 +72,14 @@ class Elastic(PluginElastic):
 
     Raises:
         ProfileError: the profile is unknown or invalid, an override is invalid, or the merged profile sets what
-            Flyte 2 cannot honour (``start_method: fork``); ``FILE:LINE:COLUMN`` locations, overrides named
-            ``Elastic(key=...)``. In a Flyte pod the error is kept instead (:attr:`deferred_error`).
-        TypeError: an unknown keyword argument, or ``start_method`` / ``increase_shared_mem``, which Flyte 2's
-            ``Elastic`` does not have.
+            Flyte 2 cannot honour (``start_method: fork``, from a file or ``Elastic(start_method="fork")``);
+            ``FILE:LINE:COLUMN`` locations, overrides named ``Elastic(key=...)``. In a Flyte pod the error is kept
+            instead (:attr:`deferred_error`).
+        TypeError: an unknown keyword argument, or ``increase_shared_mem`` (the profile owns ``/dev/shm``).
     """
 
     def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
-        unknown = sorted(set(overrides) - set(FLYTE2.settings))
+        unknown = sorted(set(overrides) - set(FLYTE2.settings) - set(FLYTE2.fixed))
         if unknown:
             hints = "; ".join(f"{k}: {_NOT_IN_FLYTE2[k]}" for k in unknown if k in _NOT_IN_FLYTE2)
             raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}" + (f" ({hints})" if hints else ""))

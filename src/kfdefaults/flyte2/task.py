@@ -42,7 +42,7 @@ from ..k8s.mounts import SHM_PATH
 from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
-from ..runtime import for_task
+from ..runtime import for_task, resources_replaced
 from ..settings import RUNTIME_ENV
 from ..show.image import (
     ProfileImage,
@@ -143,7 +143,10 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
 
     def override(self, **kwargs: Any) -> Any:
         """Flyte 2's ``TaskTemplate.override``: the task built again, a ``pod_template`` given as its own, merged
-        over the profile.
+        over the profile; ``resources`` merged into the profile's per resource name, as the environment's are,
+        with a :class:`~kfdefaults.KfdefaultsWarning` naming what of the profile's they replace
+        (:func:`kfdefaults.runtime.resources_replaced`: ``gpu=1`` on ``gpu-large``'s 8 GPUs, whose
+        ``nproc_per_node`` stays 8).
 
         Raises:
             KfdefaultsError: a ``pod_template`` is given where this process runs the task on the settings
@@ -155,7 +158,15 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
                    else "this process runs the task on the settings registered with it and reads no profile file")
             raise KfdefaultsError(f"task.override(pod_template=...) on a task on profile {config.profile!r}: "
                                   f"kfdefaults merges the template over the profile, and {why}")
-        return super().override(**kwargs)
+        built = super().override(**kwargs)
+        resources = task_resources(kwargs.get("resources"))
+        resolved = getattr(built, "kfdefaults_resolved", None)
+        call = built.plugin_config.__dict__.get("_call") if isinstance(built.plugin_config, Elastic) else None
+        said = resources_replaced(call.resolved, resolved, resources) if resources and resolved and call else ""
+        if said:  # the override merges per resource name, as the task layer does: say what it replaces
+            warnings.warn(f"task.override(resources=...) on task {built.name} (profile {call.profile!r}): {said}",
+                          KfdefaultsWarning, stacklevel=caller_stacklevel(_CALLERS))
+        return built
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()

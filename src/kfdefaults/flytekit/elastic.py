@@ -27,6 +27,11 @@ from .objects import OBJECTS, plugin_elastic, task_resources
 ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
 """The plugin's ``Elastic`` fields a profile sets (``increase_shared_mem`` is the profile's ``/dev/shm``)."""
 
+ARGUMENTS = ELASTIC_FIELDS + tuple(FLYTEKIT.fixed)
+"""The keyword arguments ``Elastic(...)`` takes: the plugin's fields, and the settings flytekit fixes
+(``rdzv_backend``, always c10d), taken as a profile file takes them: ``None`` deletes a lower layer's (the fix the
+error of an ``rdzv_backend: etcd`` profile names), the fixed value is accepted, another is the target's error."""
+
 def unknown_arguments_message(unknown: list[str]) -> str:
     """Why ``Elastic(...)`` refuses keyword arguments, with the one each was probably meant to be, as the command
     line says it (torchrun's and the PyTorchJob's names included: ``nnode``, ``nprocs``, ``maxReplicas``)."""
@@ -36,7 +41,7 @@ def unknown_arguments_message(unknown: list[str]) -> str:
             parts.append("`increase_shared_mem` (kfdefaults profiles own /dev/shm: give the size in the profile's "
                          "dshm volume, or use @task(shared_memory=...))")
             continue
-        near = closest(name, ELASTIC_FIELDS + ("profile", "platform", "team"))
+        near = closest(name, ARGUMENTS + ("profile", "platform", "team"))
         hint = ELASTIC_SYNONYMS.get(name) or (f"`{near}`" if near else None)  # synonyms come quoted
         parts.append(f"`{name}`" + (f" (did you mean {hint}?)" if hint else ""))
     known = ", ".join(("profile", "platform", "team") + ELASTIC_FIELDS)
@@ -67,7 +72,8 @@ class Elastic(PluginElastic):
         team: Extra team-layer folders (besides ``KFDEFAULTS_TEAM_PATH`` and pyproject.toml).
         **overrides: Fields of the plugin's ``Elastic`` (``nnodes``, ``nproc_per_node``, ``start_method``,
             ``monitor_interval`` in seconds, ``max_restarts``, ``rdzv_configs``, ``run_policy``): the task layer,
-            applied on top of the profile. ``rdzv_configs`` and ``run_policy`` merge per key.
+            applied on top of the profile. ``rdzv_configs`` and ``run_policy`` merge per key. ``rdzv_backend``,
+            which flytekit fixes to ``c10d``, is taken as a profile file takes it (:data:`ARGUMENTS`).
 
     Attributes:
         profile: The profile name.
@@ -85,7 +91,7 @@ class Elastic(PluginElastic):
     def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
         if overrides.get("increase_shared_mem") is False:
             del overrides["increase_shared_mem"]  # what kfdefaults does anyway: a port from the plugin keeps working
-        unknown = sorted(set(overrides) - set(ELASTIC_FIELDS))
+        unknown = sorted(set(overrides) - set(ARGUMENTS))
         if unknown:
             raise TypeError(unknown_arguments_message(unknown))
         if not isinstance(profile, str):

@@ -12,6 +12,10 @@ a node's ``with_overrides`` receives with that one; :meth:`ProfileElasticTask.co
 <kfdefaults.flytekit.task.ProfileElasticTask.compile>` gives each node it creates one. Only that node's method is
 replaced: flytekit's classes are left as they are.
 
+A map node's override (``map_task(task)(...).with_overrides(pod_template=...)``) is registered by flytekit as the
+mapped pods' whole pod template, and the node is the map task's, which never reaches kfdefaults: it is refused
+when registered (:func:`map_override_refused`).
+
 ``with_overrides(shared_memory=...)`` asks Flyte's backend for its ``/dev/shm`` on that node; the node's pod template
 then leaves out the profile's, as ``@task(shared_memory=...)`` does. ``with_overrides(task_config=...)`` is refused:
 flytekit assigns it to the task itself, every node of it in every workflow, while its pod template and registered
@@ -24,6 +28,7 @@ import inspect
 from typing import Any, Callable
 
 from ..errors import KfdefaultsError
+from ..settings import RUNTIME_ENV
 
 OVERRIDE = "with_overrides(pod_template=...)"
 
@@ -92,6 +97,25 @@ def auto_differs(profile: str, registered: dict[str, Any], node: dict[str, Any])
     return KfdefaultsError(f"{OVERRIDE} on a task on profile {profile!r} changes what the profile's auto values give "
                            f"({changed}), and the task registers them once for every node: define another task with "
                            "those resources")
+
+
+def is_map_task(entity: Any) -> bool:
+    """Whether ``entity`` is flytekit's map task (``map_task(task)``, an ``ArrayNodeMapTask``)."""
+    from flytekit.core.array_node_map_task import ArrayNodeMapTask
+
+    return isinstance(entity, ArrayNodeMapTask)
+
+
+def map_override_refused(task: str, profile: str) -> KfdefaultsError:
+    """Why a map node's ``with_overrides(pod_template=...)`` is refused: flytekit registers it as the whole pod
+    template of the mapped pods (``get_serializable_array_node_map_task``), and the node never reaches kfdefaults
+    to merge it, so the pods would run without the profile's ``/dev/shm``, resources and registered settings."""
+    return KfdefaultsError(
+        f"map_task({task}).with_overrides(pod_template=...): flytekit registers the override as the whole pod "
+        f"template of the mapped pods, without profile {profile!r}'s (its /dev/shm, resources, tolerations and the "
+        f"settings registered with the task, {RUNTIME_ENV}), and kfdefaults cannot merge a map node's override: give "
+        "the task the pod template instead, @task(task_config=Elastic(...), pod_template=...), or override a "
+        "workflow node of the task itself")
 
 
 def node_of(outputs: Any) -> Any:

@@ -16,7 +16,8 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
   default image (``pyflyte --image``), each time with a :class:`~kfdefaults.KfdefaultsWarning` saying which won
   (:mod:`kfdefaults.show.image`).
 * A workflow node's ``with_overrides(pod_template=...)`` merges over the profile and ``@task(pod_template=...)``
-  instead of replacing them (:mod:`kfdefaults.flytekit.overrides`).
+  instead of replacing them (:mod:`kfdefaults.flytekit.overrides`); a map node's, which flytekit registers
+  whole as the mapped pods' template, is refused at registration.
 * flytekit writes ``@task(environment=...)`` before the pod template's own variables in the primary
   container, and Kubernetes gives the last of two variables of one name: the profile's would win. The task
   layer wins instead: a profile variable the task sets again is left out of the pod template.
@@ -42,11 +43,12 @@ from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
 
 from ..errors import KfdefaultsWarning, caller_stacklevel, warn_at
 from ..merge.result import Resolved
-from ..runtime import for_task
+from ..runtime import for_task, resources_replaced
 from ..settings import NO_CACHE_ENV, flag
 from ..show.image import ProfileImage, profile_image_wins, task_image_wins
 from .elastic import Elastic
-from .overrides import NodeOverrides, auto_differs, node_of, not_resolved_here
+from .overrides import NodeOverrides, auto_differs, is_map_task, map_override_refused, node_of, not_resolved_here
+from .objects import task_resources
 from .pod import CALLERS, TaskArguments, image_of_a_profile, registered_pod_template
 
 
@@ -66,11 +68,9 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         self._kfdefaults_resources = (kwargs.get("requests"), kwargs.get("limits"))
         self._kfdefaults_image: ProfileImage | None = None  # a profile's image the task registers, to say so
         self._kfdefaults_said: set[str] = set()
+        self._kfdefaults_config = task_config  # the Elastic(...) call's, before the task's resources
         if task_config.resolved is not None:
-            resolved = task_config.resolve_with_pod_template(user_template, *self._kfdefaults_resources)
-            task_config = task_config.with_resolved(resolved)  # nproc_per_node: auto follows the task's GPUs
-            self.kfdefaults_resolved = resolved
-            kwargs["pod_template"], found = profile_products(task_config, resolved, self._kfdefaults_arguments)
+            task_config, kwargs["pod_template"], found = self._profile_products()
             if found is not None and self._kfdefaults_arguments.container_image:
                 warnings.warn(task_image_wins("flytekit", task_config.profile, found), KfdefaultsWarning,
                               stacklevel=caller_stacklevel(CALLERS))
@@ -79,6 +79,36 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         elif user_template is not None:
             kwargs["pod_template"] = copy.deepcopy(user_template)
         super().__init__(task_config=task_config, task_function=task_function, **kwargs)
+
+    def _profile_products(self) -> tuple[Elastic, Any, ProfileImage | None]:
+        """The task's config, pod template and profile image, from the profile merged with the task's own pod
+        template and resources (``nproc_per_node: auto`` follows the task's GPUs)."""
+        config = self._kfdefaults_config
+        resolved = config.resolve_with_pod_template(self._kfdefaults_own_template, *self._kfdefaults_resources)
+        config = config.with_resolved(resolved)
+        self.kfdefaults_resolved = resolved
+        template, found = profile_products(config, resolved, self._kfdefaults_arguments)
+        return config, template, found
+
+    def _take_registration_resources(self, settings: Any) -> None:
+        """``pyflyte register/run --resource-requests/--resource-limits`` (``settings.default_resources``) become
+        the resources of a task that sets none of its own: flytekit assigns them to the task itself when it
+        serializes it (``PythonAutoContainerTask._get_container``), for good. So does kfdefaults, first: they merge
+        into the profile's per resource name as ``@task(requests=..., limits=...)`` would, the profile's ``auto``
+        values follow them, and a :class:`~kfdefaults.KfdefaultsWarning` at the task's line names what of the
+        profile's resources they replace (:func:`kfdefaults.runtime.task_layer.resources_replaced`)."""
+        spec = getattr(settings, "default_resources", None)
+        given = (getattr(spec, "requests", None), getattr(spec, "limits", None))
+        if (self._kfdefaults_config.resolved is None or task_resources(*self._kfdefaults_resources) is not None
+                or task_resources(*given) is None):
+            return
+        self._kfdefaults_resources = given
+        self._task_config, self.pod_template, _ = self._profile_products()
+        call = self._kfdefaults_config.call_resolved
+        said = resources_replaced(call, self.kfdefaults_resolved, task_resources(*given)) if call is not None else ""
+        if said:
+            warn_at(f"pyflyte --resource-requests/--resource-limits on task {self.name} (profile "
+                    f"{self.task_config.profile!r}): {said}", self.task_function)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the task: run it (a local run), or, in a workflow being compiled, add a node that runs it
@@ -124,11 +154,28 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         :class:`~kfdefaults.flytekit.pod.PrimaryContainer`); says once per default image when the profile's image
         wins over the registration's default image given with ``pyflyte --image``
         (``settings.image_config.default_image``; flytekit's own default, which nobody chose, goes without saying)."""
-        pod = super().get_k8s_pod(settings)
+        self._refuse_uncarried()
+        self._take_registration_resources(settings)
+        self._kfdefaults_building_pod = True
+        try:
+            pod = super().get_k8s_pod(settings)
+        finally:
+            self._kfdefaults_building_pod = False
         found = self._kfdefaults_image
         if pod is not None and found is not None:
             self._say_the_profile_image_wins(found, settings)
         return pod
+
+    def _get_container(self, settings: Any) -> Any:
+        """flytekit's container of the task. Asked for outside the task's own pod (:meth:`get_k8s_pod`) while a map
+        task prepares it, it is for a map node's ``with_overrides(pod_template=...)``, which flytekit registers
+        as the mapped pods' whole pod template (``get_serializable_array_node_map_task``): refused, since it
+        cannot be merged with the profile there (:func:`~kfdefaults.flytekit.overrides.map_override_refused`)."""
+        self._refuse_uncarried()
+        mapping = getattr(getattr(self, "_get_command_fn", None), "__self__", None)
+        if not getattr(self, "_kfdefaults_building_pod", False) and is_map_task(mapping):
+            raise map_override_refused(self.name, self.task_config.profile)
+        return super()._get_container(settings)
 
     def _say_the_profile_image_wins(self, found: ProfileImage, settings: Any) -> None:
         from flytekit.configuration.default_images import DefaultImages
@@ -141,6 +188,21 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         self._kfdefaults_said.add(default)
         message = profile_image_wins("flytekit", self.task_config.profile, found, f"{default} (pyflyte --image)")
         warn_at(message, self.task_function)
+
+    def get_custom(self, settings: Any) -> Any:
+        """The plugin's custom config, of the settings the task registers (with the registration's resources,
+        :meth:`_take_registration_resources`)."""
+        self._refuse_uncarried()
+        self._take_registration_resources(settings)
+        return super().get_custom(settings)
+
+    def _refuse_uncarried(self) -> None:
+        """Raise, naming the task, when it is compiled in a pod that has no settings for it: a ``@dynamic``'s pod
+        whose parent carried none for its ``Elastic(...)`` (:func:`kfdefaults.runtime.carry.not_carried`). Never a
+        task without its profile, nor one resolved from the pod's files."""
+        config = self.task_config
+        if isinstance(config, Elastic) and config.deferred_error is not None:
+            raise for_task(config.deferred_error, self.name)
 
     def execute(self, **kwargs: Any) -> Any:
         """Run the task. In a Flyte pod where no settings were registered for its ``Elastic(...)``, raise

@@ -54,3 +54,19 @@ def merge_task_resources(profile: dict[str, Any], task: dict[str, Any]) -> dict[
                 if (request > limit) if overcommit_allowed(resource) else (request != limit):
                     del merged[other_kind][other]
     return {kind: values for kind, values in merged.items() if values}
+
+
+def replaced_resources(profile: dict[str, Any], merged: dict[str, Any]) -> list[str]:
+    """What of the profile's resources a merge with a task's (:func:`merge_task_resources`) replaced or dropped,
+    one phrase each, requests first: ``requests nvidia.com/gpu 8 -> gpu 1``, ``limits memory 2Gi dropped``. Both
+    in a container's ``resources`` shape; a resource whose quantity is unchanged is not named."""
+    out = []
+    for kind in ("requests", "limits"):
+        after = {resource_name(k): (k, v) for k, v in (merged.get(kind) or {}).items()}
+        for key, value in (profile.get(kind) or {}).items():
+            now = after.get(resource_name(key))
+            if now is None:
+                out.append(f"{kind} {key} {value} dropped")
+            elif quantity_value(str(now[1])) != quantity_value(str(value)):
+                out.append(f"{kind} {key} {value} -> {now[0]} {now[1]}")
+    return out

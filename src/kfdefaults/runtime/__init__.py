@@ -16,8 +16,8 @@ import warnings
 from contextvars import ContextVar
 from typing import Any, Mapping, Sequence
 
-from .cache import digest
-from .errors import (
+from ..cache import digest
+from ..errors import (
     Finding,
     KfdefaultsError,
     KfdefaultsWarning,
@@ -25,19 +25,25 @@ from .errors import (
     ProfileError,
     caller_stacklevel,
 )
-from .k8s.models import to_plain
-from .k8s.provenance import provenance_annotations
-from .k8s.resources import merge_task_resources, resource_name
-from .lock import platform_fallback_warning
-from .merge.auto import uses_auto
-from .merge.primary import name_primary_as_the_profile_does
-from .merge.result import Resolved, SdkObjects, copy_plain
-from .pipeline import Pipeline
-from .pipeline.shared import shared_pipeline
-from .settings import RUNTIME_ENV
-from .targets import Target
-from .check.deprecation import deprecations
-from .validate.fragment import Fragment
+from ..k8s.models import to_plain
+from ..k8s.provenance import provenance_annotations
+from ..k8s.resources import merge_task_resources, resource_name
+from ..lock import platform_fallback_warning
+from ..merge.auto import uses_auto
+from ..merge.primary import name_primary_as_the_profile_does
+from ..merge.result import Resolved, SdkObjects, copy_plain
+from ..pipeline import Pipeline
+from ..pipeline.carried import carried_entry, carried_pipeline
+from ..pipeline.shared import shared_pipeline
+from ..settings import RUNTIME_ENV
+from ..targets import Target
+from ..check.deprecation import deprecations
+from ..validate.fragment import Fragment
+from .carry import carried_calls, carry_profiles, not_carried
+from .task_layer import replaced_lists, resources_replaced
+
+__all__ = ["ProfileCall", "carry_profiles", "for_task", "not_registered", "registered_settings", "resources_replaced",
+           "runtime_key"]
 
 SDK_PACKAGES = ("kfdefaults", "flytekit", "flytekitplugins", "flyte", "flyteplugins", "dataclasses")
 """The packages between the user's code and a warning of ``Elastic(...)``, skipped to point at the caller (Flyte 2
@@ -82,29 +88,6 @@ def not_registered(call: str, registered: Mapping[str, Any] | None) -> ProfileEr
     return ProfileError([Finding(Location(call), "", (
         f"no settings were registered for {call}: {why}. In a Flyte pod kfdefaults runs a task on the settings "
         "registered with it and never reads profile files instead; register the task again from this code"))])
-
-
-def replaced_lists(below: Mapping[str, Any], spec: Mapping[str, Any], source: str,
-                   kubernetes_version: str | None = None) -> list[str]:
-    """What a task-layer pod spec (``@task(pod_template=...)``, a node's ``with_overrides``) drops by replacing a
-    PodSpec list that has no merge key (``tolerations``: strategic merge patch replaces it whole, as
-    ``kubectl patch`` does): one message per such list whose items below are not all in the new one."""
-    from .smp.schema import schema_type  # lazy: only a task that passes its own pod template reads the schema
-
-    pod_spec = schema_type("PodSpec", kubernetes_version)
-    out = []
-    for key, items in spec.items():
-        old = below.get(key)
-        if not isinstance(items, list) or not isinstance(old, list) or not old:
-            continue
-        _, meta = pod_spec.lookup_struct(key)
-        dropped = [item for item in old if item not in items]
-        if "merge" not in meta.strategies and dropped:
-            out.append(f"{source} replaces the profile's `{key}` whole (a list without a merge key): its "
-                       f"{len(dropped)} item{'s' * (len(dropped) != 1)} not repeated there are dropped "
-                       f"({', '.join(json.dumps(item, sort_keys=True) for item in dropped[:3])}"
-                       f"{', ...' if len(dropped) > 3 else ''}); repeat them to keep them")
-    return out
 
 
 def for_task(error: ProfileError, task: str) -> ProfileError:
@@ -163,10 +146,11 @@ class ProfileCall:
         resolved: The merged profile; ``None`` in a pod that runs on the registered settings.
         unregistered: In a pod, where no settings were registered for this call, the error its task raises if it
             is the one that runs (:func:`not_registered`): a task runs on what was registered, never on files read
-            again. Another task's call (a sibling in the module, a child a Flyte 2 parent submits) is resolved
-            from the files as usual.
-        deferred_error: In a pod, the error resolving such a call from files, raised only if its task runs or is
-            submitted.
+            again.
+        deferred_error: In a pod, where this call is neither registered nor carried (:mod:`.carry`), the error its
+            task raises if it is compiled or submitted here (a ``@dynamic``'s pod, a Flyte 2 parent's):
+            :func:`~.carry.not_carried`. A call whose profile the parent carries is merged from that, with
+            :attr:`resolved` and :attr:`pipeline` as at registration; a pod never reads profile files.
 
     The project whose ``pyproject.toml`` names the team folders, the platform and the lock file is found from the
     folder of the module calling ``Elastic(...)``, then the working directory: registering from another folder
@@ -187,22 +171,50 @@ class ProfileCall:
         self.pipeline: Pipeline | None = None
         self.task_layer: Fragment | None = None
         self.unregistered: ProfileError | None = None
+        self.carried_provenance: dict[str, str] | None = None
         if sdk.running_a_task():  # in a Flyte pod: what was registered for this call
             registered = registered_settings(sdk)
             if registered is not None and registered.get("key") == self.key:
                 self.settings: dict[str, Any] = registered["elastic"]
                 return
-            # another task's call (a sibling in the module, a child task a Flyte 2 parent submits): resolved as
-            # usual, and an error if its task is the one that runs here
+            # another task's call (a sibling in the module, a child compiled or submitted here): an error if its
+            # task is the one that runs; merged from what the parent carries, else an error if compiled here
             call = f"Elastic(profile={profile!r}{''.join(f', {k}={v!r}' for k, v in overrides.items())})"
             self.unregistered = not_registered(call, registered)
+            carried = carried_calls(sdk)
+            self.settings = copy.deepcopy(dict(target.defaults))
             try:
-                self.settings = self._resolve(platform, team, overrides, labels, sdk)
-            except ProfileError as e:
-                self.deferred_error = e
-                self.settings = copy.deepcopy(dict(target.defaults))
+                if self.key not in carried:
+                    raise not_carried(call, carried, target.name)
+                self.settings = self._resolve_carried(carried[self.key], overrides, labels, sdk)
+            except (ProfileError, KeyError, TypeError, ValueError) as e:
+                self.deferred_error = e if isinstance(e, ProfileError) else not_carried(call, {}, target.name)
             return
         self.settings = self._resolve(platform, team, overrides, labels, sdk)
+
+    def _resolve_carried(self, entry: Any, overrides: dict[str, Any], labels: Mapping[str, str],
+                         sdk: SdkObjects) -> dict[str, Any]:
+        """The call merged from what its parent carried (:func:`~kfdefaults.pipeline.carried.carried_pipeline`): the
+        profile's fragments as registration read them, the task layer of this code on top; said nothing of (its
+        warnings were said at registration).
+
+        Raises:
+            ProfileError: the task layer does not merge (the code is not the code registered).
+            KeyError, TypeError, ValueError: ``entry`` is not what :func:`carry_profiles` writes.
+        """
+        self.pipeline = pipeline = carried_pipeline(entry, sdk)
+        self.carried_provenance = dict(entry["provenance"])
+        self.task_layer = pipeline.task_layer(self.profile, {"elastic": overrides} if overrides else None,
+                                              source="Elastic(...)", labels=labels)
+        self.resolved = pipeline.resolve(self.profile, [self.task_layer])
+        return copy_plain(self.resolved.elastic_settings)
+
+    def carried_entry(self) -> dict[str, Any] | None:
+        """This call's profile as a parent carries it (:func:`~kfdefaults.pipeline.carried.carried_entry`);
+        ``None`` where it has none (a pod running its task on the registered settings, or not carried them)."""
+        if self.pipeline is None or self.resolved is None:
+            return None
+        return carried_entry(self.pipeline, self.profile, self.provenance())
 
     def _resolve(self, platform: list[str], team: list[str], overrides: dict[str, Any], labels: Mapping[str, str],
                  sdk: SdkObjects) -> dict[str, Any]:
@@ -304,11 +316,15 @@ class ProfileCall:
         Raises:
             KfdefaultsError: this call runs on registered settings (in a pod) and has no profile.
         """
+        if self.carried_provenance is not None:  # merged from what a parent carried: registration's annotations
+            return dict(self.carried_provenance)
         if self.pipeline is None:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
         key = (id(self.pipeline), self.profile)
         if _DIGESTS.get(key, (None,))[0] is not self.pipeline:
-            _DIGESTS[key] = (self.pipeline, self.pipeline.resolve(self.profile, check_lock=False).digest())
+            # the file layers alone may not run on the target: the task layer may delete what stops them
+            digest = self.pipeline.resolve(self.profile, check_lock=False, checked=False).digest()
+            _DIGESTS[key] = (self.pipeline, digest)
         lock = self.pipeline.lock
         return provenance_annotations(self.profile, _DIGESTS[key][1], lock.digest if lock is not None else None)
 
