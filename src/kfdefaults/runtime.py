@@ -37,6 +37,7 @@ from .pipeline.shared import shared_pipeline
 from .settings import RUNTIME_ENV
 from .targets import Target
 from .check.deprecation import deprecations
+from .check.replaced import replaced_lists
 from .validate.fragment import Fragment
 
 SDK_PACKAGES = ("kfdefaults", "flytekit", "flytekitplugins", "flyte", "flyteplugins", "dataclasses")
@@ -82,29 +83,6 @@ def not_registered(call: str, registered: Mapping[str, Any] | None) -> ProfileEr
     return ProfileError([Finding(Location(call), "", (
         f"no settings were registered for {call}: {why}. In a Flyte pod kfdefaults runs a task on the settings "
         "registered with it and never reads profile files instead; register the task again from this code"))])
-
-
-def replaced_lists(below: Mapping[str, Any], spec: Mapping[str, Any], source: str,
-                   kubernetes_version: str | None = None) -> list[str]:
-    """What a task-layer pod spec (``@task(pod_template=...)``, a node's ``with_overrides``) drops by replacing a
-    PodSpec list that has no merge key (``tolerations``: strategic merge patch replaces it whole, as
-    ``kubectl patch`` does): one message per such list whose items below are not all in the new one."""
-    from .smp.schema import schema_type  # lazy: only a task that passes its own pod template reads the schema
-
-    pod_spec = schema_type("PodSpec", kubernetes_version)
-    out = []
-    for key, items in spec.items():
-        old = below.get(key)
-        if not isinstance(items, list) or not isinstance(old, list) or not old:
-            continue
-        _, meta = pod_spec.lookup_struct(key)
-        dropped = [item for item in old if item not in items]
-        if "merge" not in meta.strategies and dropped:
-            out.append(f"{source} replaces the profile's `{key}` whole (a list without a merge key): its "
-                       f"{len(dropped)} item{'s' * (len(dropped) != 1)} not repeated there are dropped "
-                       f"({', '.join(json.dumps(item, sort_keys=True) for item in dropped[:3])}"
-                       f"{', ...' if len(dropped) > 3 else ''}); repeat them to keep them")
-    return out
 
 
 def for_task(error: ProfileError, task: str) -> ProfileError:
@@ -266,10 +244,11 @@ class ProfileCall:
         for section, source in sections:
             if section:
                 task.append(self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source))
-                below, resolved = resolved, self.pipeline.resolve(self.profile, task)
-                for message in replaced_lists(below.pod_spec, dict(section).get("spec") or {}, source,
-                                              self.pipeline.kubernetes_version):
-                    warnings.warn(message, KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
+        if len(task) > 1:
+            resolved = self.pipeline.resolve(self.profile, task)
+            for finding in replaced_lists(resolved, layers=("task",)):  # the files' own: render and validate say them
+                warnings.warn(f"{finding.location} {finding.message}", KfdefaultsWarning,
+                              stacklevel=caller_stacklevel(SDK_PACKAGES))
         if resources and uses_auto(resolved.fragments):
             primary = resolved.primary_container_name
             profile = next((c.get("resources") or {} for c in resolved.pod_spec.get("containers", [])

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from ..check.replaced import replaced_lists
 from ..version import __version__
 from ..errors import Finding, KfdefaultsError, Location, ProfileError, sorted_findings
 from ..layers import Project
@@ -113,8 +114,9 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
             locked = set(existing.profiles) if existing else set()
             checked = ([n for n in report.profiles if n in known or n in locked] if mode == "check"
                        else sorted(locked))  # an unknown name the code uses is said at its call
-            changes = _changes(existing, checked, project, kubernetes_version)
-            report.findings += changes
+            said: list[Finding] = []
+            changes = _changes(existing, checked, project, kubernetes_version, said if mode == "check" else None)
+            report.findings += changes + said
             report.changed = bool(changes)
             if mode == "check" or report.errors:
                 return report
@@ -211,9 +213,11 @@ def _exclusive(pyproject: str, exclusive: bool) -> Iterator[None]:
         os.close(fd)
 
 
-def _changes(existing: Lock | None, names: list[str], project: Project, kubernetes_version: str | None) -> list[Finding]:
+def _changes(existing: Lock | None, names: list[str], project: Project, kubernetes_version: str | None,
+             warnings: list[Finding] | None = None) -> list[Finding]:
     """Every difference between the profiles as they resolve now and ``existing``, each profile checked for the
-    targets it was locked for, as ``render`` and ``Elastic(...)`` check them."""
+    targets it was locked for, as ``render`` and ``Elastic(...)`` check them; into ``warnings``, when given, the
+    lists each profile replaces whole with a loss (:func:`kfdefaults.check.replaced.replaced_lists`)."""
     if existing is None:
         return []
     pipelines = {name: Pipeline.discover(project=project, target=target, kubernetes_version=kubernetes_version)
@@ -225,9 +229,12 @@ def _changes(existing: Lock | None, names: list[str], project: Project, kubernet
         locked = existing.profiles.get(name, {})
         for target in [t for t in TARGETS if t in locked] or list(TARGETS)[:1]:
             try:
-                pipelines[target].resolve(name)
+                resolved = pipelines[target].resolve(name)
             except ProfileError as e:
                 found += [f for f in e.findings if f not in found]
+                continue
+            if warnings is not None:
+                warnings += [w for w in replaced_lists(resolved) if w not in warnings]
     return sorted_findings(found)
 
 
@@ -252,6 +259,7 @@ def _lock_data(names: list[str], pipelines: dict[str, Pipeline], project: Projec
                 continue
             entry[target] = resolved.digest()
             entry.setdefault("files", profile_files(resolved, pipeline.catalog, project.root))
+            report.findings += [w for w in replaced_lists(resolved) if w not in report.findings]  # each target alike
         if "files" not in entry:  # valid for no target: the profile itself is broken
             report.findings += [f for f in problems if f not in report.findings]
             continue
