@@ -78,12 +78,14 @@ def resolve(
     overrides: Mapping[str, Any] | None = None,
     kubernetes_version: str | None = None,
     target: Target | str | None = None,
+    project: str | os.PathLike[str] | None = None,
 ) -> Resolved:
     """Merge a profile across its layers: builtin, platform, team, then ``overrides`` as the task layer.
 
     Folders come from the arguments and from every other source of their layer
-    (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the nearest
-    pyproject.toml's ``[tool.kfdefaults] team``). Where the cluster's default PodTemplate is named
+    (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the
+    project's ``[tool.kfdefaults] team``). The project is the ``pyproject.toml`` in ``project`` or the closest
+    folder above it (default: the working directory), never one found from ``platform`` or ``team``. Where the cluster's default PodTemplate is named
     (:mod:`kfdefaults.layers.cluster`), the profile's ``/dev/shm`` is left out where it gives one (docs/backend.md).
 
     Args:
@@ -97,6 +99,8 @@ def resolve(
             (:mod:`kfdefaults.targets`): its plugin's defaults lie below every layer, and
             :attr:`Resolved.elastic` and :attr:`Resolved.pod_template` are its objects. ``None``:
             ``KFDEFAULTS_TARGET``, else the installed SDK (flytekit when both or neither are).
+        project: The project's folder (its ``pyproject.toml`` and ``kfdefaults.lock``); ``None``: the working
+            directory's.
 
     Returns:
         The merged :class:`Resolved` profile.
@@ -114,7 +118,8 @@ def resolve(
     platform, team = folder_arguments(platform, "platform="), folder_arguments(team, "team=")
     chosen = _target(target)
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=SDK_OBJECTS[chosen.name],
-                                 target=chosen, flags=("platform=", "team="))
+                                 target=chosen, flags=("platform=", "team="),
+                                 project=None if project is None else [os.fspath(project)])
     return pipeline.resolve(name, [pipeline.task_layer(name, overrides)])
 
 
@@ -175,6 +180,7 @@ def validate_paths(
     flags: tuple[str, str] = ("--platform", "--team"),
     target: Target | str | None = None,
     cluster_template: str | None = None,
+    project: Sequence[str] | None = None,
 ) -> Report:
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
 
@@ -203,6 +209,8 @@ def validate_paths(
             :mod:`kfdefaults.layers.cluster` finds, a ``_cluster-template.yaml`` of a given platform folder
             included. Each profile is then checked for what Flyte's backend would break in its pod
             (:func:`kfdefaults.check.backend.backend_warnings`).
+        project: The folder of the project whose ``pyproject.toml`` and ``kfdefaults.lock`` count (it, or the
+            closest folder above it); ``None``: the working directory's (:func:`kfdefaults.pipeline.find_project`).
 
     Returns:
         A :class:`Report`; it never raises for bad input.
@@ -212,7 +220,7 @@ def validate_paths(
     """
     findings: list[Finding] = []
     given = _given_files(paths, findings)
-    project = find_project(None, platform, team, True)
+    project = find_project(project)
     try:
         sources = _context_sources(platform, team, layer if paths else None, only, flags, project)
     except ProfileError as e:
@@ -345,6 +353,7 @@ def compare(
     team_against: Sequence[str] | None = None,
     kubernetes_version: str | None = None,
     target: Target | str | None = None,
+    project: Sequence[str] | None = None,
 ) -> tuple[Any, Any]:
     """Resolve both sides of a comparison (:mod:`kfdefaults.show.diff`).
 
@@ -357,7 +366,8 @@ def compare(
     Comparing one profile under two sets of folders, a profile defined on one side only (new in a pull request,
     or deleted by it) is compared with nothing: every leaf is added (or removed).
 
-    Both sides are resolved for ``target`` (as for :func:`resolve`).
+    Both sides are resolved for ``target`` (as for :func:`resolve`), in the project found from ``project`` (the
+    folders it is looked for from; ``None``: the working directory's).
 
     Returns:
         ``(side_a, side_b)``, two :class:`kfdefaults.show.diff.Side`.
@@ -377,7 +387,7 @@ def compare(
                                          (labels[1], b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
         pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=_target(target),
-                                     flags=flags, use_lock=False, **sources)  # a diff compares what changed
+                                     flags=flags, use_lock=False, project=project, **sources)  # what changed
         shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}
         if name_b in (None, name_a) and name not in pipeline.catalog.names():
             # one profile under two sets of folders, defined on one side only: new (or deleted) in the change

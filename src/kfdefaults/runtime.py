@@ -94,8 +94,8 @@ def for_task(error: ProfileError, task: str) -> ProfileError:
 
 PROJECT_FROM: ContextVar[tuple[str, ...] | None] = ContextVar("kfdefaults_project_from", default=None)
 """Set by a preview that defines a task on the user's behalf (``render --as flyte``): the folders the project is
-looked for from, as the command line looks (the working directory, then the folders given), in place of the
-calling module's folder, which is kfdefaults' own or the console script's."""
+looked for from, as the command line found it (the working directory's project, or ``--project``'s), in place of
+the calling module's folder, which is kfdefaults' own or the console script's."""
 
 
 def caller_folder() -> str | None:

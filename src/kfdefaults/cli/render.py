@@ -181,8 +181,8 @@ def _serialize(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any]) ->
             from ..flytekit.preview import flyte_task_template as task_template
         with warnings.catch_warnings(record=True) as said:  # which image wins, as registering the task says it
             warnings.simplefilter("always", KfdefaultsWarning)
-            # the project of the command line (its folder, then the folders given), not kfdefaults' own
-            project = PROJECT_FROM.set((os.getcwd(), *args.team, *args.platform))
+            # the project of the command line (the working directory's, or --project's), not kfdefaults' own
+            project = PROJECT_FROM.set((pipeline.project.root or os.getcwd(),))
             try:
                 data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
             finally:

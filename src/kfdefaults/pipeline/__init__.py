@@ -134,7 +134,8 @@ class Pipeline:
             cluster_template: The ``--cluster-template`` value: a PodTemplate manifest, or ``none``; ``None``
                 looks for one where :mod:`kfdefaults.layers.cluster` says.
             project: The project (:class:`~kfdefaults.layers.Project`), or the folders it is looked for from, in
-                order; ``None``: the working directory, then the ``team`` and ``platform`` folders given.
+                order; ``None``: the working directory's (:func:`find_project`). The ``team`` and ``platform``
+                folders never bring a project of their own.
             use_lock: Hold every profile to the project's ``kfdefaults.lock`` when it has one (``diff`` and
                 ``kfdefaults lock`` itself do not).
             inputs: Where the pipeline records what it reads (a new manifest when not given).
@@ -148,7 +149,7 @@ class Pipeline:
         found: ClusterTemplatePath | None = None
         lock: Lock | None = None
         inputs = Inputs() if inputs is None else inputs
-        project = find_project(project, platform, team, sources.get("pyproject", True), inputs)
+        project = find_project(project, sources.get("pyproject", True), inputs)
         folders = discover_folders(layer_sources(platform, team, project=project, inputs=inputs, **sources), errors,
                                    inputs)
         try:
@@ -300,18 +301,27 @@ class Pipeline:
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def find_project(project: Project | Sequence[str] | None, platform: Iterable[Any], team: Iterable[Any],
-                 pyproject: bool, inputs: Inputs | None = None) -> Project:
-    """The project a pipeline reads: given, or found from the folders given (default: the working directory,
-    then the ``team`` and ``platform`` folders); ``inputs`` records where it was looked for."""
+def find_project(project: Project | Sequence[str] | None, pyproject: bool = True,
+                 inputs: Inputs | None = None) -> Project:
+    """The project a pipeline reads: the one rule of every command (docs/layers.md, "The project").
+
+    The project is the ``pyproject.toml`` in the working directory or the closest folder above it, unless one is
+    named (``--project DIR``: DIR's, or the closest above DIR; ``Elastic(...)``: the calling module's folder, then
+    the working directory). Nothing else brings a project: a ``--platform`` or ``--team`` folder inside another
+    project does not make that project's ``[tool.kfdefaults]`` or ``kfdefaults.lock`` count.
+
+    Args:
+        project: The project, or the folders it is looked for from, in order; ``None``: the working directory.
+        pyproject: ``False`` reads no project (``NO_PROJECT``).
+        inputs: Records where it was looked for.
+    """
     if not pyproject:
         return NO_PROJECT
     if isinstance(project, Project):
         if inputs is not None:
             inputs.update(project.inputs)
         return project
-    starts = list(project) if project is not None else [os.getcwd(), *map(os.fspath, team), *map(os.fspath, platform)]
-    return Project.find(starts, inputs)
+    return Project.find(list(project) if project is not None else [os.getcwd()], inputs)
 
 
 def project_lock(project: Project, inputs: Inputs | None = None) -> Lock | None:
