@@ -49,3 +49,45 @@ def test_the_site_builds_strictly_without_importing_flytekit_or_torch(tmp_path: 
     assert "kfdefaults validate" in cli and "--team-against" in cli  # the help of every command
     api = (site / "reference/python-api/index.html").read_text(encoding="utf-8")
     assert "strategic_merge_patch" in api and ":class:" not in api
+
+
+def _docs_hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "scripts" / "docs_hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_reference_pages_are_committed_and_current() -> None:
+    """The reference pages are files of the repository (readable in a clone and on the code host), and what the code
+    generates now: `python scripts/docs_hooks.py` writes them again."""
+    hooks = _docs_hooks()
+    assert set(hooks.GENERATED) == {"reference/profile-file.md", "reference/builtin-profiles.md", "reference/cli.md",
+                                    "reference/kfdefaults.schema.json"}
+    assert hooks.stale() == [], "run `python scripts/docs_hooks.py` and commit the pages it writes"
+
+
+def test_the_profile_file_reference_says_each_type_once() -> None:
+    page = (REPO / "docs" / "reference" / "profile-file.md").read_text(encoding="utf-8")
+    assert "or null" not in page  # every field may be null (it deletes): the page says so once, at the top
+    assert "| `labels` | mapping of string to string | Pod labels. |" in page
+
+
+def test_every_relative_link_of_the_docs_and_readme_names_a_file_of_the_repository() -> None:
+    """A link works in a clone and on the code host as on the site: it names a file that is in the repository."""
+    import re
+
+    link = re.compile(r"\]\(([^)\s]+)\)")
+    broken = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)  # code is not a link
+        text = re.sub(r"`[^`\n]*`", "", text)
+        for target in link.findall(text):
+            path = target.split("#", 1)[0]
+            if not path or re.match(r"[a-z]+:", path):
+                continue
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert broken == []
