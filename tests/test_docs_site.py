@@ -91,3 +91,49 @@ def test_every_relative_link_of_the_docs_and_readme_names_a_file_of_the_reposito
             if not (page.parent / path).exists():
                 broken.append(f"{page.relative_to(REPO)}: {target}")
     assert broken == []
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    import re
+
+    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_the_readmes_examples_run_as_written(tmp_path: Path) -> None:
+    """Each `$ kfdefaults ...` line of the README's console blocks, run in an empty folder as a newcomer would
+    (comments and all), and each Python example: none fails, none names a file the reader does not have."""
+    import shlex
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") or k == "KFDEFAULTS_CACHE_DIR"}
+    commands = [line[2:] for block in _blocks(readme, "console") for line in block.splitlines()
+                if line.startswith("$ kfdefaults ")]
+    assert len(commands) >= 8
+    kfdefaults = str(Path(sys.executable).parent / "kfdefaults")
+    for command in commands:
+        argv = shlex.split(command, comments=True)
+        proc = subprocess.run([kfdefaults, *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == (1 if argv[1] == "diff" else 0), (command, proc.stderr)  # diff: 1 is "different"
+        assert proc.stdout, command
+    for i, code in enumerate(_blocks(readme, "python")):
+        (tmp_path / f"example{i}.py").write_text(code, encoding="utf-8")
+        proc = subprocess.run([sys.executable, f"example{i}.py"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, (code, proc.stderr)
+
+
+def test_the_install_advice_names_the_extras_that_exist_and_agrees() -> None:
+    """The README and Getting started give one story: not on PyPI yet, the core without an SDK, an extra per SDK
+    (each an extra of pyproject.toml)."""
+    import re
+    import tomllib
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+    pages = {name: (REPO / name).read_text(encoding="utf-8") for name in ("README.md", "docs/getting-started.md")}
+    for name, text in pages.items():
+        named = set(re.findall(r"kfdefaults\[([a-z0-9]+)\]", text)) | set(re.findall(r"'\.\[([a-z0-9]+)\]'", text))
+        assert named and named <= extras, (name, named - extras)
+        assert {"flytekit", "flyte2"} <= named, name
+        assert "not on PyPI yet" in text, name
+        assert "needs Python 3.9 or later, `flytekit`" not in text  # the core needs no SDK
