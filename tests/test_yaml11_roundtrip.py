@@ -29,7 +29,7 @@ def test_rendered_strings_survive_kubectl(kubectl, tmp_path, tricky_profile):
     result = run_cli(["render", "tricky", "--team", str(tricky_profile), "--as", "podtemplate"])
     assert result.exit_code == 0, result.output
     manifest = tmp_path / "tricky.yaml"
-    manifest.write_text(result.output, encoding="utf-8")
+    manifest.write_text(result.stdout, encoding="utf-8")
     out = subprocess.run([kubectl, "patch", "--local", "-f", str(manifest), "--type", "strategic", "-p", "{}", "-o", "json"],
                          check=True, capture_output=True, text=True)
     template = json.loads(out.stdout)["template"]
@@ -42,5 +42,5 @@ def test_rendered_profile_reads_back_the_same_with_a_yaml_1_1_reader(tricky_prof
     import yaml
 
     result = run_cli(["render", "tricky", "--team", str(tricky_profile)])
-    profile = yaml.safe_load(result.output)  # PyYAML resolves YAML 1.1 scalars
+    profile = yaml.safe_load(result.stdout)  # PyYAML resolves YAML 1.1 scalars
     assert profile["pod_template"]["annotations"] == {f"l{i}": v for i, v in enumerate(TRICKY)}

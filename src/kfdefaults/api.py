@@ -33,7 +33,8 @@ from .layers import (
 from .layers.flags import folder_arguments
 from .lock import Lock
 from .merge.result import Resolved
-from .pipeline import Pipeline, find_project, or_report, project_lock
+from .pipeline import Pipeline
+from .pipeline.project import find_project, or_report, project_lock
 from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
@@ -41,29 +42,23 @@ from .targets import Target, default_target, target_named
 __all__ = ["Report", "Resolved", "compare", "resolve", "validate_paths"]
 
 
-class _FlytekitObjects:
-    """flytekit's objects for :class:`Resolved` (:data:`kfdefaults.flytekit.objects.OBJECTS`), imported when first
-    asked for: flytekit takes over a second to import."""
+class _SdkObjects:
+    """An SDK's objects for :class:`Resolved` (``OBJECTS`` of :mod:`kfdefaults.flytekit.objects` or
+    :mod:`kfdefaults.flyte2.objects`), imported when first asked for: flytekit takes over a second to import, and
+    Flyte 2's PyTorch plugin imports torch (several seconds)."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
 
     def __getattr__(self, name: str) -> Any:
-        from .flytekit.objects import OBJECTS  # lazy: imports flytekit (over a second)
+        import importlib
 
-        return getattr(OBJECTS, name)
-
-
-class _Flyte2Objects:
-    """Flyte 2's objects for :class:`Resolved` (:data:`kfdefaults.flyte2.objects.OBJECTS`), imported when first
-    asked for: the PyTorch plugin imports torch (several seconds)."""
-
-    def __getattr__(self, name: str) -> Any:
-        # lazy: imports flyte (half a second), and its PyTorch plugin torch
-        from .flyte2.objects import OBJECTS
-
-        return getattr(OBJECTS, name)
+        # lazy: imports the SDK (a second or more), only when one of its objects is asked for
+        return getattr(importlib.import_module(self.module, __package__).OBJECTS, name)
 
 
-FLYTEKIT_OBJECTS = _FlytekitObjects()
-FLYTE2_OBJECTS = _Flyte2Objects()
+FLYTEKIT_OBJECTS = _SdkObjects(".flytekit.objects")
+FLYTE2_OBJECTS = _SdkObjects(".flyte2.objects")
 SDK_OBJECTS = {"flytekit": FLYTEKIT_OBJECTS, "flyte2": FLYTE2_OBJECTS}
 """Target name -> what builds its SDK's objects for :attr:`Resolved.elastic` and :attr:`Resolved.pod_template`."""
 
@@ -80,12 +75,14 @@ def resolve(
     overrides: Mapping[str, Any] | None = None,
     kubernetes_version: str | None = None,
     target: Target | str | None = None,
+    project: str | os.PathLike[str] | None = None,
 ) -> Resolved:
     """Merge a profile across its layers: builtin, platform, team, then ``overrides`` as the task layer.
 
     Folders come from the arguments and from every other source of their layer
-    (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the nearest
-    pyproject.toml's ``[tool.kfdefaults] team``). Where the cluster's default PodTemplate is named
+    (``KFDEFAULTS_PLATFORM_PATH``, the ``kfdefaults.platform`` entry points, ``KFDEFAULTS_TEAM_PATH``, the
+    project's ``[tool.kfdefaults] team``). The project is the ``pyproject.toml`` in ``project`` or the closest
+    folder above it (default: the working directory), never one found from ``platform`` or ``team``. Where the cluster's default PodTemplate is named
     (:mod:`kfdefaults.layers.cluster`), the profile's ``/dev/shm`` is left out where it gives one (docs/backend.md).
 
     Args:
@@ -99,6 +96,8 @@ def resolve(
             (:mod:`kfdefaults.targets`): its plugin's defaults lie below every layer, and
             :attr:`Resolved.elastic` and :attr:`Resolved.pod_template` are its objects. ``None``:
             ``KFDEFAULTS_TARGET``, else the installed SDK (flytekit when both or neither are).
+        project: The project's folder (its ``pyproject.toml`` and ``kfdefaults.lock``); ``None``: the working
+            directory's.
 
     Returns:
         The merged :class:`Resolved` profile.
@@ -116,7 +115,8 @@ def resolve(
     platform, team = folder_arguments(platform, "platform="), folder_arguments(team, "team=")
     chosen = _target(target)
     pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=SDK_OBJECTS[chosen.name],
-                                 target=chosen, flags=("platform=", "team="))
+                                 target=chosen, flags=("platform=", "team="),
+                                 project=None if project is None else [os.fspath(project)])
     return pipeline.resolve(name, [pipeline.task_layer(name, overrides)])
 
 
@@ -179,6 +179,7 @@ def validate_paths(
     cluster_template: str | None = None,
     facts: str | None = None,
     nodes: str | None = None,
+    project: Sequence[str] | None = None,
 ) -> Report:
     """Validate profile files and folders: each file, the ``extends`` of each, and each profile merged.
 
@@ -211,6 +212,8 @@ def validate_paths(
             as for the template. It is checked like a profile, and its ``shm_headroom`` counts.
         nodes: The cluster's node list (``kubectl get nodes -o json``), over the one the facts name. With node
             pools known, a profile that fits none is warned about (:func:`kfdefaults.check.fit_causes.misfit_warning`).
+        project: The folder of the project whose ``pyproject.toml`` and ``kfdefaults.lock`` count (it, or the
+            closest folder above it); ``None``: the working directory's (:func:`kfdefaults.pipeline.find_project`).
 
     Returns:
         A :class:`Report`; it never raises for bad input.
@@ -220,7 +223,7 @@ def validate_paths(
     """
     findings: list[Finding] = []
     given = _given_files(paths, findings)
-    project = find_project(None, platform, team, True)
+    project = find_project(project)
     try:
         sources = _context_sources(platform, team, layer if paths else None, only, flags, project)
     except ProfileError as e:
@@ -366,6 +369,7 @@ def compare(
     target: Target | str | None = None,
     facts: str | None = None,
     nodes: str | None = None,
+    project: Sequence[str] | None = None,
 ) -> tuple[Any, Any]:
     """Resolve both sides of a comparison (:mod:`kfdefaults.show.diff`).
 
@@ -378,7 +382,8 @@ def compare(
     Comparing one profile under two sets of folders, a profile defined on one side only (new in a pull request,
     or deleted by it) is compared with nothing: every leaf is added (or removed).
 
-    Both sides are resolved for ``target`` (as for :func:`resolve`). Where a side knows the cluster's node pools
+    Both sides are resolved for ``target`` (as for :func:`resolve`), in the project found from ``project`` (the
+    folders it is looked for from; ``None``: the working directory's). Where a side knows the cluster's node pools
     (``nodes``, ``facts``, or the facts of its own platform folders), it is judged against them
     (:func:`kfdefaults.check.fit.fit`): a pool the profile fits on one side only is a difference.
 
@@ -400,7 +405,7 @@ def compare(
                                          (labels[1], b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
         pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=_target(target),
-                                     flags=flags, use_lock=False, facts=facts, nodes=nodes,
+                                     flags=flags, use_lock=False, facts=facts, nodes=nodes, project=project,
                                      **sources)  # a diff compares what changed
         shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}
         if name_b in (None, name_a) and name not in pipeline.catalog.names():

@@ -1,10 +1,10 @@
 """Step 5, check: a merged profile (:class:`~kfdefaults.merge.result.Resolved`) -> its errors and warnings.
 
 What no single file can say, once the layers are merged: settings that break together at run time
-(:mod:`.merged`), what the target SDK cannot honour (:mod:`.target`), deprecated profiles (:mod:`.deprecation`),
-what Flyte's backend would break in the pod (:mod:`.backend`), folders that hold no profile
-(:mod:`.folders`), and, with the cluster's node pools, whether its pods schedule on them (:mod:`.fit`,
-:mod:`.fit_causes`). Each check is located at the value, layer and line that makes the problem.
+(:mod:`.merged`), a list replaced whole (:mod:`.replaced`), what the target SDK cannot honour (:mod:`.target`),
+deprecated profiles (:mod:`.deprecation`), what Flyte's backend would break in the pod (:mod:`.backend`), folders
+that hold no profile (:mod:`.folders`), and, with the cluster's node pools, whether its pods schedule on them
+(:mod:`.fit`, :mod:`.fit_causes`). Each check is located at the value, layer and line that makes the problem.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .apiserver import api_server_errors
 from .backend import backend_errors, backend_warnings
 from .deprecation import deprecations
 from .merged import check_merged
+from .replaced import replaced_lists
 from .shm import shm_headroom
 from .target import check_target
 
@@ -35,7 +36,8 @@ def errors(resolved: Resolved) -> list[Finding]:
 def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Collection[str] = (), *,
              pools: Sequence[Any] | None = None, facts: Any = None) -> list[Finding]:
     """What a merged profile should not do, unsorted: settings that break together (:func:`.merged.check_merged`,
-    a ``/dev/shm`` that leaves less memory than the facts' ``shm_headroom``), a deprecated profile or parent
+    a ``/dev/shm`` that leaves less memory than the facts' ``shm_headroom``), a list a layer replaces whole,
+    dropping items of the list below it (:func:`.replaced.replaced_lists`), a deprecated profile or parent
     (:func:`.deprecation.deprecations`; one declared by ``own_files``, the files ``validate`` was given, is a
     note), the target's warnings, for flytekit what the cluster's PodTemplate would break in it
     (:func:`.backend.backend_warnings`), and, with the cluster's ``pools``
@@ -47,7 +49,8 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     # the cluster's template volumes are the pod's too (Flyte's backend adds them): a mount of one is not missing
     provided = ({v.get("name") for v in cluster.raw_spec.get("volumes") or [] if isinstance(v, dict)}
                 if cluster is not None and resolved.target.name == "flytekit" else set())
-    found = check_merged(resolved, shm_headroom(facts), provided) + deprecations(resolved, own_files)
+    found = check_merged(resolved, shm_headroom(facts), provided) + replaced_lists(resolved)
+    found += deprecations(resolved, own_files)
     found += [f for f in check_target(resolved) if f.severity != "error"]
     if resolved.target.name == "flytekit":
         found += backend_warnings(resolved, cluster)

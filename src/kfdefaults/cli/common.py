@@ -69,12 +69,17 @@ def chosen_target(args: argparse.Namespace, inputs: Any = None) -> tuple[Any, st
 
 def add_layer_options(p: argparse.ArgumentParser, *, only: bool = True) -> None:
     """``--platform DIR`` and ``--team DIR`` (each repeatable) add a folder to their layer; ``--only-platform DIR``
-    and ``--only-team DIR`` make the layer read those folders alone. A bad folder is bad input (exit 1), found
+    and ``--only-team DIR`` make the layer read those folders alone; ``--project DIR`` names the project (else the
+    working directory's: :func:`kfdefaults.pipeline.find_project`). A bad folder is bad input (exit 1), found
     when read."""
     p.add_argument("--platform", action="append", default=[], metavar="DIR",
                    help="A platform-layer folder (repeatable); adds to KFDEFAULTS_PLATFORM_PATH and entry points.")
     p.add_argument("--team", action="append", default=[], metavar="DIR",
                    help="A team-layer folder (repeatable); adds to KFDEFAULTS_TEAM_PATH and pyproject.toml.")
+    p.add_argument("--project", default=None, metavar="DIR",
+                   help="The project whose pyproject.toml ([tool.kfdefaults]) and kfdefaults.lock count: the one in "
+                        "DIR or the closest folder above it. Default: the working directory's; a --platform or "
+                        "--team folder never brings its own.")
     if only:
         p.add_argument("--only-platform", action="append", default=[], metavar="DIR",
                        help="The platform layer is this folder alone (repeatable): no KFDEFAULTS_PLATFORM_PATH, no "
@@ -86,8 +91,15 @@ def add_layer_options(p: argparse.ArgumentParser, *, only: bool = True) -> None:
 
 def layer_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
     """The layer options as keyword arguments of :meth:`kfdefaults.pipeline.Pipeline.discover`
-    (``platform``, ``team``, ``only``, ``flags``); ``--team`` with ``--only-team`` is a usage mistake."""
-    out: dict[str, Any] = {"platform": args.platform, "team": args.team, "only": []}
+    (``platform``, ``team``, ``only``, ``flags``, ``project``); ``--team`` with ``--only-team`` is a usage
+    mistake, and so is ``--project DIR`` where neither DIR nor a folder above it holds a ``pyproject.toml``."""
+    from ..layers.pyproject import nearest_pyproject
+
+    out: dict[str, Any] = {"platform": args.platform, "team": args.team, "only": [], "project": None}
+    if getattr(args, "project", None) is not None:
+        if nearest_pyproject(args.project) is None:
+            p.error(f"--project {args.project}: no pyproject.toml in it or in a folder above it")
+        out["project"] = [args.project]
     flags = ["--platform", "--team"]
     for i, layer in enumerate(("platform", "team")):
         alone = getattr(args, f"only_{layer}", None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_cluster_facts, add_kubernetes_version, add_layer_options, is_terminal, parser
+from .common import add_cluster_facts, add_kubernetes_version, add_layer_options, is_terminal, layer_arguments, parser
 from .common import run as run_body
 
 
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
         a, b = compare(args.name_a, args.name_b, platform=args.platform, team=args.team,
                        platform_against=args.platform_against or None, team_against=args.team_against or None,
-                       kubernetes_version=args.kubernetes_version, facts=args.facts, nodes=args.nodes)
+                       kubernetes_version=args.kubernetes_version, facts=args.facts, nodes=args.nodes,
+                       project=layer_arguments(build("kfdefaults diff"), args)["project"])
         return show_diff(a, b, args.output or ("table" if is_terminal() else "text"))
 
     return run_body(body, error_code=2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import Any
 
@@ -100,7 +101,9 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
     resolved = pipeline.resolve(args.name, [task])
-    err(f"kfdefaults: target {target.name} ({why})")  # on standard error, as the warnings: the output stays clean
+    said = target_line(target, why, resolved, args.as_)
+    if said:
+        err(said)  # on standard error, as the warnings: the output stays clean
     findings = pipeline.warnings(resolved)
     if args.as_ in ("flyte", "pytorchjob"):
         report(findings)
@@ -128,6 +131,43 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
         data = order_profile(resolved.to_dict(), pipeline.kubernetes_version)
     encoding = output_encoding()
     out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
+
+
+CHOSEN = ("--target", "KFDEFAULTS_TARGET", "the installed SDK")
+"""The reasons of :func:`~.common.chosen_target` that settle the target: asked for, or the one SDK installed."""
+
+
+def target_line(target: Any, why: str, resolved: Any, as_: str) -> str | None:
+    """``kfdefaults: target flytekit (...)``, where the choice of the target is ambiguous and matters; else ``None``.
+
+    Ambiguous: neither ``--target`` nor ``KFDEFAULTS_TARGET`` chose it, and both SDKs are installed, or neither
+    (:func:`kfdefaults.targets.default_target` then takes flytekit). Matters: ``--as flyte`` prints one SDK's
+    TaskTemplate, always; the profile (and ``--explain``) where a setting both plugins take (``monitor_interval``,
+    ``max_restarts``, ...: :attr:`~kfdefaults.targets.Target.settings`) merges to another value over the other
+    plugin's defaults (flytekit's ``monitor_interval`` 5, Flyte 2's 3, where no layer sets it); the line names those
+    values. A key only one SDK has (``start_method``, the ``nccl_*`` settings) is that SDK's, not a choice the merge
+    makes. ``--as podtemplate`` prints the pod template, which the target does not change. The other target's
+    settings are the merge of the same fragments for it (:func:`kfdefaults.merge.fold.merge_fragments`, kept in the
+    cache as every merge is).
+    """
+    if why in CHOSEN or as_ in ("podtemplate", "pytorchjob"):
+        return None
+    if as_ == "flyte":
+        return f"kfdefaults: target {target.name} ({why})"
+    from ..merge.fold import merge_fragments
+    from ..merge.leaves import same
+    from ..targets import TARGETS
+
+    other = next(t for t in TARGETS.values() if t.name != target.name)
+    fragments = [f for f in resolved.fragments if f.layer != "cluster"]
+    theirs = merge_fragments(resolved.name, fragments, kubernetes_version=resolved.kubernetes_version,
+                             target=other).elastic_settings
+    ours = resolved.elastic_settings
+    differ = [f"{k} {json.dumps(theirs.get(k))} (not {json.dumps(ours.get(k))})" for k in target.settings
+              if k in other.settings and not same(ours.get(k), theirs.get(k))]
+    if not differ:
+        return None
+    return f"kfdefaults: target {target.name} ({why}); for {other.name}: {', '.join(differ)}"
 
 
 def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str,
@@ -185,8 +225,8 @@ def _serialize(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any]) ->
             from ..flytekit.preview import flyte_task_template as task_template
         with warnings.catch_warnings(record=True) as said:  # which image wins, as registering the task says it
             warnings.simplefilter("always", KfdefaultsWarning)
-            # the project of the command line (its folder, then the folders given), not kfdefaults' own
-            project = PROJECT_FROM.set((os.getcwd(), *args.team, *args.platform))
+            # the project of the command line (the working directory's, or --project's), not kfdefaults' own
+            project = PROJECT_FROM.set((pipeline.project.root or os.getcwd(),))
             try:
                 data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
             finally:

@@ -95,7 +95,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _lock_digest(pipeline: Any) -> str | None:
     """The digest of the project's ``kfdefaults.lock`` (``None`` without one, or when it is broken)."""
     from ..errors import ProfileError
-    from ..pipeline import project_lock
+    from ..pipeline.project import project_lock
 
     try:
         lock = project_lock(pipeline.project)

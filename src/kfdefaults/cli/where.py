@@ -13,9 +13,10 @@ from .common import run as run_body
 
 
 def build(prog: str) -> argparse.ArgumentParser:
-    p = parser(prog, "Show where profiles come from: every source of every layer, in the order they are read, with\n"
-                     "the folders each gave and the profiles in them; with NAME, the files that make NAME, lowest\n"
-                     "first (the parents of `extends` before the profile, each layer in turn).")
+    p = parser(prog, "Show where profiles come from: the project (the pyproject.toml every command reads), every\n"
+                     "source of every layer, in the order they are read, with the folders each gave and the profiles\n"
+                     "in them; with NAME, the files that make NAME, lowest first (the parents of `extends` before the\n"
+                     "profile, each layer in turn).")
     p.add_argument("name", metavar="NAME", nargs="?")
     add_layer_options(p)
     p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="text (the default) or json.")
@@ -29,11 +30,17 @@ def run(args: argparse.Namespace) -> int:
 def _where(args: argparse.Namespace) -> int:
     from ..layers import layer_sources
     from ..pipeline import Pipeline
+    from ..pipeline.project import find_project
     from ..show.output import output_encoding, to_json
 
     layers = layer_arguments(build("kfdefaults where"), args)
-    report_ = {"layers": [{"layer": layer, "sources": [_source(source) for source in sources]}
-                          for layer, sources in layer_sources(**layers).items()]}
+    start = (layers["project"] or [os.getcwd()])[0]
+    layers["project"] = project = find_project(layers["project"])  # the one every command finds, shown
+    report_: dict[str, Any] = {
+        "project": {"pyproject": project.pyproject, "from": os.path.abspath(start),
+                    "named_by": "--project" if args.project else "the working directory"},
+        "layers": [{"layer": layer, "sources": [_source(source) for source in sources]}
+                   for layer, sources in layer_sources(**layers).items()]}
     status = 0
     if args.name:
         try:
@@ -96,11 +103,11 @@ def describe(source: Any) -> str:
         return "installed packages (entry-point group kfdefaults.platform)"
     if isinstance(source, PyprojectSource):
         found = source.project.pyproject
-        return f"[tool.kfdefaults] team in {found}" if found else "[tool.kfdefaults] team (no pyproject.toml here or above)"
+        return f"[tool.kfdefaults] team in {found}" if found else "[tool.kfdefaults] team (no project)"
     if isinstance(source, DeclaredPlatformSource):
         found = source.project.pyproject
         if not found:
-            return "[tool.kfdefaults] platform (no pyproject.toml here or above)"
+            return "[tool.kfdefaults] platform (no project)"
         try:
             declared = [entry for _, entry in source.project.paths("platform", "")]
         except ProfileError:
@@ -113,7 +120,12 @@ def describe(source: Any) -> str:
 
 
 def _text(data: dict[str, Any]) -> list[str]:
-    lines = []
+    project = data["project"]
+    if project["pyproject"]:
+        lines = [f"project: {project['pyproject']} (found from {project['named_by']}, {project['from']}); its "
+                 "[tool.kfdefaults] and kfdefaults.lock count"]
+    else:
+        lines = [f"project: none (no pyproject.toml in {project['from']} or above it; --project DIR names one)"]
     for layer in data["layers"]:
         lines.append(layer["layer"])
         for source in layer["sources"]:

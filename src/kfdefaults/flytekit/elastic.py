@@ -22,6 +22,7 @@ from ..pipeline import Pipeline
 from ..runtime import ProfileCall
 from ..targets import FLYTEKIT
 from ..validate.suggest import ELASTIC_SYNONYMS, closest
+from .errors import shown_to_the_task_module
 from .objects import OBJECTS, plugin_elastic, task_resources
 
 ELASTIC_FIELDS = ("nnodes", "nproc_per_node", "start_method", "monitor_interval", "max_restarts", "rdzv_configs", "run_policy")
@@ -88,6 +89,7 @@ class Elastic(PluginElastic):
             ``/dev/shm`` (``increase_shared_mem=False``, which agrees, is accepted and ignored).
     """
 
+    @shown_to_the_task_module
     def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
         if overrides.get("increase_shared_mem") is False:
             del overrides["increase_shared_mem"]  # what kfdefaults does anyway: a port from the plugin keeps working

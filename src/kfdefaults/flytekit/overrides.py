@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from ..errors import KfdefaultsError
 from ..settings import RUNTIME_ENV
+from .errors import shown_to_the_task_module
 
 OVERRIDE = "with_overrides(pod_template=...)"
 
@@ -52,6 +53,7 @@ class NodeOverrides:
         self.pod_template: Any = None  # the last override given, as given
         self.merged = False  # the node holds a pod template built here: rebuilt at every call
 
+    @shown_to_the_task_module
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """flytekit's ``Node.with_overrides(...)``; returns the node.
 

@@ -47,8 +47,9 @@ from ..runtime import for_task, resources_replaced
 from ..settings import NO_CACHE_ENV, flag
 from ..show.image import ProfileImage, profile_image_wins, task_image_wins
 from .elastic import Elastic
-from .overrides import NodeOverrides, auto_differs, is_map_task, map_override_refused, node_of, not_resolved_here
+from .errors import shown_to_the_task_module
 from .objects import task_resources
+from .overrides import NodeOverrides, auto_differs, is_map_task, map_override_refused, node_of, not_resolved_here
 from .pod import CALLERS, TaskArguments, image_of_a_profile, registered_pod_template
 
 
@@ -60,6 +61,7 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
             registered settings).
     """
 
+    @shown_to_the_task_module
     def __init__(self, task_config: Elastic, task_function: Callable[..., Any], **kwargs: Any) -> None:
         user_template = kwargs.pop("pod_template", None)
         self.kfdefaults_resolved: Resolved | None = None

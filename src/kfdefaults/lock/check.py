@@ -9,7 +9,7 @@ from ..errors import Finding, Location, ProfileError
 from ..read.files import read_regular_file
 from ..layers import Catalog
 from ..merge.result import Resolved
-from .entries import describe, entry_key, profile_files, project_path
+from .entries import describe, entry_key, installed_package, profile_files, project_path
 from .file import LOCK_FILE, MAX_LOCK_BYTES, Lock, sha256
 
 UPGRADE = "`kfdefaults lock --upgrade` records the change"
@@ -22,7 +22,9 @@ def lock_findings(lock: Lock, profile: Resolved, catalog: Catalog, cluster_templ
 
     Each finding says what changed, by layer: "platform layer missing: acme_platform 1.4.0, gpu-large.yaml",
     "team file changed: profiles/gpu-large.yaml", a file added to a layer, the cluster's template; and, when the
-    files are the same, a merged result of another digest (another kfdefaults or Kubernetes version).
+    files are the same, a merged result of another digest (another kfdefaults or Kubernetes version). The causes
+    come first: a file of an installed package that the package still ships but that the profile no longer
+    merges (a file above it that extended it changed or went missing) follows them, as what they brought about.
 
     Args:
         lock: The lock file.
@@ -41,7 +43,7 @@ def lock_findings(lock: Lock, profile: Resolved, catalog: Catalog, cluster_templ
     if entry is None:
         return [Finding(lock.location(), "", f"profile {name!r} is not in {LOCK_FILE}, so what it resolves to has not "
                         f"been reviewed: `kfdefaults lock {name}` adds it")]
-    findings = _file_findings(lock, name, entry, profile_files(profile, catalog, root))
+    findings = _file_findings(lock, name, entry, profile_files(profile, catalog, root), catalog)
     if template_applies and (cluster_template is not None or "cluster_template" in lock.data):
         findings += _template_findings(lock, cluster_template, root)
     if findings:
@@ -59,14 +61,19 @@ def lock_findings(lock: Lock, profile: Resolved, catalog: Catalog, cluster_templ
     return []
 
 
-def _file_findings(lock: Lock, name: str, entry: dict[str, Any], now: list[dict[str, str]]) -> list[Finding]:
+def _file_findings(lock: Lock, name: str, entry: dict[str, Any], now: list[dict[str, str]],
+                   catalog: Catalog) -> list[Finding]:
     locked = {entry_key(item): (i, item) for i, item in enumerate(entry["files"])}
     current = {entry_key(item): item for item in now}
-    findings = []
+    findings, consequences = [], []
     for key, (i, item) in locked.items():
         where, path = lock.location("profiles", name, "files", i), f"profiles.{name}.files[{i}]"
         found = current.get(key)
-        if found is None:
+        if found is None and _still_shipped(item, catalog):
+            consequences.append(Finding(where, path, (
+                f"{item['layer']} file no longer merged: {describe(item)} is installed, but profile {name!r} no longer "
+                "extends it, because of the change said before this"), layer=item["layer"]))
+        elif found is None:
             what = f"{item['layer']} layer missing" if item.get("package") else f"{item['layer']} file missing"
             findings.append(Finding(where, path, f"{what}: {describe(item)}, which profile {name!r} was locked with, "
                                     f"is not found now{_missing_hint(item)}; only if the profile should no longer "
@@ -81,7 +88,20 @@ def _file_findings(lock: Lock, name: str, entry: dict[str, Any], now: list[dict[
             findings.append(Finding(lock.location("profiles", name), f"profiles.{name}", (
                 f"{item['layer']} file added: {describe(item)} is merged into profile {name!r} now, and was not when "
                 f"it was locked; {UPGRADE}"), layer=item["layer"]))
-    return findings
+    return findings + consequences
+
+
+def _still_shipped(item: dict[str, Any], catalog: Catalog) -> bool:
+    """Whether the installed package that a locked file belongs to is installed at the locked version and still
+    holds the file in its folder of that layer: then the file is missing from the profile, not from the machine."""
+    if not item.get("package"):
+        return False
+    package = entry_key(item)[1]
+    for folder in catalog.folders.get(item["layer"], []):
+        if folder.package is not None and entry_key({"layer": "", "package": folder.package, "file": ""})[1] == package:
+            version = installed_package(folder.package)[1]
+            return version == item.get("version") and os.path.isfile(os.path.join(folder.path, item["file"]))
+    return False
 
 
 def _missing_hint(item: dict[str, Any]) -> str:

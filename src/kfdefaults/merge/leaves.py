@@ -53,7 +53,8 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def profile_leaves(profile: Mapping[str, Any], *, kubernetes_version: str | None = None, patch: bool = False) -> dict[PathT, Any]:
+def profile_leaves(profile: Mapping[str, Any], *, kubernetes_version: str | None = None, patch: bool = False,
+                   meant: set[PathT] | None = None) -> dict[PathT, Any]:
     """Flatten a profile (the shape of a profile file, or of ``Resolved.to_dict()``) into leaves.
 
     Args:
@@ -63,7 +64,12 @@ def profile_leaves(profile: Mapping[str, Any], *, kubernetes_version: str | None
         patch: Read ``profile`` as one layer's contribution rather than a merged result: ``null`` values and
             ``$``-directives are skipped, an item under ``$patch: delete`` is skipped, the merge key of a list
             item is not a leaf of its own (the item already names it) and an empty merge-keyed list writes
-            nothing. The result is the set of leaves the layer writes.
+            nothing. The result is the set of leaves the layer writes. The items of a list without a merge key
+            are numbered as they will be in the merged list (a ``$patch: replace`` item, which the merge takes
+            out, is not counted).
+        meant: With ``patch``, a set that receives the path of every list without a merge key that holds a
+            ``$patch: replace`` item: the layer says it replaces the list below on purpose
+            (:func:`without_replace_marks`).
 
     Returns:
         Leaf path -> value, in the order of ``profile``.
@@ -75,9 +81,9 @@ def profile_leaves(profile: Mapping[str, Any], *, kubernetes_version: str | None
         if key == "pod_template" and isinstance(value, Mapping):
             for sub, sub_value in value.items():
                 schema = _pod_spec_schema(kubernetes_version) if sub == "spec" else None
-                _walk(sub_value, ("pod_template", sub), schema, out, patch, None)
+                _walk(sub_value, ("pod_template", sub), schema, out, patch, None, meant)
         else:
-            _walk(value, (key,), None, out, patch, None)
+            _walk(value, (key,), None, out, patch, None, meant)
     return out
 
 
@@ -85,7 +91,8 @@ def _pod_spec_schema(kubernetes_version: str | None) -> Any:
     return schema_type("PodSpec", kubernetes_version)
 
 
-def _walk(value: Any, path: PathT, schema: Any, out: dict[PathT, Any], patch: bool, skip_key: str | None) -> None:
+def _walk(value: Any, path: PathT, schema: Any, out: dict[PathT, Any], patch: bool, skip_key: str | None,
+          meant: set[PathT] | None = None) -> None:
     if isinstance(value, Mapping):
         if patch and value.get("$patch") == "delete":
             return
@@ -102,11 +109,11 @@ def _walk(value: Any, path: PathT, schema: Any, out: dict[PathT, Any], patch: bo
             sub = value[key]
             if isinstance(sub, list):
                 elem = child.items() if child is not None and child.kind == "slice" else None
-                _walk_list(sub, path + (key,), elem, meta, out, patch)
+                _walk_list(sub, path + (key,), elem, meta, out, patch, meant)
             else:
-                _walk(sub, path + (key,), child, out, patch, None)
+                _walk(sub, path + (key,), child, out, patch, None, meant)
     elif isinstance(value, list):
-        _walk_list(value, path, None, None, out, patch)
+        _walk_list(value, path, None, None, out, patch, meant)
     elif not (patch and value is None):
         out[path] = value
 
@@ -125,8 +132,48 @@ def schema_field(schema: Any, key: str) -> tuple[Any, Any]:
         return None, None
 
 
-def _directive_only(item: Any) -> bool:
+def directive_only(item: Any) -> bool:
+    """Whether a list item holds directives only (``{"$patch": "replace"}``): not an item of the merged list."""
     return isinstance(item, Mapping) and bool(item) and all(str(k).startswith("$") for k in item)
+
+
+REPLACE_MARK = {"$patch": "replace"}
+"""The item that says a list without a merge key is replaced on purpose (see :func:`without_replace_marks`)."""
+
+
+def without_replace_marks(value: Any, schema: Any) -> Any:
+    """``value`` (a patch of the type ``schema`` describes: a PodSpec) without the ``$patch: replace`` items of its
+    lists that have no merge key; ``value`` itself when it holds none (it is never changed).
+
+    Strategic merge patch replaces such a list whole anyway, and leaves a ``$patch: replace`` item in it as data
+    (apimachinery ``mergeSliceHandler`` returns the patch's list as it is, for a field whose strategy is not
+    ``merge``; ``kubectl patch`` puts ``{"$patch": "replace"}`` in the object). In a profile the item is the
+    author's word that the lower list is dropped on purpose: it silences the warning of a replaced list
+    (:mod:`kfdefaults.check.replaced`), and the merge patches without it, so that the result is kubectl's merge of
+    the rest of the patch.
+    """
+    if isinstance(value, Mapping):
+        out: dict[str, Any] | None = None
+        for key, sub in value.items():
+            child, meta = schema_field(schema, key)
+            if isinstance(sub, list):
+                new = _list_without_marks(sub, child.items() if child is not None and child.kind == "slice" else None,
+                                          meta is None or "merge" not in meta.strategies)
+            else:
+                new = without_replace_marks(sub, child) if isinstance(sub, Mapping) else sub
+            if new is not sub:
+                out = dict(value) if out is None else out
+                out[key] = new
+        return value if out is None else out
+    return value
+
+
+def _list_without_marks(items: list, elem: Any, atomic: bool) -> list:
+    kept = [item for item in items if not (atomic and isinstance(item, Mapping) and dict(item) == REPLACE_MARK)]
+    inner = [without_replace_marks(item, elem) for item in kept]
+    if len(kept) == len(items) and all(a is b for a, b in zip(inner, kept)):
+        return items
+    return inner
 
 
 def merge_key_of(items: Sequence[Any], meta: Any) -> str | None:
@@ -150,23 +197,24 @@ def merge_key_of(items: Sequence[Any], meta: Any) -> str | None:
     return key
 
 
-def _walk_list(items: list, path: PathT, elem: Any, meta: Any, out: dict[PathT, Any], patch: bool) -> None:
+def _walk_list(items: list, path: PathT, elem: Any, meta: Any, out: dict[PathT, Any], patch: bool,
+               meant: set[PathT] | None = None) -> None:
     merges = meta is not None and "merge" in meta.strategies
-    real = [item for item in items if not (patch and _directive_only(item))]
+    real = [item for item in items if not (patch and directive_only(item))]
+    if patch and meant is not None and not merges and len(real) < len(items) and REPLACE_MARK in items:
+        meant.add(path)
     if not real:
         if not (patch and merges):  # an empty list replaces; an empty merged list adds nothing
             out[path] = []
         return
     key = merge_key_of(real, meta)
-    for index, item in enumerate(items):
-        if patch and _directive_only(item):
-            continue  # a list directive such as {"$patch": "replace"}
+    for index, item in enumerate(real):  # numbered as in the merged list: a list directive is not an item
         if key is not None:
-            _walk(item, path + (Select(key, item[key]),), elem, out, patch, key)
+            _walk(item, path + (Select(key, item[key]),), elem, out, patch, key, meant)
         elif isinstance(item, list):
-            _walk_list(item, path + (index,), None, None, out, patch)
+            _walk_list(item, path + (index,), None, None, out, patch, meant)
         else:
-            _walk(item, path + (index,), elem, out, patch, None)
+            _walk(item, path + (index,), elem, out, patch, None, meant)
 
 
 def has_index(path: PathT) -> bool:

@@ -17,7 +17,7 @@ from ..paths import PathT, Select, format_path
 from ..targets import Target
 from ..validate.fragment import Fragment
 from ..validate.task_layer import task_label
-from .leaves import same, value_at
+from .leaves import directive_only, same, value_at
 
 DEFAULT_LAYER = "default"
 """The layer of values no profile set: the target plugin's ``Elastic`` defaults, the SDK's primary container name."""
@@ -99,9 +99,11 @@ def _walk(data: Any, path: PathT, *, stop_at_index: bool = False) -> list[tuple[
                 break
             node, file_path = node[index], file_path + (index,)
         elif isinstance(part, int) and not isinstance(part, bool):
-            if stop_at_index or not isinstance(node, list) or part >= len(node):
+            # the merged list's item `part`, counted in the file without its directives ($patch: replace)
+            items = [i for i, item in enumerate(node) if not directive_only(item)] if isinstance(node, list) else []
+            if stop_at_index or part >= len(items):
                 break
-            node, file_path = node[part], file_path + (part,)
+            node, file_path = node[items[part]], file_path + (items[part],)
         else:
             if not isinstance(node, Mapping) or part not in node:
                 break

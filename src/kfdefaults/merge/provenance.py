@@ -45,7 +45,7 @@ from .origins import (
     written_by,
 )
 
-__all__ = ["Entry", "Provenance", "Setter", "highest", "provenance", "where", "written_by"]
+__all__ = ["Entry", "Provenance", "Setter", "highest", "provenance", "where", "written_by", "written_lists"]
 from .result import Resolved, copy_plain
 from .step import fill_plugin_defaults, merge_step
 
@@ -65,6 +65,10 @@ class Entry:
         note: For a value written ``auto``, the rule that gave it (``auto: the nvidia.com/gpu limit of the
             primary container `primary```); ``None`` otherwise.
         locked_by: Where a profile locks this value (its ``locked`` entry); ``None`` when no lock covers it.
+        dropped: For a replaced list, the items of the lower list that the new one does not hold (by
+            :func:`~.leaves.same`): what the replacement loses; ``None`` for a leaf.
+        meant: For a replaced list, whether the replacing list says so with a ``$patch: replace`` item
+            (:func:`~.leaves.without_replace_marks`).
     """
 
     path: PathT
@@ -75,6 +79,8 @@ class Entry:
     items: int | None = None
     note: str | None = None
     locked_by: Origin | None = None
+    dropped: list[Any] | None = None
+    meant: bool = False
 
     @property
     def removed(self) -> bool:
@@ -87,13 +93,15 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``{"path", "value", "status": "set" | "removed" | "replaced", "set_by", "removed_by"?,
-        "items"?, "overrides", "note"?, "locked_by"?}``."""
+        "items"?, "dropped"?, "overrides", "note"?, "locked_by"?}`` (``items`` and ``dropped``: a replaced list's)."""
         out: dict[str, Any] = {"path": format_path(self.path), "value": self.value, "status": self.status,
                                "set_by": self.set_by.to_dict()}
         if self.removed_by is not None:
             out["removed_by"] = self.removed_by.to_dict()
         if self.items is not None:
             out["items"] = self.items
+        if self.dropped is not None:
+            out["dropped"] = self.dropped
         out["overrides"] = [{"value": v, "set_by": o.to_dict()} for v, o in self.overrides]
         if self.note is not None:
             out["note"] = self.note
@@ -156,8 +164,10 @@ class Provenance:
         """
         before, self.state = self.state, state
         self.fragments.append(fragment)
-        written = profile_leaves(fragment_profile(fragment), kubernetes_version=state.kubernetes_version, patch=True)
-        self._replaced_lists(before, written, fragment)
+        meant: set[PathT] = set()
+        written = profile_leaves(fragment_profile(fragment), kubernetes_version=state.kubernetes_version, patch=True,
+                                 meant=meant)
+        self._replaced_lists(before, state, written, fragment, meant)
         return self._step(self._leaves_of(state), written, fragment)
 
     def finish(self) -> Resolved:
@@ -233,10 +243,13 @@ class Provenance:
         self.leaves = cur
         return changed
 
-    def _replaced_lists(self, before: Resolved, written: Mapping[PathT, Any], fragment: Fragment) -> None:
-        """An entry for each atomic list ``fragment`` writes where a lower layer had a non-empty one."""
-        lists = {atomic_list(path) or path for path, value in written.items() if atomic_list(path) or value == []}
+    def _replaced_lists(self, before: Resolved, after: Resolved, written: Mapping[PathT, Any], fragment: Fragment,
+                        meant: set[PathT]) -> None:
+        """An entry for each atomic list ``fragment`` writes where a lower layer had a non-empty one, with the
+        items the new list drops and whether the fragment says the replacement is meant (``meant``)."""
+        lists = written_lists(written) | meant
         old_profile = before.to_dict() if lists else {}
+        new_profile = after.to_dict() if lists else {}
         for path in sorted(lists, key=format_path):
             old = value_at(old_profile, path)
             if not isinstance(old, list) or not old:
@@ -244,8 +257,17 @@ class Provenance:
             first = next((p for p in self.leaves if p[:len(path)] == path and len(p) > len(path)), None)
             if first is None:
                 continue
+            new = value_at(new_profile, path)
+            new = new if isinstance(new, list) else []
+            dropped = [copy_plain(item) for item in old if not any(same(item, kept) for kept in new)]
             self.removed.append(Entry(path, copy_plain(old), self.setters[first].origin, change_origin(fragment, path),
-                                      [], len(old)))
+                                      [], len(old), dropped=dropped, meant=path in meant))
+
+
+def written_lists(written: Mapping[PathT, Any]) -> set[PathT]:
+    """The lists without a merge key that one layer's leaves (``profile_leaves(..., patch=True)``) write: each
+    replaces whole the list a lower layer had there, an empty one included."""
+    return {atomic_list(path) or path for path, value in written.items() if atomic_list(path) or value == []}
 
 
 def _moved_lists(prev: Mapping[PathT, Any], cur: Mapping[PathT, Any]) -> set[PathT]:

@@ -10,9 +10,11 @@ from typing import Any
 
 from ..errors import Finding, MergeError, ProfileError
 from ..paths import PathT, format_path
+from ..smp.schema import schema_type
 from ..targets import FLYTEKIT, Target
 from ..validate.fragment import Fragment
 from .elastic import merge_elastic
+from .leaves import without_replace_marks
 from .result import Resolved
 
 
@@ -41,8 +43,12 @@ def merge_step(state: Resolved, fragment: Fragment) -> Resolved:
     if fragment.elastic:
         new.elastic_settings = merge_elastic(state.elastic_settings, fragment.elastic)
     if fragment.pod_template:
+        patch = fragment.pod_template
+        if "spec" in patch:  # a list without a merge key marked `$patch: replace`: merged without the mark
+            spec = without_replace_marks(patch["spec"], schema_type("PodSpec", state.kubernetes_version))
+            patch = patch if spec is patch["spec"] else {**patch, "spec": spec}
         try:
-            new.pod_template_spec = strategic_merge_patch(state.pod_template_spec, fragment.pod_template,
+            new.pod_template_spec = strategic_merge_patch(state.pod_template_spec, patch,
                                                           kubernetes_version=state.kubernetes_version)
         except MergeError as e:
             file_path = _file_path_of(e.parts)

@@ -34,14 +34,7 @@ from ..layers import (
     find_platform_file,
     layer_sources,
 )
-from ..lock import (
-    LOCK_FILE,
-    Lock,
-    lock_findings,
-    locked_but_missing,
-    platform_fallback_warning,
-    read_lock,
-)
+from ..lock import Lock, lock_findings, locked_but_missing, platform_fallback_warning
 from ..merge.expand import expand, extends_location
 from ..merge.fold import merge_fragments
 from ..merge.result import Resolved, SdkObjects
@@ -51,6 +44,7 @@ from ..validate.files import DefinitionLoader
 from ..validate.fragment import Definition, Fragment
 from ..validate.suggest import closest
 from ..validate.task_layer import task_fragment
+from .project import find_project, or_report, project_lock
 
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -156,7 +150,8 @@ class Pipeline:
                 for the template.
             nodes: The ``--nodes`` value: the cluster's node list, over the one the facts name.
             project: The project (:class:`~kfdefaults.layers.Project`), or the folders it is looked for from, in
-                order; ``None``: the working directory, then the ``team`` and ``platform`` folders given.
+                order; ``None``: the working directory's (:func:`find_project`). The ``team`` and ``platform``
+                folders never bring a project of their own.
             use_lock: Hold every profile to the project's ``kfdefaults.lock`` when it has one (``diff`` and
                 ``kfdefaults lock`` itself do not).
             inputs: Where the pipeline records what it reads (a new manifest when not given).
@@ -168,7 +163,7 @@ class Pipeline:
                 ``[tool.kfdefaults]`` or ``kfdefaults.lock`` is invalid (without ``errors``).
         """
         inputs = Inputs() if inputs is None else inputs
-        project = find_project(project, platform, team, sources.get("pyproject", True), inputs)
+        project = find_project(project, sources.get("pyproject", True), inputs)
         folders = discover_folders(layer_sources(platform, team, project=project, inputs=inputs, **sources), errors,
                                    inputs)
         where = {"environ": sources.get("environ"), "project": project, "inputs": inputs}
@@ -374,42 +369,3 @@ class Pipeline:
             return []
         value = [value] if isinstance(value, str) else value
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def or_report(errors: list[Finding] | None, function: Any, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)``; with ``errors`` given, a ``ProfileError`` it raises is added to them and the
-    answer is ``None`` (``validate`` reports every broken source and reads the rest)."""
-    try:
-        return function(*args, **kwargs)
-    except ProfileError as e:
-        if errors is None:
-            raise
-        errors.extend(e.findings)
-        return None
-
-
-def find_project(project: Project | Sequence[str] | None, platform: Iterable[Any], team: Iterable[Any],
-                 pyproject: bool, inputs: Inputs | None = None) -> Project:
-    """The project a pipeline reads: given, or found from the folders given (default: the working directory,
-    then the ``team`` and ``platform`` folders); ``inputs`` records where it was looked for."""
-    if not pyproject:
-        return NO_PROJECT
-    if isinstance(project, Project):
-        if inputs is not None:
-            inputs.update(project.inputs)
-        return project
-    starts = list(project) if project is not None else [os.getcwd(), *map(os.fspath, team), *map(os.fspath, platform)]
-    return Project.find(starts, inputs)
-
-
-def project_lock(project: Project, inputs: Inputs | None = None) -> Lock | None:
-    """The project's ``kfdefaults.lock``, beside its ``pyproject.toml``, if it has one; ``inputs`` records it.
-
-    Raises:
-        ProfileError: the file is broken.
-    """
-    path = os.path.join(project.root, LOCK_FILE) if project.root else None
-    if path is None:
-        return None
-    present = inputs.look(path) is not None if inputs is not None else os.path.lexists(path)
-    return read_lock(path, inputs) if present else None

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
+from ..check.replaced import replaced_lists
 from ..version import __version__
-from ..errors import Finding, KfdefaultsError, Location, ProfileError, sorted_findings
+from ..errors import Finding, KfdefaultsError, Location, ProfileError
 from ..layers import Project
 from ..lock import (
     LOCK_FILE,
@@ -60,7 +61,7 @@ class LockReport:
 
 
 def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_version: str | None = None,
-                 start: str | None = None) -> LockReport:
+                 start: str | None = None, layers: Mapping[str, Any] | None = None) -> LockReport:
     """Write (``mode="write"``), rewrite (``"upgrade"``) or check (``"check"``) the lock file of the project
     whose ``pyproject.toml`` is in ``start`` (default: the working directory) or above it.
 
@@ -74,7 +75,10 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
         names: Profiles to lock besides those the project's code names.
         mode: ``write``, ``upgrade`` or ``check``.
         kubernetes_version: The Kubernetes minor version of the schema (default 1.32).
-        start: Where the project is looked for.
+        start: Where the project is looked for (it, or the closest folder above it; default: the working
+            directory).
+        layers: The layer options, as for :meth:`Pipeline.discover` (``platform``, ``team``, ``only``,
+            ``flags``): the folders the profiles are resolved with, as ``render`` resolves them.
 
     Returns:
         A :class:`LockReport`; its ``errors`` say why nothing was written, or what ``check`` found.
@@ -97,7 +101,7 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
         existing = _existing_lock(path, mode, report)
         _scan(project, names, report)
         pipelines = {name: Pipeline.discover(project=project, target=target, kubernetes_version=kubernetes_version,
-                                             use_lock=False) for name, target in TARGETS.items()}
+                                             use_lock=False, **(layers or {})) for name, target in TARGETS.items()}
         known = set(next(iter(pipelines.values())).catalog.names())
         wanted = _wanted(names, report, existing, known, mode)
         if not wanted:
@@ -113,15 +117,18 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
             locked = set(existing.profiles) if existing else set()
             checked = ([n for n in report.profiles if n in known or n in locked] if mode == "check"
                        else sorted(locked))  # an unknown name the code uses is said at its call
-            changes = _changes(existing, checked, project, kubernetes_version)
-            report.findings += changes
+            said: list[Finding] = []
+            changes = _changes(existing, checked, project, kubernetes_version, said if mode == "check" else None,
+                               layers)
+            report.findings += changes + said
             report.changed = bool(changes)
             if mode == "check" or report.errors:
                 return report
         if mode == "upgrade" and existing is not None:  # say what the new lock file gives up or takes in
             kept = sorted(set(existing.profiles) & wanted)
             report.findings += [Finding(f.location, f.path, f"recorded: {f.message.split('; ')[0]}", "warning",
-                                        layer=f.layer) for f in _changes(existing, kept, project, kubernetes_version)]
+                                        layer=f.layer) for f in _changes(existing, kept, project, kubernetes_version,
+                                                                         layers=layers)]
         data = _lock_data([n for n in report.profiles if n in known], pipelines, project, report)
         if not report.errors and (existing is None or data != existing.data):
             write_lock(path, data)
@@ -211,13 +218,15 @@ def _exclusive(pyproject: str, exclusive: bool) -> Iterator[None]:
         os.close(fd)
 
 
-def _changes(existing: Lock | None, names: list[str], project: Project, kubernetes_version: str | None) -> list[Finding]:
+def _changes(existing: Lock | None, names: list[str], project: Project, kubernetes_version: str | None,
+             warnings: list[Finding] | None = None, layers: Mapping[str, Any] | None = None) -> list[Finding]:
     """Every difference between the profiles as they resolve now and ``existing``, each profile checked for the
-    targets it was locked for, as ``render`` and ``Elastic(...)`` check them."""
+    targets it was locked for, as ``render`` and ``Elastic(...)`` check them; into ``warnings``, when given, the
+    lists each profile replaces whole with a loss (:func:`kfdefaults.check.replaced.replaced_lists`)."""
     if existing is None:
         return []
-    pipelines = {name: Pipeline.discover(project=project, target=target, kubernetes_version=kubernetes_version)
-                 for name, target in TARGETS.items()}
+    pipelines = {name: Pipeline.discover(project=project, target=target, kubernetes_version=kubernetes_version,
+                                         **(layers or {})) for name, target in TARGETS.items()}
     for pipeline in pipelines.values():
         pipeline.require_locked = True  # a profile the code uses must be locked
     found: list[Finding] = []
@@ -225,10 +234,13 @@ def _changes(existing: Lock | None, names: list[str], project: Project, kubernet
         locked = existing.profiles.get(name, {})
         for target in [t for t in TARGETS if t in locked] or list(TARGETS)[:1]:
             try:
-                pipelines[target].resolve(name)
+                resolved = pipelines[target].resolve(name)
             except ProfileError as e:
                 found += [f for f in e.findings if f not in found]
-    return sorted_findings(found)
+                continue
+            if warnings is not None:
+                warnings += [w for w in replaced_lists(resolved) if w not in warnings]
+    return found  # in the order found: each profile's causes before what they brought about
 
 
 def _lock_data(names: list[str], pipelines: dict[str, Pipeline], project: Project, report: LockReport) -> dict[str, Any]:
@@ -252,6 +264,7 @@ def _lock_data(names: list[str], pipelines: dict[str, Pipeline], project: Projec
                 continue
             entry[target] = resolved.digest()
             entry.setdefault("files", profile_files(resolved, pipeline.catalog, project.root))
+            report.findings += [w for w in replaced_lists(resolved) if w not in report.findings]  # each target alike
         if "files" not in entry:  # valid for no target: the profile itself is broken
             report.findings += [f for f in problems if f not in report.findings]
             continue

@@ -38,9 +38,10 @@ from ..pipeline.shared import shared_pipeline
 from ..settings import RUNTIME_ENV
 from ..targets import Target
 from ..check.deprecation import deprecations
+from ..check.replaced import replaced_lists
 from ..validate.fragment import Fragment
 from .carry import carried_calls, carry_profiles, not_carried
-from .task_layer import replaced_lists, resources_replaced
+from .task_layer import resources_replaced
 
 __all__ = ["ProfileCall", "carry_profiles", "for_task", "not_registered", "registered_settings", "resources_replaced",
            "runtime_key"]
@@ -99,8 +100,8 @@ def for_task(error: ProfileError, task: str) -> ProfileError:
 
 PROJECT_FROM: ContextVar[tuple[str, ...] | None] = ContextVar("kfdefaults_project_from", default=None)
 """Set by a preview that defines a task on the user's behalf (``render --as flyte``): the folders the project is
-looked for from, as the command line looks (the working directory, then the folders given), in place of the
-calling module's folder, which is kfdefaults' own or the console script's."""
+looked for from, as the command line found it (the working directory's project, or ``--project``'s), in place of
+the calling module's folder, which is kfdefaults' own or the console script's."""
 
 
 def caller_folder() -> str | None:
@@ -274,10 +275,10 @@ class ProfileCall:
         for section, source in sections:
             if section:
                 task.append(self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source))
-                below, resolved = resolved, self.pipeline.resolve(self.profile, task)
-                for message in replaced_lists(below.pod_spec, dict(section).get("spec") or {}, source,
-                                              self.pipeline.kubernetes_version):
-                    warnings.warn(message, KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
+        if len(task) > 1:
+            resolved = self.pipeline.resolve(self.profile, task)
+            for finding in replaced_lists(resolved, layers=("task",)):  # the files' own: render and validate say them
+                warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
         if resources and uses_auto(resolved.fragments):
             primary = resolved.primary_container_name
             profile = next((c.get("resources") or {} for c in resolved.pod_spec.get("containers", [])

@@ -1,36 +1,13 @@
-"""What the task layer of a call replaces of its profile, said where it is merged: a PodSpec list a task's pod
-template replaces whole, the resources a registration or a submission gives a task (shared by the adapters)."""
+"""What the task layer of a call replaces of its profile, said where it is merged: the resources a registration or
+a submission gives a task (shared by the adapters). A list a task's pod template replaces whole is the one rule of
+:mod:`kfdefaults.check.replaced`."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 from ..k8s.resources import merge_task_resources, replaced_resources, resource_name
 from ..merge.result import Resolved
-
-
-def replaced_lists(below: Mapping[str, Any], spec: Mapping[str, Any], source: str,
-                   kubernetes_version: str | None = None) -> list[str]:
-    """What a task-layer pod spec (``@task(pod_template=...)``, a node's ``with_overrides``) drops by replacing a
-    PodSpec list that has no merge key (``tolerations``: strategic merge patch replaces it whole, as
-    ``kubectl patch`` does): one message per such list whose items below are not all in the new one."""
-    from ..smp.schema import schema_type  # lazy: only a task that passes its own pod template reads the schema
-
-    pod_spec = schema_type("PodSpec", kubernetes_version)
-    out = []
-    for key, items in spec.items():
-        old = below.get(key)
-        if not isinstance(items, list) or not isinstance(old, list) or not old:
-            continue
-        _, meta = pod_spec.lookup_struct(key)
-        dropped = [item for item in old if item not in items]
-        if "merge" not in meta.strategies and dropped:
-            out.append(f"{source} replaces the profile's `{key}` whole (a list without a merge key): its "
-                       f"{len(dropped)} item{'s' * (len(dropped) != 1)} not repeated there are dropped "
-                       f"({', '.join(json.dumps(item, sort_keys=True) for item in dropped[:3])}"
-                       f"{', ...' if len(dropped) > 3 else ''}); repeat them to keep them")
-    return out
 
 
 def resources_replaced(profile: Resolved, task: Resolved, resources: Mapping[str, Any]) -> str:

@@ -18,6 +18,7 @@ from ..merge.leaves import atomic_list, same
 from ..merge.origins import Origin
 from ..merge.provenance import Entry
 from ..paths import PathT, Select, format_path
+from .diff_view import print_diff_table
 from .explain import explain, skeleton
 from .leaves import format_value, tree_order
 from .output import output_encoding, to_json, to_yaml
@@ -97,17 +98,19 @@ class Difference:
             return "removed by ", self.after_removed_by
         return "was ", self.before_origin
 
-    def cause(self, code: Any = str) -> str:
+    def cause(self, code: Any = str, name: Any = None) -> str:
         """The "set by" text: who set B's value (or removed it, or set A's), and, when a value changed layer
-        (a team now overriding the platform), which layer set the value before. ``code`` formats a location."""
+        (a team now overriding the platform), which layer set the value before. ``code`` formats a location;
+        ``name`` names an origin instead (``LAYER FILE:LINE``, the file shortened: the terminal's view)."""
         prefix, origin = self.where()
         if origin is None:
             return ""
-        text = f"{prefix}{origin.layer} {code(origin.where)}"
+        name = name or (lambda o: f"{o.layer} {code(o.where)}")
+        text = f"{prefix}{name(origin)}"
         before = self.before_origin
         if self.change == "changed" and before is not None and before.layer != origin.layer:
             # the builtin files are the package's own: their layer says enough, and their path is the machine's
-            text += " (was builtin)" if before.layer == "builtin" else f" (was {before.layer} {code(before.where)})"
+            text += " (was builtin)" if before.layer == "builtin" else f" (was {name(before)})"
         return text
 
 
@@ -304,39 +307,11 @@ def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
     return "\n".join(lines) + "\n" + fit_text
 
 
-def print_diff_table(a: Side, b: Side, diffs: Sequence[Difference]) -> None:
-    """A rich table on the terminal: additions green, removals red, changes yellow."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    console = Console()
-    encoding = output_encoding()
-    if not diffs:
-        console.print(Text(printable(f"{a.label} and {b.label}: no differences", encoding)))
-        return
-    noun = "difference" if len(diffs) == 1 else "differences"
-    arrow = "→" if printable("→", encoding) == "→" else "->"
-    table = Table(title=Text(printable(f"{a.label} {arrow} {b.label}: {len(diffs)} {noun}", encoding)), title_justify="left")
-    for column in ("", "path", a.label, b.label, "set by"):
-        table.add_column(Text(printable(column, encoding)), overflow="fold", no_wrap=column == "path")  # a path stays whole
-    styles = {"added": "green", "removed": "red", "changed": "yellow"}
-    for d in diffs:
-        where = d.cause()
-        table.add_row(Text(_MARK[d.change], style=styles[d.change]), Text(printable(format_path(d.path), encoding)),
-                      Text(printable(format_value(d.before), encoding) if d.before is not ABSENT else "",  # Text: no markup
-                           style="red" if d.before is not ABSENT else ""),
-                      Text(printable(format_value(d.after), encoding) if d.after is not ABSENT else "",
-                           style="green" if d.after is not ABSENT else ""),
-                      Text(printable(where, encoding), style="dim"))
-    console.print(table)
-
-
 def show_diff(a: Side, b: Side, output: str) -> int:
     """Print the differences between ``a`` and ``b``.
 
     Args:
-        output: ``table`` (rich, for a terminal), ``text`` (stable plain text), ``json``, ``yaml`` or ``markdown``.
+        output: ``table`` (for a terminal: :func:`.diff_view.print_diff_table`), ``text`` (stable plain text), ``json``, ``yaml`` or ``markdown``.
 
     Returns:
         The exit status, as ``diff`` gives it: 0 when equal, 1 when different (a pool's fit that changes is a

@@ -3,7 +3,7 @@ plain text when piped, JSON or YAML."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..escape import printable
 from ..merge.provenance import Entry
@@ -115,7 +115,7 @@ def narrow_lines(name: str, entries: Sequence[Entry], width: int) -> list[tuple[
     ``key = value`` with its layer and FILE:LINE (relative to the layer's folder) in a column where it fits, else
     on the next line; a removal starts with ``-`` and says who removed it, a list replaced whole how many items
     went and who replaced it."""
-    folders = layer_folders(entries)
+    folders = layer_folders(o for e in entries for o in (e.set_by, e.removed_by))
     rows: list[tuple[tuple, str, str, str]] = []  # (group, text, origin, style)
     for e in entries:
         head, rel = split_group(e.path)
@@ -170,15 +170,16 @@ def split_group(path: tuple) -> tuple[tuple, tuple]:
     return tuple(path[:2]), tuple(path[2:])
 
 
-def layer_folders(entries: Sequence[Entry]) -> dict[str, str]:
-    """Layer -> the one folder its files are in, for layers whose files are all in one folder."""
+def layer_folders(origins: Iterable[Any]) -> dict[str, str]:
+    """Layer -> the one folder its files are in, for layers whose files among ``origins`` (each an
+    :class:`~kfdefaults.merge.origins.Origin` or ``None``) are all in one folder: the legend a narrow layout
+    prints once, so that each line names a file by its name (:func:`origin_text`)."""
     import os
 
     found: dict[str, set[str]] = {}
-    for e in entries:
-        for origin in (e.set_by, e.removed_by):
-            if origin is not None and origin.location.line:
-                found.setdefault(origin.layer, set()).add(os.path.dirname(origin.location.file))
+    for origin in origins:
+        if origin is not None and origin.location.line:
+            found.setdefault(origin.layer, set()).add(os.path.dirname(origin.location.file))
     return {layer: next(iter(dirs)) for layer, dirs in found.items() if len(dirs) == 1}
 
 
