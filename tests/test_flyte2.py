@@ -145,8 +145,9 @@ def test_elastic_is_the_plugins_elastic_and_its_task_is_a_torch_function_task():
     # what is worth saying: USER_TEMPLATE's tolerations replace the profile's (a list without a merge key), and
     # layered's environment names an image, which wins over the team profile's
     said = [str(w.message) for w in DEFINITION_WARNINGS]
-    assert len(said) == 2 and said[0].startswith(f"pod_template=flyte.PodTemplate(...) replaces the `tolerations` of "
-                                                 f"platform {PLATFORM}/gpu-large.yaml:")
+    assert len(said) == 2 and said[0].startswith(f"pod_template=flyte.PodTemplate(...): [task] pod_template.spec."
+                                                 f"tolerations: warning: replaces the `tolerations` of platform "
+                                                 f"{PLATFORM}/gpu-large.yaml:")
     assert "whole (a list without a merge key is not merged item by item): its 2 items are dropped" in said[0]
     assert said[1] == (f"TaskEnvironment(image=...) wins over profile gpu-large's image "
                        f"registry.example.com/vision/train:2.1 ({TEAM}/gpu-large.yaml:14)")
@@ -366,7 +367,7 @@ def test_override_merges_the_new_task_layer_over_the_profile_again():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         bigger = task.override(resources=flyte.Resources(cpu="16", shm="32Gi"))
-    assert [str(w.message)[:40] for w in caught] == ["pod_template=flyte.PodTemplate(...) repl",
+    assert [str(w.message)[:40] for w in caught] == ["pod_template=flyte.PodTemplate(...): [ta",
                                                      "flyte.Resources(shm=...) wins over the /"]
     assert {w.filename for w in caught} == {__file__}
     template = spec(bigger)
