@@ -204,6 +204,16 @@ class Pipeline:
             self._facts = load_facts(self.facts_file.path, self.inputs)
         return self._facts
 
+    def _facts_if_sound(self) -> ClusterFacts | None:
+        """The facts, or ``None`` when none are stated or they are broken (:meth:`warnings` and ``validate`` report
+        that, at the facts' lines)."""
+        if self.facts_file is None:
+            return None
+        try:
+            return self.facts
+        except ProfileError:
+            return None
+
     def fit(self, resolved: Resolved) -> FitReport | None:
         """``resolved`` judged against the cluster's pools (:func:`kfdefaults.check.fit.fit`, the pod the backend
         builds when the cluster's template is known); ``None`` when no pool is known.
@@ -331,7 +341,7 @@ class Pipeline:
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
             resolved = leave_out_duplicate_shm(resolved, self.cluster)
-        errors = check.errors(resolved)
+        errors = check.errors(resolved, self._facts_if_sound())
         if errors:
             raise ProfileError(errors)
         if self.lock is not None and check_lock:

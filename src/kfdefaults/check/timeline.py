@@ -1,0 +1,417 @@
+"""The timeline of a distributed task on a cluster: which clock fires first, when, with which error, and the worst
+case to a clean failure, in the six ways a multi-node start or run goes wrong.
+
+Worked out from the clocks (:func:`.clocks.clocks`) and how late a node starts (:func:`.clocks.starts`), as torch
+2.13 behaves when run for real (``docs/clocks-measured.md``), not as the clocks' names suggest:
+
+* A node that does not host the rendezvous store, started before the store's host, gives up connecting between
+  one and about four times ``read_timeout`` after its start (``RendezvousConnectionError``); ``join_timeout`` has
+  not started for it.
+* ``join_timeout`` counts from each node's own join; ``RendezvousTimeoutError`` (no message) comes 0 to 3 s after it.
+* With ``nnodes: "MIN:MAX"`` the round closes ``last_call_timeout`` after MIN nodes are in; a node arriving later
+  is admitted by a restart whose round fails on every node after ``read_timeout`` with ``DistStoreError`` (torch
+  2.5 and later, the agent's store shared; ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` admits it), not
+  ``RendezvousClosedError``.
+* A pod whose store host has gone fails at the agent's next ``monitor_interval``.
+
+Times are seconds from the first pods' start (Kueue's admission of the workload; a hot node starts its pod at
+once). The store's host is the pod ``PET_RDZV_ENDPOINT`` names: worker 0 of the PyTorchJob.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..merge.result import Resolved
+from ..k8s.scheduling import pod_requests
+from ..backend.registered import registered_pod_spec
+from .clocks import Clock, Span, by_name, clocks, env_value, nodes, starts, torch_version
+from . import torch_defaults
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..validate.facts import ClusterFacts
+
+JOIN_LATE = 3
+"""Seconds past ``join_timeout`` by which ``RendezvousTimeoutError`` comes (the join loop's 1 s poll and the
+node's leaving the round: 1.0 to 1.3 s measured, up to 3 s)."""
+
+READ_RETRIES = 4
+"""The store client gives up between one and this many times ``read_timeout`` (its tries and back-off, measured)."""
+
+ROUND_LATE = 3
+"""Seconds a round that admits a node takes past ``monitor_interval`` + ``read_timeout`` to fail (measured)."""
+
+HOST = "the store's host (worker 0)"
+OTHERS = "the other nodes"
+EVERY = "every node"
+
+MESSAGES = {
+    "read_timeout": ("RendezvousConnectionError", "The connection to the C10d store has failed. See inner exception "
+                     "for details."),
+    "join_timeout": ("RendezvousTimeoutError", "(no message)"),
+    "admission": ("DistStoreError", "wait timeout after {ms}ms, keys: /torch.rendezvous.RUN_ID.ROUND/MASTER_ADDR"),
+    "kueue_wait": ("Evicted (PodsReadyTimeout)", "Kueue evicts the workload and terminates its pods, then requeues it"),
+    "active_deadline_seconds": ("DeadlineExceeded", "the training operator fails the job: active longer than "
+                                "specified deadline"),
+    "task_timeout": ("timeout", "Flyte aborts the task: its timeout passed"),
+    "pg_timeout_nccl": ("ChildFailedError", "Watchdog caught collective operation timeout: WorkNCCL(..., "
+                        "Timeout(ms)={ms})"),
+    "pg_timeout_other": ("ChildFailedError", "RuntimeError: ... Timed out waiting {ms}ms for recv operation to "
+                         "complete"),
+    "nccl_heartbeat": ("ChildFailedError (SIGABRT)", "ProcessGroupNCCL's watchdog got stuck for {s} seconds"),
+    "monitor_interval": ("RendezvousConnectionError", "the store's host is gone: the agent's next look at the store "
+                         "fails"),
+    "gloo_peer": ("ChildFailedError", "Connection closed by peer"),
+}
+"""Clock -> (what torch, Kueue, the operator or Flyte raise, the message the user sees)."""
+
+
+@dataclass
+class Event:
+    """Something that happens at a time: a node starting, a clock firing.
+
+    Attributes:
+        at: ``(earliest, latest)`` seconds; ``None`` when unknown (an unstated fact).
+        who: The node(s) it happens to, or ``the job``.
+        clock: The clock that fires (a name of :data:`.clocks.CLOCKS`), or ``None`` for a start.
+        what: What happens.
+        error: What is raised or done (``RendezvousTimeoutError``), or ``None``.
+        message: The message the user sees, or ``None``.
+        fails: The job (or that node) fails here.
+        certain: ``False`` where it may or may not happen (a store host starting between one and four
+            ``read_timeout``).
+    """
+
+    at: tuple[float, float] | None
+    who: str
+    clock: str | None
+    what: str
+    error: str | None = None
+    message: str | None = None
+    fails: bool = False
+    certain: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": None if self.at is None else {"earliest": self.at[0], "latest": self.at[1]}, "who": self.who,
+                "clock": self.clock, "what": self.what, "error": self.error, "message": self.message,
+                "fails": self.fails, "certain": self.certain}
+
+
+@dataclass
+class Scenario:
+    """One way things go: its events in time order, the first clock to fire, and the worst case to a clean failure.
+
+    Attributes:
+        key: ``start-cold-worker``, ``start-cold-host``, ``never-worker``, ``never-host``, ``lost-peer``,
+            ``hung-collective``.
+        title: What happens, in a line.
+        events: In time order.
+        outcome: ``runs`` (no clock fires), ``fails`` (a clean failure), ``hangs`` (nothing ends it) or ``unknown``.
+        worst: Seconds to the clean failure at worst, or ``None``.
+        notes: What else to know.
+    """
+
+    key: str
+    title: str
+    events: list[Event]
+    outcome: str
+    worst: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def first(self) -> Event | None:
+        """The first clock to fire (a certain event first where two may come at once)."""
+        fired = [e for e in self.events if e.clock is not None and e.at is not None]
+        return min(fired, key=lambda e: (e.at[0], not e.certain), default=None)  # type: ignore[index]
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first
+        return {"key": self.key, "title": self.title, "outcome": self.outcome, "worst": self.worst,
+                "first": None if first is None else first.to_dict(), "events": [e.to_dict() for e in self.events],
+                "notes": self.notes}
+
+
+@dataclass
+class Timeline:
+    """A profile's clocks on a cluster, and its scenarios.
+
+    Attributes:
+        profile: The profile's name.
+        target: The SDK.
+        nnodes: ``(min, max)``.
+        pool: The node pool whose start times are used, or ``None`` (the cluster's), and why.
+        torch: The torch version of the image, or ``None``.
+        clocks: :func:`.clocks.clocks`.
+        start: How late a cold node starts (:class:`.clocks.Span`).
+        backend: ``nccl`` (the pod requests GPUs) or ``gloo``: which process-group default the hang scenarios use.
+        scenarios: The scenarios (none for a single node).
+    """
+
+    profile: str
+    target: str
+    nnodes: tuple[int, int]
+    pool: tuple[str | None, str]
+    torch: str | None
+    clocks: list[Clock]
+    start: Span
+    backend: str
+    scenarios: list[Scenario]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "target": self.target, "nnodes": {"min": self.nnodes[0], "max": self.nnodes[1]},
+                "pool": {"name": self.pool[0], "why": self.pool[1]}, "torch": self.torch, "backend": self.backend,
+                "start": self.start.to_dict(), "clocks": [c.to_dict() for c in self.clocks],
+                "scenarios": [s.to_dict() for s in self.scenarios]}
+
+
+def _fill(kind: str, c: Clock) -> tuple[str, str]:
+    error, message = MESSAGES[kind]
+    return error, message.format(ms=(c.value or 0) * 1000, s=c.value)
+
+
+def _limits(clock: dict[str, Clock], late: float | None, starting: bool = True) -> list[Event]:
+    """Kueue's eviction (while ``starting``, when a pod is still not Ready at its timeout: one ``late`` seconds
+    after the others, or never when ``late`` is ``None``), the job's deadline and Flyte's timeout."""
+    events = []
+    kueue = clock["kueue_wait"]
+    if starting and kueue.value is not None and (late is None or late > kueue.value):
+        events.append(Event((kueue.value, kueue.value), "the job", "kueue_wait",
+                            f"a pod is still not Ready after {kueue.value} s", *_fill("kueue_wait", kueue), fails=True))
+    for name in ("active_deadline_seconds", "task_timeout"):
+        limit = clock[name]
+        if limit.value is not None:
+            events.append(Event((limit.value, limit.value), "the job", name, f"{name} ({limit.value} s) passes",
+                                *_fill(name, limit), fails=True))
+    return events
+
+
+def _read_fail(start: float, clock: Clock, who: str, certain: bool = True) -> Event:
+    r = clock.value or 0
+    return Event((start + r, start + READ_RETRIES * r), who, "read_timeout",
+                 "no store to connect to: the client gives up", *_fill("read_timeout", clock), fails=True, certain=certain)
+
+
+def _join_fail(start: float, clock: Clock, who: str) -> Event:
+    j = clock.value or 0
+    return Event((start + j, start + j + JOIN_LATE), who, "join_timeout", "the round is not complete",
+                 *_fill("join_timeout", clock), fails=True)
+
+
+def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None = None) -> Scenario:
+    """Sort ``events``, cut them where the job ends (the first event that ends the whole job, or the last node's
+    failure, whichever comes first), and say the outcome and the worst case to that end."""
+    events = sorted(events, key=lambda e: (float("inf") if e.at is None else e.at[0]))
+    ends = [e.at[1] for e in events if e.fails and e.who == "the job" and e.at is not None]
+    nodes_fail = [e.at[1] for e in events if e.fails and e.who != "the job" and e.at is not None]
+    candidates = ends[:1] + ([max(nodes_fail)] if nodes_fail else [])
+    end = min(candidates) if candidates else None
+    if end is not None:
+        events = [e for e in events if e.at is None or e.at[0] <= end]
+    if any(e.at is None and e.clock for e in events):
+        return Scenario(key, title, events, "unknown", None, notes or [])
+    if end is None:
+        return Scenario(key, title, events, "runs", None, notes or [])
+    return Scenario(key, title, events, "fails", end, notes or [])
+
+
+def start_scenarios(clock: dict[str, Clock], span: Span, span_key: str, low: int, high: int,
+                    version: str | None, shared_store_off: bool) -> list[Scenario]:
+    """A node that starts ``span``'s ``span_key`` seconds after the others: the store's host, or another worker."""
+    late = getattr(span, span_key)
+    r, j, l, m = (clock[n] for n in ("read_timeout", "join_timeout", "last_call_timeout", "monitor_interval"))
+    when = "unknown" if late is None else f"{late} s"
+    if late is None:
+        unknown = Event(None, "a cold node", None, "starts: when is unknown (" + ", ".join(span.missing) + " not stated)")
+        return [_scenario("start-cold-worker", "a worker starts cold: when is unknown", [unknown]),
+                _scenario("start-cold-host", "the store's host starts cold: when is unknown", [unknown])]
+    scenarios = []
+    # another worker is the cold one: the store is up; the others' join_timeout runs from 0
+    events = [Event((0, 0), f"{HOST} and the hot nodes", None, "start and join"),
+              Event((late, late), "the cold worker", None, f"starts ({span_key} cold start)")]
+    hot = high - 1
+    if low < high and hot >= low and late > (l.value or 0):
+        events.append(Event((l.value or 0, (l.value or 0) + 1), f"{HOST} and the hot nodes", "last_call_timeout",
+                            f"the round closes with {hot} node{'s' * (hot != 1)}: training starts without the cold one"))
+        if shared_store_off:
+            events.append(Event((late, late + (m.value or 0) + ROUND_LATE), EVERY, "monitor_interval",
+                                "the running agents see the cold node waiting and restart their workers to admit it "
+                                "(TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1)"))
+        else:
+            error, message = _fill("admission", r)
+            events.append(Event((late + (r.value or 0), late + (m.value or 0) + (r.value or 0) + ROUND_LATE), EVERY,
+                                "read_timeout", "the round that admits the cold node waits for keys nobody writes "
+                                "(the agent's store shared with the workers)", error, message, fails=True,
+                                certain=torch_defaults.at_least(version, torch_defaults.SHARED_STORE_SINCE) is not False))
+    elif late > (j.value or 0):
+        events.append(_join_fail(0, j, f"{HOST} and the hot nodes"))
+        if late > (j.value or 0) + JOIN_LATE:
+            events.append(_read_fail(late, r, "the cold worker"))
+    events += _limits(clock, late)
+    scenarios.append(_scenario("start-cold-worker", f"a worker starts cold, {when} after the others ({span_key})",
+                               events))
+    # the store's host is the cold one: the others' store clients wait read_timeout, before any join
+    events = [Event((0, 0), OTHERS, None, "start; connect to the store, which is not up"),
+              Event((late, late), HOST, None, f"starts ({span_key} cold start)")]
+    rv = r.value or 0
+    if late > rv:
+        events.append(_read_fail(0, r, OTHERS, certain=late >= READ_RETRIES * rv))
+        events.append(_join_fail(late, j, HOST))
+    events += _limits(clock, late)
+    notes = [] if late <= rv else [f"the others give up between {rv} and {READ_RETRIES * rv} s; a host up by then "
+                                   "may still be in time"] if late < READ_RETRIES * rv else []
+    scenarios.append(_scenario("start-cold-host", f"the store's host starts cold, {when} after the others "
+                                                  f"({span_key})", events, notes))
+    return scenarios
+
+
+def never_scenarios(clock: dict[str, Clock], low: int, high: int) -> list[Scenario]:
+    """A node that never starts (a pool out of nodes, a scale-up that fails): a worker, or the store's host."""
+    r, j, l = clock["read_timeout"], clock["join_timeout"], clock["last_call_timeout"]
+    events = [Event((0, 0), f"{HOST} and the others", None, "start and join")]
+    if low < high and high - 1 >= low:
+        events.append(Event((l.value or 0, (l.value or 0) + 1), EVERY, "last_call_timeout",
+                            f"the round closes with {high - 1} node{'s' * (high != 2)}: training runs without the "
+                            "missing one"))
+    else:
+        events.append(_join_fail(0, j, f"{HOST} and the others"))
+    events += _limits(clock, None)
+    worker = _scenario("never-worker", "a worker never starts", events)
+    events = [Event((0, 0), OTHERS, None, "start; connect to the store, which never comes up"),
+              _read_fail(0, r, OTHERS)] + _limits(clock, None)
+    return [worker, _scenario("never-host", "the store's host never starts", events)]
+
+
+def _hang_attempt(clock: dict[str, Clock], backend: str, resolved: Resolved) -> tuple[float | None, list[str], str, str]:
+    """Seconds one attempt of a hung collective lasts before the worker process ends, what to know, the clock that
+    ends it, and ``ends``, ``hangs`` (nothing in torch ends it) or ``unknown``."""
+    pg = clock["pg_timeout_nccl" if backend == "nccl" else "pg_timeout_other"]
+    m = clock["monitor_interval"].value or 0
+    if pg.value is None:
+        return None, [f"the process group's default timeout is unknown ({pg.note or pg.source})"], pg.name, "unknown"
+    if backend != "nccl":
+        return pg.value + m, [], pg.name, "ends"
+    handling, _ = env_value(resolved, "TORCH_NCCL_ASYNC_ERROR_HANDLING")
+    if handling in ("0", "2"):
+        return None, [f"TORCH_NCCL_ASYNC_ERROR_HANDLING={handling}: a timed-out collective does not end the "
+                      "process"], pg.name, "hangs"
+    hb = clock["nccl_heartbeat"]
+    if hb.value is None:
+        note = "the heartbeat monitor is off: an abort that hangs is not ended" if hb.known else \
+            f"NCCL's heartbeat timeout is unknown ({hb.note})"
+        return pg.value + m, [note], pg.name, "ends"
+    return pg.value + hb.value + m, [], pg.name, "ends"
+
+
+def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low: int, high: int) -> list[Scenario]:
+    """A peer lost while training, and a collective that hangs, with ``max_restarts`` restarts."""
+    restarts = resolved.elastic_settings.get("max_restarts") or 0
+    m, j, l = clock["monitor_interval"], clock["join_timeout"], clock["last_call_timeout"]
+    pg = clock["pg_timeout_nccl" if backend == "nccl" else "pg_timeout_other"]
+    mv = m.value or 0
+    # a lost peer (not the store's host)
+    events = [Event((0, 0), "one node", None, "is lost (its pod deleted, its node gone)")]
+    if backend == "gloo":
+        error, message = _fill("gloo_peer", pg)
+        events.append(Event((0, mv), "the others", "monitor_interval", "gloo reports the closed connection at once",
+                            error, message, fails=restarts == 0))
+        detected = float(mv)
+    elif pg.value is None:
+        events.append(Event(None, "the others", pg.name, "their collective waits for the lost peer"))
+        detected = None
+    else:
+        error, message = _fill(pg.name, pg)
+        events.append(Event((pg.value, pg.value + mv), "the others", pg.name,
+                            "their collective waits for the lost peer until the process group's timeout", error,
+                            message, fails=restarts == 0))
+        detected = pg.value + mv
+    if restarts and detected is not None:
+        if low < high and high - 1 >= low:
+            events.append(Event((detected + (l.value or 0), detected + (l.value or 0) + 1), "the others",
+                                "last_call_timeout", f"a restart's round closes with {high - 1} nodes: training goes on"))
+        else:
+            events.append(_join_fail(detected, j, "the others"))
+    events += _limits(clock, None, starting=False)
+    lost = _scenario("lost-peer", "a node is lost while training", events,
+                     [f"when the lost node hosted the store, the others fail at once (within monitor_interval, "
+                      f"{m.value} s) with {MESSAGES['monitor_interval'][0]}"])
+    # a hung collective: every attempt hangs again
+    attempt, notes, name, state = _hang_attempt(clock, backend, resolved)
+    events = [Event((0, 0), "one rank", None, "stops calling collectives (a desync, a hung GPU)")]
+    if attempt is None:
+        events.append(Event(None, EVERY, name if state == "unknown" else None, "nothing in torch ends the hang"
+                            if state == "hangs" else "the collective waits: for how long is unknown"))
+    else:
+        error, message = _fill(name, pg)
+        total = attempt * (restarts + 1)
+        events.append(Event((pg.value or 0, attempt), EVERY, name, "the collective times out; the agent sees the "
+                            f"worker end within {m.value} s", error, message, fails=restarts == 0))
+        if restarts:
+            events.append(Event((total, total), EVERY, name, f"after {restarts} restart{'s' * (restarts != 1)}, each "
+                                "hanging again: max_restarts spent", error, message, fails=True))
+        notes.append(f"per attempt: {' + '.join(_terms(clock, backend, name))} = {attempt:g} s; "
+                     f"x (max_restarts {restarts} + 1)")
+    events += _limits(clock, None, starting=False)
+    hung = _scenario("hung-collective", "a collective hangs", events, notes)
+    if state == "hangs" and not any(e.fails and e.who == "the job" for e in hung.events):
+        hung.outcome = "hangs"
+    return [lost, hung]
+
+
+def _terms(clock: dict[str, Clock], backend: str, name: str) -> list[str]:
+    terms = [f"{name} {clock[name].value}"]
+    if backend == "nccl" and clock["nccl_heartbeat"].value is not None:
+        terms.append(f"nccl_heartbeat {clock['nccl_heartbeat'].value}")
+    return terms + [f"monitor_interval {clock['monitor_interval'].value}"]
+
+
+def collective_backend(resolved: Resolved) -> str:
+    """``nccl`` when the worker pod requests GPUs (any ``*/gpu`` resource), else ``gloo``."""
+    requests = pod_requests(registered_pod_spec(resolved))
+    return "nccl" if any(r.rsplit("/", 1)[-1] == "gpu" and v for r, v in requests.items() if "/" in r) else "gloo"
+
+
+def choose_pool(facts: ClusterFacts | None, fitting: list[str] | None, asked: str | None = None
+                ) -> tuple[str | None, str]:
+    """Which pool's start times a timeline uses, and why: ``asked`` (``--pool``); else the one pool the profile fits
+    (:mod:`.fit`: ``fitting`` names them, ``None`` when no pools are known), or the slowest to start of several;
+    else the cluster's own ``node_start`` and ``image_pull`` (``(None, why)``)."""
+    if asked is not None:
+        return asked, "--pool"
+    if fitting is None:
+        return None, "no node pools known"
+    if not fitting:
+        return None, "it fits no pool"
+    if len(fitting) == 1:
+        return fitting[0], "the one pool it fits"
+    slowest = max(fitting, key=lambda name: starts(facts, name).worst or 0)
+    return slowest, f"the slowest to start of the pools it fits: {', '.join(fitting)}"
+
+
+def timeline(resolved: Resolved, facts: ClusterFacts | None, pool: tuple[str | None, str] = (None, "no pool named")
+             ) -> Timeline:
+    """The timeline of a task on ``resolved`` on the cluster ``facts`` describe.
+
+    Args:
+        resolved: The merged profile.
+        facts: The cluster's facts, or ``None`` (every fact unknown).
+        pool: The node pool whose ``node_start`` and ``image_pull`` apply, and why (``--pool``, the one pool the
+            profile fits); ``(None, ...)``: the cluster's.
+
+    Returns:
+        The clocks, the cold start, and (several nodes only) the scenarios, worst cold start first.
+    """
+    found = clocks(resolved, facts)
+    clock = by_name(found)
+    low, high = nodes(resolved)
+    version, _ = torch_version(resolved, facts)
+    span = starts(facts, pool[0])
+    backend = collective_backend(resolved)
+    scenarios: list[Scenario] = []
+    if high > 1:
+        shared_off = env_value(resolved, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE")[0] == "1"
+        scenarios = start_scenarios(clock, span, "worst", low, high, version, shared_off)
+        scenarios += never_scenarios(clock, low, high)
+        scenarios += run_scenarios(resolved, clock, backend, low, high)
+    return Timeline(resolved.name, resolved.target.name, (low, high), pool, version, found, span, backend, scenarios)
