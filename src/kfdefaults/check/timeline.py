@@ -51,7 +51,9 @@ MESSAGES = {
     "read_timeout": ("RendezvousConnectionError", "The connection to the C10d store has failed. See inner exception "
                      "for details."),
     "join_timeout": ("RendezvousTimeoutError", "(no message)"),
-    "admission": ("DistStoreError", "wait timeout after {ms}ms, keys: /torch.rendezvous.RUN_ID.ROUND/MASTER_ADDR"),
+    "admission": ("DistStoreError", "wait timeout after {ms}ms, keys: /torch.rendezvous.RUN_ID.ROUND/MASTER_ADDR (on "
+                  "the late node; .../torchelastic/role_info/N on the others; the late node gets DistNetworkError "
+                  "instead when the store's host ends first)"),
     "kueue_wait": ("Evicted (PodsReadyTimeout)", "Kueue evicts the workload and terminates its pods, then requeues it"),
     "active_deadline_seconds": ("DeadlineExceeded", "the training operator fails the job: active longer than "
                                 "specified deadline"),
