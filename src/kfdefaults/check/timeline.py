@@ -201,9 +201,17 @@ def _join_fail(start: float, clock: Clock, who: str) -> Event:
                  *_fill("join_timeout", clock), fails=True)
 
 
-def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None = None) -> Scenario:
-    """Sort ``events``, cut them where the job ends (the first event that ends the whole job, or the last node's
-    failure, whichever comes first), and say the outcome and the worst case to that end."""
+def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None = None,
+              limits: list[Event] | None = None) -> Scenario:
+    """Sort ``events``, add the job's ``limits`` (:func:`_limits`: Kueue's eviction whenever it comes, a deadline
+    only when it comes before the scenario's own end), cut them where the job ends (the first event that ends
+    the whole job, or the last node's failure, whichever comes first), and say the outcome and the worst case."""
+    own_end = [e.at[1] for e in events if e.fails and e.at is not None]
+    horizon = max(own_end) if own_end else None
+    hangs = any(e.at is None and e.clock is None and e.what.startswith("nothing") for e in events)
+    for limit in limits or []:
+        if limit.clock == "kueue_wait" or hangs or (horizon is not None and limit.at[0] < horizon):  # type: ignore[index]
+            events = events + [limit]
     events = sorted(events, key=lambda e: (float("inf") if e.at is None else e.at[0]))
     ends = [e.at[1] for e in events if e.fails and e.who == "the job" and e.at is not None]
     nodes_fail = [e.at[1] for e in events if e.fails and e.who != "the job" and e.at is not None]
@@ -214,7 +222,7 @@ def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None
     if any(e.at is None and e.clock for e in events):
         return Scenario(key, title, events, "unknown", None, notes or [])
     if end is None:
-        return Scenario(key, title, events, "runs", None, notes or [])
+        return Scenario(key, title, events, "hangs" if hangs else "runs", None, notes or [])
     return Scenario(key, title, events, "fails", end, notes or [])
 
 
@@ -250,9 +258,8 @@ def start_scenarios(clock: dict[str, Clock], span: Span, span_key: str, low: int
         events.append(_join_fail(0, j, f"{HOST} and the hot nodes"))
         if late > (j.value or 0) + JOIN_LATE:
             events.append(_read_fail(late, r, "the cold worker"))
-    events += _limits(clock, late)
     scenarios.append(_scenario("start-cold-worker", f"a worker starts cold, {when} after the others ({span_key})",
-                               events))
+                               events, limits=_limits(clock, late)))
     # the store's host is the cold one: the others' store clients wait read_timeout, before any join
     events = [Event((0, 0), OTHERS, None, "start; connect to the store, which is not up"),
               Event((late, late), HOST, None, f"starts ({span_key} cold start)")]
@@ -260,11 +267,11 @@ def start_scenarios(clock: dict[str, Clock], span: Span, span_key: str, low: int
     if late > rv:
         events.append(_read_fail(0, r, OTHERS, certain=late >= READ_RETRIES * rv))
         events.append(_join_fail(late, j, HOST))
-    events += _limits(clock, late)
+    limits = _limits(clock, late)
     notes = [] if late <= rv else [f"the others give up between {rv} and {READ_RETRIES * rv} s; a host up by then "
                                    "may still be in time"] if late < READ_RETRIES * rv else []
     scenarios.append(_scenario("start-cold-host", f"the store's host starts cold, {when} after the others "
-                                                  f"({span_key})", events, notes))
+                                                  f"({span_key})", events, notes, limits))
     return scenarios
 
 
@@ -278,11 +285,10 @@ def never_scenarios(clock: dict[str, Clock], low: int, high: int) -> list[Scenar
                             "missing one"))
     else:
         events.append(_join_fail(0, j, f"{HOST} and the others"))
-    events += _limits(clock, None)
-    worker = _scenario("never-worker", "a worker never starts", events)
+    worker = _scenario("never-worker", "a worker never starts", events, limits=_limits(clock, None))
     events = [Event((0, 0), OTHERS, None, "start; connect to the store, which never comes up"),
-              _read_fail(0, r, OTHERS)] + _limits(clock, None)
-    return [worker, _scenario("never-host", "the store's host never starts", events)]
+              _read_fail(0, r, OTHERS)]
+    return [worker, _scenario("never-host", "the store's host never starts", events, limits=_limits(clock, None))]
 
 
 def _hang_attempt(clock: dict[str, Clock], backend: str, resolved: Resolved) -> tuple[float | None, list[str], str, str]:
@@ -334,10 +340,9 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
                                 "last_call_timeout", f"a restart's round closes with {high - 1} nodes: training goes on"))
         else:
             events.append(_join_fail(detected, j, "the others"))
-    events += _limits(clock, None, starting=False)
     lost = _scenario("lost-peer", "a node is lost while training", events,
                      [f"when the lost node hosted the store, the others fail at once (within monitor_interval, "
-                      f"{m.value} s) with {MESSAGES['monitor_interval'][0]}"])
+                      f"{m.value} s) with {MESSAGES['monitor_interval'][0]}"], _limits(clock, None, starting=False))
     # a hung collective: every attempt hangs again
     attempt, notes, name, state = _hang_attempt(clock, backend, resolved)
     events = [Event((0, 0), "one rank", None, "stops calling collectives (a desync, a hung GPU)")]
@@ -354,10 +359,7 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
                                 "hanging again: max_restarts spent", error, message, fails=True))
         notes.append(f"per attempt: {' + '.join(_terms(clock, backend, name))} = {attempt:g} s; "
                      f"x (max_restarts {restarts} + 1)")
-    events += _limits(clock, None, starting=False)
-    hung = _scenario("hung-collective", "a collective hangs", events, notes)
-    if state == "hangs" and not any(e.fails and e.who == "the job" for e in hung.events):
-        hung.outcome = "hangs"
+    hung = _scenario("hung-collective", "a collective hangs", events, notes, _limits(clock, None, starting=False))
     return [lost, hung]
 
 

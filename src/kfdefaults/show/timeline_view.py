@@ -20,24 +20,31 @@ AXIS = 20
 """Columns of a scenario's time axis."""
 
 
+def _unit(value: float) -> tuple[float, str]:
+    return (1, "s") if value < 600 else (60, "min") if value < 7200 else (3600, "h")
+
+
+def _number(value: float, scale: float) -> str:
+    text = f"{value / scale:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
 def seconds(value: float | None) -> str:
     """``90 s``, ``17 min``, ``2.5 h``; ``?`` when unknown."""
     if value is None:
         return "?"
-    if value < 600:
-        return f"{value:g} s"
-    if value < 7200:
-        return f"{value / 60:.4g} min"
-    return f"{value / 3600:.3g} h"
+    scale, unit = _unit(value)
+    return f"{_number(value, scale)} {unit}"
 
 
 def when(event: Event) -> str:
-    """``300 s``, ``60-240 s``; ``?`` when unknown."""
+    """``300 s``, ``60-240 s``, ``28-28.1 min`` (one unit, the larger's); ``?`` when unknown."""
     if event.at is None:
         return "?"
     low, high = event.at
-    return seconds(low) if low == high else f"{seconds(low).removesuffix(' s')}-{seconds(high)}" \
-        if low < 600 and high < 600 else f"{seconds(low)} to {seconds(high)}"
+    scale, unit = _unit(high)
+    a, b = _number(low, scale), _number(high, scale)
+    return f"{a} {unit}" if a == b else f"{a}-{b} {unit}"
 
 
 def source_text(clock: Clock) -> str:
@@ -113,7 +120,7 @@ def scenario_lines(s: Scenario, width: int = WIDTH) -> list[str]:
     if first is not None:
         lines += _wrap(f"  first: {first.clock} at {when(first)}, on {first.who}"
                        + (f" ({first.error})" if first.error else ""), width, 4)
-    outcome = {"runs": "no clock fires: the job runs", "hangs": "nothing ends it but a deadline",
+    outcome = {"runs": "no clock ends it: the job runs", "hangs": "nothing ends it but a deadline",
                "unknown": "unknown (a fact or default is unknown)"}.get(s.outcome)
     lines += _wrap("  outcome: " + (outcome or f"fails; worst case to a clean failure: {seconds(s.worst)}"), width, 4)
     lines += [part for note in s.notes for part in _wrap(f"  note: {note}", width, 4)]
