@@ -266,9 +266,17 @@ def test_flyte2_the_plugins_nccl_settings_are_the_clocks(platform):
     assert clocks["monitor_interval"]["seconds"] == 3 and clocks["pg_timeout_other"]["seconds"] == 1800
 
 
-def test_one_node_has_no_rendezvous_to_wait_for(platform):
+def test_one_node_has_no_rendezvous_to_wait_for_but_kueue_and_its_workers_collectives(platform):
+    facts(platform, "kueue:\n  wait_for_pods_ready: {enable: true}\n")
     document = timeline(platform, "cpu-small")
-    assert document["scenarios"] == [] and document["nnodes"] == {"min": 1, "max": 1}
+    assert document["nnodes"] == {"min": 1, "max": 1}
+    assert [s["key"] for s in document["scenarios"]] == ["start-cold-pod", "hung-collective"]  # two workers
+    first = scenario(document, "start-cold-pod")["first"]
+    assert (first["clock"], first["at"]["earliest"]) == ("kueue_wait", 300)
+    hung = scenario(document, "hung-collective")  # gloo: 30 minutes, torch's default for every release
+    assert hung["worst"] == 1800 + 5 and hung["first"]["error"] == "ChildFailedError"
+    assert [s["key"] for s in timeline(platform, "cpu-small", "--set", "elastic.nproc_per_node=1")["scenarios"]] == \
+        ["start-cold-pod"]
 
 
 def test_render_without_facts_imports_nothing_of_the_clocks(tmp_path):

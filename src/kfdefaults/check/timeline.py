@@ -202,12 +202,12 @@ def _join_fail(start: float, clock: Clock, who: str) -> Event:
 
 
 def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None = None,
-              limits: list[Event] | None = None) -> Scenario:
+              limits: list[Event] | None = None, horizon: float | None = None) -> Scenario:
     """Sort ``events``, add the job's ``limits`` (:func:`_limits`: Kueue's eviction whenever it comes, a deadline
     only when it comes before the scenario's own end), cut them where the job ends (the first event that ends
     the whole job, or the last node's failure, whichever comes first), and say the outcome and the worst case."""
     own_end = [e.at[1] for e in events if e.fails and e.at is not None]
-    horizon = max(own_end) if own_end else None
+    horizon = horizon if horizon is not None else max(own_end) if own_end else None
     hangs = any(e.at is None and e.clock is None and e.what.startswith("nothing") for e in events)
     for limit in limits or []:
         if limit.clock == "kueue_wait" or hangs or (horizon is not None and limit.at[0] < horizon):  # type: ignore[index]
@@ -393,6 +393,18 @@ def choose_pool(facts: ClusterFacts | None, fitting: list[str] | None, asked: st
     return slowest, f"the slowest to start of the pools it fits: {', '.join(fitting)}"
 
 
+def single_start(clock: dict[str, Clock], span: Span) -> Scenario:
+    """One pod on a cold node: only Kueue and the deadlines can end it before it runs."""
+    late = span.worst
+    if late is None:
+        return _scenario("start-cold-pod", "the pod starts cold: when is unknown",
+                         [Event(None, "the pod", None, "starts: when is unknown (" + ", ".join(span.missing) +
+                                " not stated)")])
+    events = [Event((late, late), "the pod", None, "starts (worst cold start)")]
+    return _scenario("start-cold-pod", f"the pod starts cold, {late} s after it is admitted (worst)", events,
+                     limits=_limits(clock, late), horizon=late)
+
+
 def timeline(resolved: Resolved, facts: ClusterFacts | None, pool: tuple[str | None, str] = (None, "no pool named")
              ) -> Timeline:
     """The timeline of a task on ``resolved`` on the cluster ``facts`` describe.
@@ -413,7 +425,11 @@ def timeline(resolved: Resolved, facts: ClusterFacts | None, pool: tuple[str | N
     span = starts(facts, pool[0])
     backend = collective_backend(resolved)
     scenarios: list[Scenario] = []
-    if high > 1:
+    if high == 1:  # one pod: no rendezvous to wait for; Kueue and the deadlines against its start, its own workers
+        scenarios = [single_start(clock, span)]
+        if (resolved.elastic_settings.get("nproc_per_node") or 1) != 1:
+            scenarios += run_scenarios(resolved, clock, backend, low, high)[1:]
+    else:
         shared_off = env_value(resolved, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE")[0] == "1"
         scenarios = start_scenarios(clock, span, "worst", low, high, version, shared_off)
         scenarios += never_scenarios(clock, low, high)

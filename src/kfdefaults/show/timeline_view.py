@@ -130,8 +130,8 @@ def scenario_lines(s: Scenario, width: int = WIDTH) -> list[str]:
 def timeline_lines(t: Timeline, width: int = WIDTH) -> list[str]:
     """The whole timeline as text lines of at most ``width`` columns (a word longer than that stays whole)."""
     lines = head_lines(t, width)
-    if not t.scenarios:
-        lines += ["", "one node: no rendezvous to wait for; only the collectives' and the job's clocks apply"]
+    if t.nnodes[1] == 1:
+        lines += ["", *_wrap("one node: no rendezvous to wait for (the rendezvous clocks do not apply)", width, 4)]
     for s in t.scenarios:
         lines += ["", *scenario_lines(s, width)]
     return lines
