@@ -28,7 +28,8 @@ from ..paths import format_path
 from . import torch_defaults
 from .clocks import FACTS_LAYER, Clock, Source, Span, by_name, clocks, env_path, env_value, nodes, starts, \
     torch_version
-from .timeline import collective_backend, run_scenarios
+from .scenarios import run_scenarios
+from .timeline import collective_backend
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
