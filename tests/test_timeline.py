@@ -287,3 +287,10 @@ def test_render_without_facts_imports_nothing_of_the_clocks(tmp_path):
                           env={"KFDEFAULTS_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_a_bad_fact_is_an_error_at_its_line_and_nothing_is_printed(platform):
+    path = facts(platform, "max_hang: -5\n")
+    result = invoke(["timeline", "gpu-large", "--only-platform", str(platform)])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"{path}:3:11: max_hang: ")

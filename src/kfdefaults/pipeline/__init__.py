@@ -326,8 +326,10 @@ class Pipeline:
                 sets what the target's plugin cannot honour (:func:`kfdefaults.check.target.check_target`) or
                 what the API server rejects (:func:`kfdefaults.check.apiserver.api_server_errors`), the
                 cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
-                name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), or the profile is not
-                what ``kfdefaults.lock`` records (each change at the lock's line).
+                name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), a deadline ends the job
+                before a cold node is up on the cluster the facts describe
+                (:func:`kfdefaults.check.clock_lints.clock_errors`), or the profile is not what
+                ``kfdefaults.lock`` records (each change at the lock's line).
         """
         task = [f for f in task if f is not None]
         try:
