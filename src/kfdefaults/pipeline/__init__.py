@@ -205,10 +205,7 @@ class Pipeline:
         return self._facts
 
     def _facts_if_sound(self) -> ClusterFacts | None:
-        """The facts, or ``None`` when none are stated or they are broken (:meth:`warnings` and ``validate`` report
-        that, at the facts' lines)."""
-        if self.facts_file is None:
-            return None
+        """The facts; ``None`` when none are stated or they are broken (:meth:`warnings` reports that)."""
         try:
             return self.facts
         except ProfileError:
@@ -327,9 +324,8 @@ class Pipeline:
                 what the API server rejects (:func:`kfdefaults.check.apiserver.api_server_errors`), the
                 cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
                 name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), a deadline ends the job
-                before a cold node is up on the cluster the facts describe
-                (:func:`kfdefaults.check.clock_lints.clock_errors`), or the profile is not what
-                ``kfdefaults.lock`` records (each change at the lock's line).
+                before a cold node is up (:func:`kfdefaults.check.clock_lints.clock_errors`), or the profile is
+                not what ``kfdefaults.lock`` records (each change at the lock's line).
         """
         task = [f for f in task if f is not None]
         try:
