@@ -53,17 +53,20 @@ class Target:
         settings: The ``elastic`` keys that are fields of the plugin's ``Elastic``.
         fixed: Keys that are not fields of the plugin's ``Elastic`` but that the SDK fixes, with the one value it
             runs with: a profile may write that value, and no other.
+        applied: Keys that are not fields of the plugin's ``Elastic`` and that kfdefaults applies itself
+            (flytekit's ``nccl_collective_timeout_sec``: :mod:`kfdefaults.flytekit.collective`).
         modules: The modules whose presence means the SDK is installed.
         extra: The extra of the ``kfdefaults`` package that installs the SDK (``pip install 'kfdefaults[EXTRA]'``).
     """
 
     # a plain class, not a dataclass: importing dataclasses (and inspect) would cost every render 25 ms
     __slots__ = ("name", "title", "elastic_class", "pod_template_class", "defaults", "settings", "fixed", "modules",
-                 "extra", "kfdefaults_defaults")
+                 "extra", "kfdefaults_defaults", "applied")
 
     def __init__(self, *, name: str, title: str, elastic_class: str, pod_template_class: str,
                  defaults: Mapping[str, Any], settings: tuple[str, ...], fixed: Mapping[str, Any],
-                 modules: tuple[str, ...], extra: str, kfdefaults_defaults: frozenset[str] = frozenset()) -> None:
+                 modules: tuple[str, ...], extra: str, kfdefaults_defaults: frozenset[str] = frozenset(),
+                 applied: tuple[str, ...] = ()) -> None:
         self.name = name
         self.title = title
         self.elastic_class = elastic_class
@@ -74,6 +77,7 @@ class Target:
         self.modules = modules
         self.extra = extra
         self.kfdefaults_defaults = kfdefaults_defaults
+        self.applied = applied
 
     def __str__(self) -> str:
         return self.name
@@ -83,7 +87,7 @@ class Target:
 
     def honours(self, key: str, value: Any) -> bool:
         """Whether the SDK runs with ``elastic.KEY: value`` as written."""
-        if key in self.settings:
+        if key in self.settings or key in self.applied:
             return True
         return key in self.fixed and value == self.fixed[key]
 
@@ -111,6 +115,8 @@ FLYTEKIT = Target(
               "run_policy"),
     # flytekitplugins.kfpytorch launches torch elastic with rdzv_backend="c10d", always
     fixed={"rdzv_backend": "c10d"},
+    # the plugin passes no timeout to init_process_group: kfdefaults sets its NCCL default in the workers
+    applied=("nccl_collective_timeout_sec",),
     modules=("flytekit", "flytekitplugins.kfpytorch"),
     extra="flytekit",
 )

@@ -23,13 +23,21 @@ from .shm import shm_headroom
 from .target import check_target
 
 
-def errors(resolved: Resolved) -> list[Finding]:
+def errors(resolved: Resolved, facts: Any = None) -> list[Finding]:
     """What stops a merged profile: a setting its target's plugin cannot honour (:func:`.target.check_target`),
-    what the API server rejects (:func:`.apiserver.api_server_errors`) and, for flytekit, a pod Flyte's backend
-    would build with two containers of one name (:func:`.backend.backend_errors`); each at the line that set it."""
+    what the API server rejects (:func:`.apiserver.api_server_errors`), for flytekit a pod Flyte's backend
+    would build with two containers of one name (:func:`.backend.backend_errors`) and, with the cluster's
+    ``facts``, a deadline that ends the job before a cold node is up (:func:`.clock_lints.clock_errors`); each at
+    the line that set it."""
     found = [f for f in check_target(resolved) if f.severity == "error"] + api_server_errors(resolved)
     if resolved.target.name == "flytekit":
         found += backend_errors(resolved)
+    if facts is not None:
+        # lazy: the clocks, the timeline and their lints cost about 30 ms to import, which a render without the
+        # cluster's facts does not pay
+        from .clock_lints import clock_errors
+
+        found += clock_errors(resolved, facts)
     return found
 
 
@@ -41,7 +49,9 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     (:func:`.deprecation.deprecations`; one declared by ``own_files``, the files ``validate`` was given, is a
     note), the target's warnings, for flytekit what the cluster's PodTemplate would break in it
     (:func:`.backend.backend_warnings`), and, with the cluster's ``pools``
-    (:class:`~kfdefaults.validate.pools.Pool`), a profile that fits none (:func:`.fit_causes.misfit_warning`).
+    (:class:`~kfdefaults.validate.pools.Pool`), a profile that fits none (:func:`.fit_causes.misfit_warning`),
+    and with the cluster's ``facts`` the clocks that disagree with its start times, Kueue, its deadlines, its
+    ``max_hang`` and its torch (:func:`.clock_lints.clock_warnings`, in the pool the profile fits).
 
     Args:
         facts: The cluster's facts (:class:`~kfdefaults.validate.facts.ClusterFacts`), or ``None``.
@@ -54,12 +64,21 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     found += [f for f in check_target(resolved) if f.severity != "error"]
     if resolved.target.name == "flytekit":
         found += backend_warnings(resolved, cluster)
+    fitting = None
     if pools:
         # lazy: the fit check (the scheduler's filters, the pools, the PyTorchJob's model) costs about 25 ms to
         # import, which a render without node pools does not pay
         from .fit import fit
         from .fit_causes import misfit_warning
 
-        misfit = misfit_warning(fit(resolved, pools, cluster=cluster, facts=facts), resolved)
+        report = fit(resolved, pools, cluster=cluster, facts=facts)
+        misfit = misfit_warning(report, resolved)
         found += [misfit] if misfit is not None else []
+        fitting = [v.pool.name for v in report.pools if v.fits]
+    if facts is not None:
+        # lazy: about 30 ms to import (see errors()), only where the cluster states its facts
+        from .clock_lints import clock_warnings
+        from .timeline import choose_pool
+
+        found += clock_warnings(resolved, facts, choose_pool(facts, fitting)[0])
     return found

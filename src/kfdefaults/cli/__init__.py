@@ -1,6 +1,6 @@
 """The ``kfdefaults`` command line: a thin layer over the :class:`~kfdefaults.pipeline.Pipeline`.
 
-One module per command (:mod:`.render`, :mod:`.listing`, :mod:`.diff`, :mod:`.fit`, :mod:`.verify`, :mod:`.validate`,
+One module per command (:mod:`.render`, :mod:`.listing`, :mod:`.diff`, :mod:`.fit`, :mod:`.timeline`, :mod:`.verify`, :mod:`.validate`,
 :mod:`.schema`, :mod:`.where`, :mod:`.fields`, :mod:`.lock`, :mod:`.cache`), each
 with ``build(prog)`` (its argparse parser) and ``run(args)`` (its exit status). Only the command asked for is
 imported and parsed: the standard library's argparse, because the start-up of every ``render`` in a pre-commit
@@ -26,6 +26,7 @@ COMMANDS = {
     "validate": ("validate", "Check profile files and folders of them, for CI and pre-commit."),
     "diff": ("diff", "Show what differs between two merged profiles, leaf by leaf."),
     "fit": ("fit", "Show which node pools a profile's pods schedule on, why not, and what its job holds."),
+    "timeline": ("timeline", "Show which clock fires first when nodes start late or never, or a collective hangs."),
     "verify": ("verify", "Compare a live Pod or PyTorchJob with what its profile renders now."),
     "schema": ("schema", "Print the JSON Schema of a profile file, for editors."),
     "where": ("where", "Show where profiles come from: every source of every layer, and what makes a profile."),

@@ -167,6 +167,14 @@ class Elastic(PluginElastic):
             setattr(twin, f.name, getattr(base, f.name))
         return twin
 
+    @property
+    def nccl_collective_timeout_sec(self) -> int | None:
+        """The profile's ``elastic.nccl_collective_timeout_sec`` (seconds), which kfdefaults applies in the workers
+        (:mod:`kfdefaults.flytekit.collective`), or ``None``."""
+        settings = self.resolved.elastic_settings if self.resolved is not None else self._call.settings
+        value = settings.get("nccl_collective_timeout_sec")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
     def provenance(self) -> dict[str, str]:
         """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
         return self._call.provenance()
@@ -182,4 +190,6 @@ class Elastic(PluginElastic):
         out: dict[str, Any] = {k: copy.deepcopy(getattr(self, k)) for k in ELASTIC_FIELDS if k != "run_policy"}
         if self.run_policy is not None:
             out["run_policy"] = run_policy_dict(self.run_policy)
+        if self.nccl_collective_timeout_sec is not None:
+            out["nccl_collective_timeout_sec"] = self.nccl_collective_timeout_sec
         return out

@@ -22,6 +22,8 @@ What this module absorbs so that the task gets what ``kfdefaults render`` shows:
   container, and Kubernetes gives the last of two variables of one name: the profile's would win. The task
   layer wins instead: a profile variable the task sets again is left out of the pod template.
 * Objects passed in (``PodTemplate``, ``V1PodSpec``) are read, never changed.
+* ``elastic.nccl_collective_timeout_sec`` is applied in every worker as Flyte 2's plugin applies it
+  (:mod:`kfdefaults.flytekit.collective`): flytekit's plugin has no such field.
 * Run locally, a profile of several nodes would wait ``join_timeout`` for nodes that never come:
   :meth:`ProfileElasticTask.execute` says so first (:func:`warn_of_nodes_that_never_come`).
 * In the pod, flytekit imports the task's module again, and the image may not hold the profile files. The
@@ -46,6 +48,7 @@ from ..merge.result import Resolved
 from ..runtime import for_task, resources_replaced
 from ..settings import NO_CACHE_ENV, flag
 from ..show.image import ProfileImage, profile_image_wins, task_image_wins
+from .collective import WithCollectiveTimeout
 from .elastic import Elastic
 from .errors import shown_to_the_task_module
 from .objects import task_resources
@@ -217,6 +220,20 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
         if isinstance(config, Elastic):
             warn_of_nodes_that_never_come(config, self.min_nodes, self.task_function)
         return super().execute(**kwargs)
+
+    def _execute(self, **kwargs: Any) -> Any:
+        """The plugin's ``_execute``, its workers running the task function with the profile's
+        ``nccl_collective_timeout_sec`` as ``init_process_group``'s NCCL default (:mod:`.collective`)."""
+        config = self.task_config
+        seconds = config.nccl_collective_timeout_sec if isinstance(config, Elastic) else None
+        if seconds is None:
+            return super()._execute(**kwargs)
+        function = self._task_function
+        self._task_function = WithCollectiveTimeout(function, seconds)
+        try:
+            return super()._execute(**kwargs)
+        finally:
+            self._task_function = function
 
 
 _PRODUCTS: dict[tuple, tuple[Any, Resolved, Any, ProfileImage | None]] = {}

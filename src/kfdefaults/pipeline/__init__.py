@@ -199,6 +199,13 @@ class Pipeline:
             self._facts = load_facts(self.facts_file.path, self.inputs)
         return self._facts
 
+    def _facts_if_sound(self) -> ClusterFacts | None:
+        """The facts; ``None`` when none are stated or they are broken (:meth:`warnings` reports that)."""
+        try:
+            return self.facts
+        except ProfileError:
+            return None
+
     def fit(self, resolved: Resolved) -> FitReport | None:
         """``resolved`` judged against the cluster's pools (:func:`kfdefaults.check.fit.fit`, the pod the backend
         builds when the cluster's template is known); ``None`` when no pool is known.
@@ -316,8 +323,9 @@ class Pipeline:
                 sets what the target's plugin cannot honour (:func:`kfdefaults.check.target.check_target`) or
                 what the API server rejects (:func:`kfdefaults.check.apiserver.api_server_errors`), the
                 cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
-                name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), or the profile is not
-                what ``kfdefaults.lock`` records (each change at the lock's line).
+                name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), a deadline ends the job
+                before a cold node is up (:func:`kfdefaults.check.clock_lints.clock_errors`), or the profile is
+                not what ``kfdefaults.lock`` records (each change at the lock's line).
         """
         task = [f for f in task if f is not None]
         try:
@@ -331,7 +339,7 @@ class Pipeline:
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
             resolved = leave_out_duplicate_shm(resolved, self.cluster)
-        errors = check.errors(resolved) if checked else []
+        errors = check.errors(resolved, self._facts_if_sound()) if checked else []
         if errors:
             raise ProfileError(errors)
         if self.lock is not None and check_lock:

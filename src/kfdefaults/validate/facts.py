@@ -24,6 +24,7 @@ says so rather than guessing. Times are whole seconds, resources Kubernetes quan
     torch:
       version: "2.5.1"                         # the torch in the task images
       profiles: {gpu-large: "2.3.1"}           # where a profile's image has another
+    max_hang: 3600                             # the longest a hung collective may hold the nodes, seconds
 
 Unknown keys are errors (``FILE:LINE:COLUMN``), values are not coerced, and the JSON Schema of the file is
 ``kfdefaults schema --facts``.
@@ -173,6 +174,9 @@ class ClusterFactsFile(_Strict):
     kueue: Optional[Kueue] = Field(None, description="What Kueue does, when it queues the jobs.")
     flyte: Optional[Flyte] = Field(None, description="The Flyte deployment's settings.")
     torch: Optional[Torch] = Field(None, description="The torch in the task images.")
+    max_hang: Optional[int] = Field(None, ge=1, le=MAX_SECONDS,
+                                    description="The longest a hung collective may hold a job's nodes before torch ends "
+                                                "it, restarts included, in seconds: the platform's bound.")
 
 
 class ClusterFacts:

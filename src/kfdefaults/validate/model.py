@@ -110,8 +110,9 @@ class ElasticSection(_Strict):
         "every worker anyway); false sets nothing.",
     )
     nccl_collective_timeout_sec: Optional[int] = Field(
-        None, ge=1, le=_INT32, description="Flyte 2 only: seconds, the default timeout of a process group created "
-        "with backend nccl (FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC, read by the plugin in each worker); unset: torch's.",
+        None, ge=1, le=_INT32, description="Seconds, the default timeout of a process group created with backend "
+        "nccl and no timeout= (init_process_group and every collective on it): Flyte 2's plugin sets it in each "
+        "worker (FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC), kfdefaults does for flytekit; unset: torch's (600 s from 2.2).",
     )
     nccl_enable_monitoring: Optional[bool] = Field(
         None, description="Flyte 2 only: true sets TORCH_NCCL_ENABLE_MONITORING=1 (the default); false sets "

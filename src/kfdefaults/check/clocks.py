@@ -1,0 +1,349 @@
+"""Every clock of a distributed task, with its value for a merged profile on a cluster, and where that value is set.
+
+The model behind ``kfdefaults timeline`` and the clock lints (:mod:`.clock_lints`), and the one a reader of torch's
+logs can ask "which setting is that, and where": :func:`clocks` gives each :class:`Clock` (seconds; a value no
+layer set is the named default of the SDK's plugin, of torch by release (:mod:`.torch_defaults`), of Kueue),
+:func:`starts` how late a node can start on the cluster (its facts: :mod:`kfdefaults.validate.facts`).
+
+What each clock bounds follows ``docs/timeouts.md`` (torch 2.13's source) and what the clocks did when torch ran
+(``docs/clocks-measured.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..backend.elastic_config import nnodes_range
+from ..backend.registered import is_multi_node
+from ..errors import Location
+from ..merge.origins import pod_leaf, written_by
+from ..merge.result import Resolved
+from ..paths import format_path
+from ..targets import FLYTE2
+from . import torch_defaults
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..validate.facts import ClusterFacts
+
+KUEUE_DEFAULT_WAIT = 300
+"""Kueue's ``waitForPodsReady.timeout`` when enabled without one: 5 minutes (Kueue's Configuration API,
+``WaitForPodsReady.Timeout``)."""
+
+FACTS_LAYER = "facts"
+"""The layer name of a value the cluster's facts state."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a clock's value comes from: a line (a profile layer's, or the facts'), or a named default.
+
+    Attributes:
+        location: ``FILE:LINE:COLUMN`` (or a task-layer label such as ``--set KEY=VALUE``); ``None`` for a default.
+        layer: The profile layer that set it, :data:`FACTS_LAYER`, or ``None`` for a default.
+        default: The default's name and version (``torch 2.13 default (c10d_rendezvous_backend.py)``); ``None`` for
+            a set value.
+    """
+
+    location: Location | None = None
+    layer: str | None = None
+    default: str | None = None
+
+    def __str__(self) -> str:
+        if self.location is not None:
+            return f"{self.layer} {self.location}" if self.layer else str(self.location)
+        return self.default or "unknown"
+
+    def to_dict(self) -> dict[str, Any]:
+        loc = self.location
+        return {"layer": self.layer, "default": self.default,
+                "file": loc.file if loc is not None else None, "line": loc.line if loc is not None and loc.line else None,
+                "column": (loc.column or 1) if loc is not None and loc.line else None}
+
+
+@dataclass(frozen=True)
+class Clock:
+    """One clock of the task, as the profile and the cluster set it.
+
+    Attributes:
+        name: Its name (``read_timeout``, ``join_timeout``, ``kueue_wait``...; :data:`CLOCKS`).
+        value: Seconds; ``None`` when the clock is off or unknown (:attr:`known`).
+        known: Whether the value is known (an unstated fact, an unknown torch version: ``False``).
+        source: Where the value is set (:class:`Source`).
+        setting: The setting that changes it (``elastic.rdzv_configs.read_timeout``, the facts'
+            ``kueue.wait_for_pods_ready.timeout``, a container variable).
+        kept_by: The program that keeps it.
+        note: What else to know (each release's value when the torch version is unknown, why it does nothing).
+    """
+
+    name: str
+    value: int | None
+    known: bool
+    source: Source
+    setting: str
+    kept_by: str
+    note: str = ""
+
+    @property
+    def text(self) -> str:
+        """``60 s``, ``off`` or ``unknown``."""
+        if self.value is not None:
+            return f"{self.value} s"
+        return "off" if self.known else "unknown"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "seconds": self.value, "known": self.known, "setting": self.setting,
+                "kept_by": self.kept_by, "source": self.source.to_dict(), "note": self.note or None}
+
+
+CLOCKS = {
+    "read_timeout": ("c10d rendezvous (TCPStore client)", "connecting to the rendezvous store, then each call to it"),
+    "join_timeout": ("c10d rendezvous", "one rendezvous round, from each node's own join"),
+    "last_call_timeout": ("c10d rendezvous", "the wait for more nodes once MIN are in (nnodes MIN:MAX)"),
+    "monitor_interval": ("torch elastic agent", "how late the agent sees a dead worker or a waiting node"),
+    "pg_timeout_nccl": ("init_process_group", "init_process_group(backend='nccl') without timeout=, and its collectives"),
+    "pg_timeout_other": ("init_process_group", "init_process_group with gloo or no backend, without timeout="),
+    "nccl_heartbeat": ("ProcessGroupNCCL heartbeat monitor", "a stuck NCCL watchdog, before the process is ended"),
+    "active_deadline_seconds": ("training operator", "the whole PyTorchJob from its start"),
+    "task_timeout": ("Flyte", "one attempt of the task, end to end"),
+    "kueue_wait": ("Kueue (waitForPodsReady)", "every pod of the job Ready, from the workload's admission"),
+}
+"""Clock name -> (what keeps it, what it bounds), in the order a job meets them."""
+
+
+class Span:
+    """How late a node can start, as ``typical`` and ``worst`` seconds, with the facts behind each.
+
+    Attributes:
+        typical: Seconds, or ``None`` (unknown).
+        worst: Seconds, or ``None`` (unknown).
+        complete: Every part is stated; ``False`` when only some are (then the figures are at least these).
+        parts: ``(fact, {"typical"?, "worst"?}, Location)`` of each fact summed (``node_start``, ``image_pull``).
+        missing: The facts not stated.
+    """
+
+    def __init__(self, parts: list[tuple[str, dict[str, int], Location]], missing: list[str]) -> None:
+        self.parts, self.missing = parts, missing
+        self.complete = not missing
+        self.typical = self._sum("typical")
+        self.worst = self._sum("worst")
+
+    def _sum(self, key: str) -> int | None:
+        values = [p[1].get(key) for p in self.parts]
+        if not values or any(v is None for v in values):
+            return None
+        return sum(v for v in values if v is not None)
+
+    def text(self, key: str) -> str:
+        value = getattr(self, key)
+        if value is None:
+            return "unknown"
+        return f"{value} s" if self.complete else f"at least {value} s"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"typical": self.typical, "worst": self.worst, "complete": self.complete, "missing": self.missing,
+                "parts": [{"fact": name, **values, "at": {"file": at.file, "line": at.line, "column": at.column}}
+                          for name, values, at in self.parts]}
+
+
+def starts(facts: ClusterFacts | None, pool: str | None = None) -> Span:
+    """How late a cold node starts after a hot one (a node already up with the image cached starts its pod at
+    once): ``node_start`` (a scale-up to Ready) plus ``image_pull``, each ``pool``'s own where it states one, else
+    the cluster's (:meth:`~kfdefaults.validate.facts.ClusterFacts.span`)."""
+    parts, missing = [], []
+    for fact in ("node_start", "image_pull"):
+        values, path = facts.span(fact, pool) if facts is not None else ({}, ())
+        if path:
+            parts.append((fact, values, facts.location(*path)))  # type: ignore[union-attr]
+        else:
+            missing.append(fact)
+    return Span(parts, missing)
+
+
+def _profile(resolved: Resolved, path: tuple, default: str) -> Source:
+    setter = written_by(resolved.fragments, path)
+    if setter is None:
+        return Source(default=default)
+    return Source(setter.origin.location, setter.origin.layer)
+
+
+def _plugin_default(resolved: Resolved, key: str) -> str:
+    return f"{resolved.target.elastic_class} default ({key})"
+
+
+def primary_env(resolved: Resolved) -> dict[str, dict[str, Any]]:
+    """The primary container's ``env`` entries by name."""
+    spec = (resolved.pod_template_spec or {}).get("spec") or {}
+    for container in spec.get("containers") or []:
+        if isinstance(container, dict) and container.get("name") == resolved.primary_container_name:
+            return {e.get("name"): e for e in container.get("env") or [] if isinstance(e, dict)}
+    return {}
+
+
+def env_path(resolved: Resolved, name: str) -> tuple:
+    """The leaf path of the primary container's variable ``name``'s value."""
+    return pod_leaf(["spec", "containers", ("name", resolved.primary_container_name), "env", ("name", name), "value"])
+
+
+def env_value(resolved: Resolved, name: str) -> tuple[str | None, Source | None]:
+    """The primary container's variable ``name`` (``None`` when unset or from ``valueFrom``), and where it is set."""
+    entry = primary_env(resolved).get(name)
+    if entry is None or not isinstance(entry.get("value"), str):
+        return None, None
+    return entry["value"].strip(), _profile(resolved, env_path(resolved, name), "")
+
+
+def _rdzv(resolved: Resolved, key: str) -> Clock:
+    rdzv = resolved.elastic_settings.get("rdzv_configs") or {}
+    value = rdzv.get(key) if isinstance(rdzv, dict) else None
+    path = ("elastic", "rdzv_configs", key)
+    if value is None:
+        value = torch_defaults.RDZV_DEFAULTS[key]
+        source = Source(default=f"torch {torch_defaults.MEASURED} default (dynamic_rendezvous.py)" if key != "read_timeout"
+                        else f"torch {torch_defaults.MEASURED} default (c10d_rendezvous_backend.py)")
+    elif key in (resolved.target.defaults.get("rdzv_configs") or {}) and written_by(resolved.fragments, path) is None:
+        source = Source(default=_plugin_default(resolved, f"rdzv_configs.{key}"))
+    else:
+        source = _profile(resolved, path, _plugin_default(resolved, f"rdzv_configs.{key}"))
+    return Clock(key, int(value), True, source, format_path(path), CLOCKS[key][0])
+
+
+def _facts_clock(name: str, facts: ClusterFacts | None, path: tuple[str, ...], setting: str) -> Clock:
+    value = facts.get(*path) if facts is not None else None
+    if value is None:
+        return Clock(name, None, False, Source(default=f"unknown: the facts do not state {'.'.join(path)}"), setting,
+                     CLOCKS[name][0])
+    return Clock(name, int(value), True, Source(facts.location(*path), FACTS_LAYER), setting,  # type: ignore[union-attr]
+                 CLOCKS[name][0])
+
+
+def kueue_wait(facts: ClusterFacts | None) -> Clock:
+    """Kueue's ``waitForPodsReady``: its timeout when enabled (Kueue's default 300 s when none is stated), off when
+    disabled, unknown when the facts do not say."""
+    setting = "kueue.wait_for_pods_ready"
+    enable = facts.get("kueue", "wait_for_pods_ready", "enable") if facts is not None else None
+    if enable is None:
+        return _facts_clock("kueue_wait", None, ("kueue", "wait_for_pods_ready"), setting)
+    at = facts.location("kueue", "wait_for_pods_ready", "enable")  # type: ignore[union-attr]
+    if enable is False:
+        return Clock("kueue_wait", None, True, Source(at, FACTS_LAYER), setting, CLOCKS["kueue_wait"][0])
+    timeout = facts.get("kueue", "wait_for_pods_ready", "timeout")  # type: ignore[union-attr]
+    if timeout is None:
+        return Clock("kueue_wait", KUEUE_DEFAULT_WAIT, True,
+                     Source(at, FACTS_LAYER, "Kueue's default waitForPodsReady.timeout, 5 minutes"), setting,
+                     CLOCKS["kueue_wait"][0])
+    return _facts_clock("kueue_wait", facts, ("kueue", "wait_for_pods_ready", "timeout"), setting + ".timeout")
+
+
+def collective_timeout(resolved: Resolved, version: str | None, version_at: Source) -> tuple[Clock, Clock]:
+    """The process group's default timeouts in the workers: for ``backend="nccl"`` (``nccl_collective_timeout_sec``
+    where the profile sets it: Flyte 2's plugin, kfdefaults' own for flytekit, :mod:`kfdefaults.flytekit.task`;
+    else torch's default of ``version``) and for any other backend or none (torch's). The training code's
+    ``timeout=`` wins over both."""
+    clocks = []
+    for name in ("pg_timeout_nccl", "pg_timeout_other"):
+        found = torch_defaults.default(name, version)
+        note = "" if version else f"torch's version unknown: {torch_defaults.history(name)}"
+        if found is None:
+            clocks.append(Clock(name, None, False, Source(default="unknown: the facts do not state torch.version"),
+                                "init_process_group(timeout=...)", CLOCKS[name][0], note))
+        else:
+            label = f"torch {version or 'any'} default ({found.source})"
+            clocks.append(Clock(name, found.value, True, Source(default=label), "init_process_group(timeout=...)",
+                                CLOCKS[name][0], note))
+    set_to = resolved.elastic_settings.get("nccl_collective_timeout_sec")
+    if isinstance(set_to, int) and not isinstance(set_to, bool):
+        source = _profile(resolved, ("elastic", "nccl_collective_timeout_sec"), "")
+        works = torch_defaults.at_least(version, torch_defaults.NCCL_DEFAULT_PATCHABLE_SINCE)
+        note = ("applies where the code calls init_process_group(backend='nccl') without timeout="
+                if works is not False else
+                f"torch {version} ({version_at}) binds its default when imported: nccl_collective_timeout_sec does "
+                "nothing there")
+        if works is not False:
+            clocks[0] = Clock("pg_timeout_nccl", set_to, True, source, "elastic.nccl_collective_timeout_sec",
+                              CLOCKS["pg_timeout_nccl"][0], note)
+        else:
+            clocks[0] = Clock(clocks[0].name, clocks[0].value, True, clocks[0].source, clocks[0].setting,
+                              clocks[0].kept_by, note)
+    return clocks[0], clocks[1]
+
+
+def heartbeat(resolved: Resolved, version: str | None) -> Clock:
+    """NCCL's heartbeat monitor: ``TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC`` in the primary container, else Flyte 2's
+    ``nccl_heartbeat_timeout_sec`` (its plugin sets the variable when unset), else torch's default of ``version``;
+    off with ``TORCH_NCCL_ENABLE_MONITORING=0``."""
+    setting = "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"
+    kept_by = CLOCKS["nccl_heartbeat"][0]
+    monitoring, monitoring_at = env_value(resolved, "TORCH_NCCL_ENABLE_MONITORING")
+    if monitoring == "0" and monitoring_at is not None:
+        return Clock("nccl_heartbeat", None, True, monitoring_at, "TORCH_NCCL_ENABLE_MONITORING", kept_by,
+                     "the heartbeat monitor is off")
+    value, at = env_value(resolved, setting)
+    if value is not None and value.isdigit() and at is not None:
+        return Clock("nccl_heartbeat", int(value), True, at, setting, kept_by)
+    plugin = resolved.elastic_settings.get("nccl_heartbeat_timeout_sec")
+    if resolved.target is FLYTE2 and isinstance(plugin, int) and not isinstance(plugin, bool):
+        source = _profile(resolved, ("elastic", "nccl_heartbeat_timeout_sec"),
+                          _plugin_default(resolved, "nccl_heartbeat_timeout_sec"))
+        return Clock("nccl_heartbeat", plugin, True, source, "elastic.nccl_heartbeat_timeout_sec", kept_by)
+    found = torch_defaults.default("nccl_heartbeat", version)
+    if found is None:
+        return Clock("nccl_heartbeat", None, False, Source(default="unknown: the facts do not state torch.version"),
+                     setting, kept_by, f"torch's version unknown: {torch_defaults.history('nccl_heartbeat')}")
+    return Clock("nccl_heartbeat", found.value, True, Source(default=f"torch {version} default ({found.source})"),
+                 setting, kept_by, "" if found.value is not None else "torch has no heartbeat monitor")
+
+
+def torch_version(resolved: Resolved, facts: ClusterFacts | None) -> tuple[str | None, Source]:
+    """The torch of the profile's image (the facts' ``torch.profiles`` entry, else ``torch.version``), and where."""
+    if facts is None:
+        return None, Source(default="unknown: no cluster facts")
+    version, path = facts.torch_version(resolved.name)
+    if version is None:
+        return None, Source(default="unknown: the facts do not state torch.version")
+    return version, Source(facts.location(*path), FACTS_LAYER)
+
+
+def deadline_clock(resolved: Resolved) -> Clock:
+    """``elastic.run_policy.active_deadline_seconds`` (a PyTorchJob's only: several nodes); off when unset."""
+    policy = resolved.elastic_settings.get("run_policy") or {}
+    seconds = policy.get("active_deadline_seconds") if isinstance(policy, dict) else None
+    path = ("elastic", "run_policy", "active_deadline_seconds")
+    if not isinstance(seconds, int) or seconds <= 0 or not is_multi_node(resolved.elastic_settings):
+        return Clock("active_deadline_seconds", None, True, Source(default="not set: no deadline"), format_path(path),
+                     CLOCKS["active_deadline_seconds"][0])
+    return Clock("active_deadline_seconds", seconds, True, _profile(resolved, path, ""), format_path(path),
+                 CLOCKS["active_deadline_seconds"][0])
+
+
+def clocks(resolved: Resolved, facts: ClusterFacts | None) -> list[Clock]:
+    """Every clock of a task on ``resolved``, on the cluster ``facts`` describe (:data:`CLOCKS`' order).
+
+    Args:
+        resolved: The merged profile.
+        facts: The cluster's facts, or ``None`` (then Kueue, Flyte's timeout and torch's version are unknown).
+
+    Returns:
+        One :class:`Clock` per name of :data:`CLOCKS`, each with where its value is set.
+    """
+    version, version_at = torch_version(resolved, facts)
+    monitor = resolved.elastic_settings.get("monitor_interval")
+    monitor_source = _profile(resolved, ("elastic", "monitor_interval"), _plugin_default(resolved, "monitor_interval"))
+    nccl, other = collective_timeout(resolved, version, version_at)
+    found = [_rdzv(resolved, "read_timeout"), _rdzv(resolved, "join_timeout"), _rdzv(resolved, "last_call_timeout"),
+             Clock("monitor_interval", int(monitor) if isinstance(monitor, (int, float)) else None, True,
+                   monitor_source, "elastic.monitor_interval", CLOCKS["monitor_interval"][0]),
+             nccl, other, heartbeat(resolved, version), deadline_clock(resolved),
+             _facts_clock("task_timeout", facts, ("flyte", "task_timeout"), "flyte.task_timeout"), kueue_wait(facts)]
+    return found
+
+
+def by_name(found: Iterable[Clock]) -> dict[str, Clock]:
+    """The clocks of :func:`clocks` by name."""
+    return {c.name: c for c in found}
+
+
+def nodes(resolved: Resolved) -> tuple[int, int]:
+    """``nnodes`` as ``(min, max)``."""
+    return nnodes_range(resolved.elastic_settings.get("nnodes", 1))

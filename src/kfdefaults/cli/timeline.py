@@ -1,0 +1,67 @@
+"""``kfdefaults timeline NAME``: which clock fires first, when, with which error, as the cluster's facts say."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import (
+    add_cluster_facts,
+    add_cluster_template,
+    add_kubernetes_version,
+    add_layer_options,
+    add_target,
+    chosen_target,
+    layer_arguments,
+    parser,
+)
+from .common import run as run_body
+
+
+def build(prog: str) -> argparse.ArgumentParser:
+    p = parser(prog, "Show the clocks of profile NAME's distributed task on the cluster its facts describe (node\n"
+                     "start and image pull times, Kueue, Flyte's timeout, the torch in the image), and the timeline\n"
+                     "of a multi-node start with a cold node, of a node that never arrives, of a lost peer and of a\n"
+                     "hung collective: which clock fires first, when, with which error, and the worst case to a\n"
+                     "clean failure. Every figure is traced to the FILE:LINE that set it, or to the named default.\n\n"
+                     "The start times are those of --pool, else of the one node pool the profile fits, else the\n"
+                     "cluster's. A fact the facts do not state is shown as unknown.")
+    p.add_argument("name", metavar="NAME")
+    add_layer_options(p)
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="Task-layer value (repeatable), as for render: elastic.nnodes=2.")
+    add_cluster_facts(p)
+    p.add_argument("--pool", default=None, metavar="POOL",
+                   help="The node pool whose node_start and image_pull apply (default: the one the profile fits).")
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text",
+                   help="text (80 columns, the default) or json.")
+    add_target(p)
+    add_cluster_template(p)
+    add_kubernetes_version(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    def body() -> int:
+        from ..check.timeline import choose_pool, timeline
+        from ..errors import KfdefaultsError
+        from ..pipeline import Pipeline
+        from ..show.timeline_view import show_timeline
+        from ..validate.sets import parse_sets
+
+        layers = layer_arguments(build("kfdefaults timeline"), args)
+        pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
+                                     target=chosen_target(args)[0], cluster_template=args.cluster_template,
+                                     facts=args.facts, nodes=args.nodes)
+        tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
+        resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)])
+        report = pipeline.fit(resolved)
+        names = [v.pool.name for v in report.pools] if report is not None else []
+        if args.pool is not None and args.pool not in names and (
+                pipeline.facts is None or pipeline.facts.get("node_pools", args.pool) is None):
+            raise KfdefaultsError(f"no node pool named {args.pool!r}"
+                                  + (f" (the pools: {', '.join(names)})" if names else " (no node pools known)"))
+        fitting = [v.pool.name for v in report.pools if v.fits] if report is not None else None
+        pool = choose_pool(pipeline.facts, fitting, args.pool)
+        return show_timeline(timeline(resolved, pipeline.facts, pool), args.output)
+
+    return run_body(body)
