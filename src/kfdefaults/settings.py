@@ -18,6 +18,9 @@ KFDEFAULTS_TARGET          the SDK to render and validate for when ``--target`` 
 KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary container: the settings resolved at
                            registration (:mod:`kfdefaults.runtime`), read only while a task runs in a
                            Flyte container; never set by hand
+KFDEFAULTS_PODINFO         in a pod: the folder of a downward API volume holding the pod's ``labels`` and
+                           ``annotations`` files, which the receipt compares (default ``/etc/podinfo``;
+                           :mod:`kfdefaults.receipt.probe`)
 ========================== =====================================================================================
 """
 
@@ -39,6 +42,7 @@ NO_CACHE_ENV = "KFDEFAULTS_NO_CACHE"
 DEBUG_ENV = "KFDEFAULTS_DEBUG"
 TARGET_ENV = "KFDEFAULTS_TARGET"
 RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
+PODINFO_ENV = "KFDEFAULTS_PODINFO"
 
 _OFF = frozenset({"", "0", "false", "no", "off", "n", "f"})
 """Values that leave a flag off, compared case-insensitively: unset and empty, and the usual spellings of no."""
