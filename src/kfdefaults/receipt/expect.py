@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 from ..k8s.mounts import is_shm_mount
 from ..k8s.provenance import ANNOTATIONS as PROVENANCE_ANNOTATIONS
+from ..k8s.provenance import RECEIPT_ANNOTATION, RECEIPT_POLICIES
 from ..k8s.quantity import quantity_value
 from ..k8s.resources import merge_task_resources, resource_name
 from ..lock.entries import installed_package, project_path
@@ -29,12 +30,6 @@ from ..merge.origins import DEFAULT_LAYER, Origin, default_origin, written_by
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
 from ..settings import RUNTIME_ENV
-
-POLICY_ANNOTATION = "kfdefaults.io/receipt"
-"""The pod annotation a profile sets to say what the receipt does: ``report`` (the default: print it), ``strict``
-(a difference stops the task before its workers start) or ``off`` (no receipt)."""
-
-POLICIES = ("report", "strict", "off")
 
 LIMITS = ("memory", "cpu", "nvidia.com/gpu")
 """The primary container's limits a pod can read back: the memory and CPU limits from its cgroup, the GPUs from
@@ -84,7 +79,7 @@ def expected_pod(resolved: Resolved, spec: Mapping[str, Any], annotations: Mappi
     for part, values in (("labels", resolved.labels), ("annotations", annotations)):
         metadata[part] = {k: {"value": str(v), "set_by": "kfdefaults (registration)" if k in PROVENANCE_ANNOTATIONS
                               else name.of(("pod_template", part, k))} for k, v in values.items()}
-    policy = str(annotations.get(POLICY_ANNOTATION) or "report")
+    policy = str(annotations.get(RECEIPT_ANNOTATION) or "report")
     return {
         "primary": primary,
         "shm": _shm(spec, main, name, shared_memory, shared_memory_by),
@@ -94,7 +89,7 @@ def expected_pod(resolved: Resolved, spec: Mapping[str, Any], annotations: Mappi
         "labels": metadata["labels"],
         "annotations": metadata["annotations"],
         "elastic": {format_path(path): name.of(path) for path in profile_leaves({"elastic": resolved.elastic_settings})},
-        "policy": policy if policy in POLICIES else "report",
+        "policy": policy if policy in RECEIPT_POLICIES else "report",
     }
 
 
