@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 from receipt_pods import AS_KUBELET, kubelet_cgroups, receipt_lines, receipts, why_not_kubelet
 
 APPS = Path(__file__).resolve().parent / "flyte_apps"
+KFDEFAULTS = str(Path(sys.executable).parent / "kfdefaults")
 
 pytestmark = pytest.mark.skipif(why_not_kubelet() is not None, reason=str(why_not_kubelet()))
 
@@ -74,19 +77,34 @@ def registered(python, tmp_path: Path, profile: str = PROFILE) -> tuple[Path, di
     assert proc.returncode == 0, proc.stderr[-3000:]
     template = json.loads(proc.stdout)
     [primary] = template["k8sPod"]["podSpec"]["containers"]
+    REGISTERED_METADATA.update(template["k8sPod"]["metadata"])
     return image, {e["name"]: e["value"] for e in primary["env"]}
 
 
+REGISTERED_METADATA: dict = {}
+"""The pod metadata (labels, annotations) of the last task :func:`registered` registered."""
+
+
 def run_pod(python, image: Path, container_env: dict, tmp_path: Path, *, shm: str, memory: int, cpu_millis: int,
-            record_only: bool = False):
+            record_only: bool = False, podinfo: dict | None = None):
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "PET_", "FLYTE_"))},
            **container_env, "FLYTE_INTERNAL_EXECUTION_ID": "kfd-receipt"}
+    if podinfo is not None:
+        env["KFDEFAULTS_PODINFO"] = podinfo["path"]
     with kubelet_cgroups(memory=memory, cpu_millis=cpu_millis) as cgroups:
-        pod = json.dumps({"shm_size": shm, "cgroups": cgroups})
+        pod = json.dumps({"shm_size": shm, "cgroups": cgroups, "podinfo": podinfo})
         return python.run([AS_KUBELET, pod, APPS / "pod_runner.py", tmp_path / "launch.jsonl", work, "kfd_receipt_app",
                            "reduce", "10", *(["--record-only"] if record_only else [])], cwd=image, env=env, timeout=600)
+
+
+def verify(tmp_path: Path, log: str) -> subprocess.CompletedProcess:
+    """``kfdefaults verify`` on a task's log, in the folder the task was registered from."""
+    (tmp_path / "task.log").write_text(log, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_") or k == "KFDEFAULTS_CACHE_DIR"}
+    return subprocess.run([KFDEFAULTS, "verify", str(tmp_path / "task.log"), "--team", "team"], cwd=tmp_path / "laptop",
+                          env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_a_pod_as_registered_has_a_receipt_without_differences(tmp_path, flytekit_python):
@@ -102,6 +120,10 @@ def test_a_pod_as_registered_has_a_receipt_without_differences(tmp_path, flyteki
     assert receipt_lines(proc.stderr)[0] == ("kfdefaults receipt: task kfd_receipt_app.reduce on profile shm-pair "
                                              f"(flytekit, {receipt['digest'][:19]}…): no differences from what was "
                                              "registered")
+    done = verify(tmp_path, proc.stderr)  # the receipt against the profile as it renders now: the same
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("Receipt of task kfd_receipt_app.reduce at ")
+    assert ": profile shm-pair (from the receipt), sha256:" in done.stdout.splitlines()[0]
 
 
 def test_a_pod_with_a_smaller_dev_shm_and_another_memory_limit_says_exactly_that(tmp_path, flytekit_python):
@@ -125,6 +147,40 @@ def test_a_pod_with_a_smaller_dev_shm_and_another_memory_limit_says_exactly_that
     assert ("kfdefaults receipt:   /dev/shm size: 64Mi in the pod, 512Mi registered (pod_template.spec.volumes"
             f"[name=dshm].emptyDir.sizeLimit, team shm-pair.yaml:{SHM_LINE}); likely: 64Mi is the container runtime's "
             "own /dev/shm") in "\n".join(lines)
+    done = verify(tmp_path, proc.stderr)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[1:3] == [
+        f"  pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit (receipt: /dev/shm size): 64Mi -> 512Mi  "
+        f"team team/shm-pair.yaml:{SHM_LINE}",
+        f"  pod_template.spec.containers[name=primary].resources.limits.memory (receipt: memory limit): 5Gi -> 3Gi  "
+        f"team team/shm-pair.yaml:{MEMORY_LINE}"]
+
+
+def test_labels_and_annotations_where_a_downward_api_volume_shows_them(tmp_path, flytekit_python):
+    """The pod's labels and annotations as the kubelet writes them in a downward API volume: the registered ones,
+    then a label Kueue's admission changed (its workload annotation says Kueue admitted the pod)."""
+    labelled = PROFILE.replace("    pod_template:\n", "    pod_template:\n      labels: {team: vision}\n")
+    image, env = registered(flytekit_python, tmp_path, labelled)
+    labels, annotations = REGISTERED_METADATA["labels"], REGISTERED_METADATA["annotations"]
+    assert labels == {"team": "vision"} and annotations["kfdefaults.io/profile"] == "shm-pair"
+    folder = tmp_path / "podinfo"
+    folder.mkdir()
+    podinfo = {"path": str(folder), "labels": {**labels, "pod-template-hash": "7c1e2"}, "annotations": annotations}
+    proc = run_pod(flytekit_python, image, env, tmp_path, shm=str(512 << 20), memory=3 << 30, cpu_millis=2000,
+                   record_only=True, podinfo=podinfo)
+    [receipt] = receipts(proc.stderr)
+    assert receipt["differences"] == [] and receipt["observed"]["podinfo"]["labels"] == podinfo["labels"]
+    assert not [n for n in receipt["notes"] if "not compared" in n]
+
+    podinfo["labels"] = {"team": "speech"}
+    podinfo["annotations"] = {**annotations, "kueue.x-k8s.io/workload": "pytorchjob-f3a9c1e0b2d4-7c1e2"}
+    proc = run_pod(flytekit_python, image, env, tmp_path, shm=str(512 << 20), memory=3 << 30, cpu_millis=2000,
+                   record_only=True, podinfo=podinfo)
+    [receipt] = receipts(proc.stderr)
+    [difference] = receipt["differences"]
+    assert difference == {"what": "label team", "path": "pod_template.labels.team", "registered": "vision",
+                          "observed": "speech", "set_by": "team shm-pair.yaml:4", "source": f"{folder}/labels",
+                          "cause": "Kueue's admission (a ResourceFlavor's or an admission check's pod set updates)"}
 
 
 def test_a_strict_profile_stops_a_changed_pod_before_its_workers_start(tmp_path, flytekit_python):
