@@ -27,7 +27,7 @@ QUOTE = 200
 
 
 def _quote(text: str) -> str:
-    text = printable(text.strip())
+    text = text.strip()
     return text if len(text) <= QUOTE else text[:QUOTE] + "…"
 
 
