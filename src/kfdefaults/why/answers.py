@@ -128,10 +128,9 @@ def _shm(a: Answer, v: Values, facts: Any) -> None:
         a.change.append("mount a memory-backed emptyDir at /dev/shm in the primary container (every builtin profile "
                         "has one, dshm): without it the pod has the container runtime's 64Mi")
         return
-    had = f"; this pod had {shm.observed}" if shm.observed else ""
     key = shm.key if shm.key != "/dev/shm" else "the sizeLimit of the memory-backed volume at /dev/shm"
-    a.change.append(f"raise {key}{a.now(shm)[:-1] + had + ')' if a.known else ''} above what the DataLoader holds "
-                    "there at once: num_workers x prefetch_factor (2 by default) batches")
+    a.change.append(f"raise {key}{a.now(shm)} above what the DataLoader holds there at once: num_workers x "
+                    "prefetch_factor (2 by default) batches")
     a.change.append(f"a memory-backed /dev/shm counts against the container's memory limit{a.now(memory)}: raise it "
                     "by as much")
 

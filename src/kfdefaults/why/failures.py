@@ -108,7 +108,8 @@ class Found:
 
     Attributes:
         failure: Which.
-        evidence: ``(line number, text)`` of the first lines that show it.
+        evidence: ``(line number, text)`` of the first lines that show it, one per line of the file (of a JSON log
+            line, the longest line of its message that shows it).
         exit_codes: For ``worker-failed``: each failed worker's exit code, in order.
     """
 
@@ -138,7 +139,10 @@ def recognise(lines: Iterable[tuple[int, str]]) -> list[Found]:
             if not any(p.search(text) for p in failure.patterns):
                 continue
             entry = found.setdefault(failure.name, Found(failure))
-            if len(entry.evidence) < MAX_EVIDENCE and all(t != text for _, t in entry.evidence):
+            same = [i for i, (n, _) in enumerate(entry.evidence) if n == number]
+            if same and len(text) > len(entry.evidence[same[0]][1]):  # a JSON line's message: its fullest line
+                entry.evidence[same[0]] = (number, text)
+            elif not same and len(entry.evidence) < MAX_EVIDENCE:
                 entry.evidence.append((number, text))
             if failure.name == "worker-failed":
                 entry.exit_codes += [int(c) for c in _EXIT.findall(text)]
