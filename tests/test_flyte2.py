@@ -605,11 +605,12 @@ class Flyte2Pod:
 
 
 def run_in_a_flyte2_pod(tmp_path: pathlib.Path, profiles: dict[str, str] = APP_PROFILES,
-                        kubelet: dict | None = None) -> Flyte2Pod:
-    """Serialize the task ``allreduce`` of :data:`APP` on a team profile, delete the profile folder (the image holds
-    the code, not the profiles), then run the serialized container args through Flyte 2's ``a0`` in a fresh
-    process, as the pod does: two torch elastic workers on CPU. With ``kubelet`` (``flyte_apps/as_kubelet.py``'s
-    ``POD_JSON``), in the ``/dev/shm`` and cgroups it gives."""
+                        kubelet: dict | None = None, app: str = APP) -> Flyte2Pod:
+    """Serialize the task ``allreduce`` of ``app`` (:data:`APP`) on a team profile, delete the profile folder (the
+    image holds the code, not the profiles), then run the serialized container args through Flyte 2's ``a0`` in a
+    fresh process, as the pod does: two torch elastic workers on CPU. With ``kubelet`` (``flyte_apps/as_kubelet.py``'s
+    ``POD_JSON``), in the ``/dev/shm`` and cgroups it gives. The task's outputs (and report) are in
+    ``tmp_path / "work" / "outputs"``."""
     import asyncio
     import subprocess
     import sys
@@ -623,7 +624,7 @@ def run_in_a_flyte2_pod(tmp_path: pathlib.Path, profiles: dict[str, str] = APP_P
 
     app_dir = tmp_path / "image"
     (app_dir / "team").mkdir(parents=True)
-    (app_dir / "kfd2_pod_app.py").write_text(APP, encoding="utf-8")
+    (app_dir / "kfd2_pod_app.py").write_text(app, encoding="utf-8")
     for name, text in profiles.items():
         (app_dir / "team" / name).write_text(textwrap.dedent(text), encoding="utf-8")
     sys.path.insert(0, str(app_dir))

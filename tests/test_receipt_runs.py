@@ -9,6 +9,7 @@ Flyte 2's run is ``tests/test_flyte2.py``'s (:func:`test_flyte2.run_in_a_flyte2_
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -51,7 +52,7 @@ APP = """\
     TEAM = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "team")]
 
 
-    @task(task_config=Elastic(profile="shm-pair", team=TEAM))
+    @task(task_config=Elastic(profile="shm-pair", team=TEAM), enable_deck=True)
     def reduce(x: int) -> int:
         import torch
         import torch.distributed as dist
@@ -120,6 +121,8 @@ def test_a_pod_as_registered_has_a_receipt_without_differences(tmp_path, flyteki
     assert receipt_lines(proc.stderr)[0] == ("kfdefaults receipt: task kfd_receipt_app.reduce on profile shm-pair "
                                              f"(flytekit, {receipt['digest'][:19]}…): no differences from what was "
                                              "registered")
+    deck = (tmp_path / "work" / "out" / "deck.html").read_text(encoding="utf-8")  # the task keeps it: a Flyte Deck
+    assert "kfdefaults receipt" in deck and html.escape(receipt_lines(proc.stderr)[0]) in deck
     done = verify(tmp_path, proc.stderr)  # the receipt against the profile as it renders now: the same
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("Receipt of task kfd_receipt_app.reduce at ")
@@ -222,15 +225,20 @@ FLYTE2_PAIR = """\
 def test_a_flyte2_pod_as_registered_then_changed(tmp_path):
     """Flyte 2's ``a0`` runs the task in the pod this machine makes as the kubelet would: no differences; then with a
     smaller ``/dev/shm`` and another memory limit: exactly those two."""
-    from test_flyte2 import APP_PROFILES, run_in_a_flyte2_pod
+    from test_flyte2 import APP, APP_PROFILES, run_in_a_flyte2_pod
 
     profiles = {**APP_PROFILES, "pair.yaml": FLYTE2_PAIR}
+    reported = APP.replace("@env.task\ndef allreduce", "@env.task(report=True)\ndef allreduce")
+    assert reported != APP
     with kubelet_cgroups(memory=3 << 30, cpu_millis=2000) as cgroups:
-        pod = run_in_a_flyte2_pod(tmp_path / "as-registered", profiles, {"shm_size": str(512 << 20), "cgroups": cgroups})
+        pod = run_in_a_flyte2_pod(tmp_path / "as-registered", profiles, {"shm_size": str(512 << 20), "cgroups": cgroups},
+                                  app=reported)
     assert pod.proc.returncode == 0 and pod.seen is not None, pod.proc.stderr[-4000:]
     [receipt] = receipts(pod.proc.stderr)
     assert receipt["target"] == "flyte2" and receipt["differences"] == [], receipt["differences"]
     assert receipt["observed"]["shm"]["size"] == 512 << 20 and receipt["observed"]["memory"]["limit"] == 3 << 30
+    report = (tmp_path / "as-registered" / "work" / "outputs" / "report.html").read_text(encoding="utf-8")
+    assert html.escape(receipt_lines(pod.proc.stderr)[0]) in report  # the task keeps it: its report's tab
 
     with kubelet_cgroups(memory=4 << 30, cpu_millis=2000) as cgroups:
         pod = run_in_a_flyte2_pod(tmp_path / "changed", profiles, {"shm_size": str(128 << 20), "cgroups": cgroups})
