@@ -52,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _why(args: argparse.Namespace) -> int:
-    from ..why import answers_for, values_in_log
-    from ..why.failures import recognise
+    from ..why import answers_for, recognise, values_in_log
     from ..why.logtext import read_log
 
     log = read_log(args.file)
@@ -70,8 +69,7 @@ def _why(args: argparse.Namespace) -> int:
     elif values is not None and args.profile:
         notes.append("--profile is read only where the log carries no receipt and no KFDEFAULTS_ELASTIC: the log says "
                      "what the task ran with")
-    facts = _facts(pipeline, notes)
-    answers = answers_for(log, values, facts)
+    answers = answers_for(recognised, values, pipeline.facts if pipeline is not None else None)
     return _show(log, answers, values, notes, args.output)
 
 
@@ -98,10 +96,6 @@ def _profile_now(args: argparse.Namespace, pipeline: Any, name: str, named_by: s
     if digest is not None and digest != now:
         notes.append(f"the pod was made from {name} {digest[:19]}…; it renders {now[:19]}… now: the values are today's")
     return ProfileValues(resolved, f"profile {name} as it renders now (from {named_by})")
-
-
-def _facts(pipeline: Any, notes: list[str]) -> Any:
-    return pipeline.facts if pipeline is not None else None
 
 
 def _show(log: Any, answers: list, values: Any, notes: list[str], output: str) -> int:

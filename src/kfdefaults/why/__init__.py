@@ -13,11 +13,11 @@ from typing import Any
 
 from ..receipt.document import receipts_in
 from .answers import Answer, answer
-from .failures import recognise
+from .failures import Found, recognise
 from .logtext import LogText
 from .values import Values, annotations_in, registered_in
 
-__all__ = ["answers_for", "values_in_log"]
+__all__ = ["answers_for", "recognise", "values_in_log"]
 
 
 def values_in_log(log: LogText) -> tuple[Values | None, str | None, list[str]]:
@@ -50,6 +50,7 @@ def values_in_log(log: LogText) -> tuple[Values | None, str | None, list[str]]:
     return None, profile, notes
 
 
-def answers_for(log: LogText, values: Values | None, facts: Any = None) -> list[Answer]:
-    """Each failure recognised in ``log``, answered with ``values`` and the cluster's ``facts``."""
-    return [answer(found, values, facts) for found in recognise(log.lines)]
+def answers_for(found: list[Found], values: Values | None, facts: Any = None) -> list[Answer]:
+    """Each failure recognised in a log (:func:`~kfdefaults.why.failures.recognise`), answered with ``values`` and
+    the cluster's ``facts``."""
+    return [answer(f, values, facts) for f in found]
