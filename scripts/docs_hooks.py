@@ -226,6 +226,7 @@ def _rst_to_md(text: str) -> str:
 
 
 def profile_file_page() -> str:
+    from kfdefaults.k8s.provenance import RECEIPT_ANNOTATION, RECEIPT_POLICIES
     from kfdefaults.smp.schema import DEFAULT_KUBERNETES_VERSION, definitions
     from kfdefaults.layers import NAME_PATTERN
     from kfdefaults.targets import TARGETS
@@ -279,6 +280,11 @@ def profile_file_page() -> str:
         _rst_to_md((PodTemplateSection.__doc__ or "").strip()) + " `labels` and `annotations` become the pod's "
         "metadata.\n\n",
         _section_table(PodTemplateSection, defs["PodTemplateSection"]),
+        f"\n### `pod_template.annotations.\"{RECEIPT_ANNOTATION}\"`\n\n",
+        "One annotation kfdefaults itself reads, in the pod: what the task's [receipt](../receipt.md) does when it "
+        "starts. Any other value is an error at its line.\n\n",
+        "| value | the receipt |\n|---|---|\n",
+        *[f"| `{value}` | {_cell(what)} |\n" for value, what in RECEIPT_POLICIES.items()],
         "\n## `pod_template.spec`\n\n",
         f"A fragment of a Kubernetes PodSpec (schema of Kubernetes {version}), written in camelCase exactly as in a "
         "manifest, and merged by [strategic merge patch](../merge-semantics.md). A fragment is a patch: no field "

@@ -27,12 +27,13 @@ import kfdefaults
 PACKAGE = pathlib.Path(kfdefaults.__file__).parent
 
 FLOW = ("version", "escape", "errors", "paths", "settings", "targets", "smp", "k8s", "cache", "inputs", "read",
-        "layers", "validate", "merge", "backend", "check", "lock", "show", "pipeline", "runtime", "flytekit", "flyte2",
-        "api", "cli")
+        "layers", "validate", "merge", "backend", "check", "lock", "receipt", "show", "why", "pipeline", "runtime",
+        "flytekit", "flyte2", "api", "cli")
 """The steps in flow order: the version, the shared vocabulary (how text from a file is shown, paths, errors,
 settings, the SDK targets as data), the engine, Kubernetes' rules, the cache and the input manifest, then read ->
-layers -> validate -> merge -> backend -> check -> lock -> show, the pipeline (with the lock command's walk of it),
-what both SDK adapters share at run time, the flytekit and Flyte 2 adapters, and the entry points."""
+layers -> validate -> merge -> backend -> check -> lock, the receipt (what a pod should have, what it has), show,
+why (a failure's log answered with the profile's keys), the pipeline (with the lock command's walk of it), what
+both SDK adapters share at run time, the flytekit and Flyte 2 adapters, and the entry points."""
 
 SDK_PACKAGES = {"flytekit": "flytekit", "flytekitplugins": "flytekit", "flyte": "flyte2", "flyteplugins": "flyte2"}
 """Top-level third-party packages -> the one step that may import them (``flytekitplugins`` is flytekit's plugin

@@ -12,6 +12,7 @@ import os
 import pathlib
 import warnings
 from collections import OrderedDict
+from typing import Any
 
 import flyte
 import pytest
@@ -28,6 +29,7 @@ from kfdefaults.errors import KfdefaultsError, KfdefaultsWarning
 from kfdefaults.flyte2 import Elastic, ProfilePodTemplate, ProfileTorchFunctionTask
 from kfdefaults.settings import RUNTIME_ENV
 from kfdefaults.targets import FLYTE2, FLYTEKIT
+from receipt_pods import receipt_lines, receipts
 
 HERE = pathlib.Path(__file__).resolve().parent
 IMAGE = "registry.example.com/train:1"
@@ -598,10 +600,24 @@ APP_PROFILES = {
 }
 
 
-def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files(tmp_path):
-    """Serialize a task on a team profile, delete the profile folder (the image holds the code, not the profiles),
-    then run the serialized container args through Flyte 2's ``a0`` in a fresh process, as the pod does: two
-    torch elastic workers on CPU. What torch receives is what was registered, which is what ``render`` shows."""
+@dataclasses.dataclass
+class Flyte2Pod:
+    """A Flyte 2 task's run in a pod (:func:`run_in_a_flyte2_pod`)."""
+
+    proc: Any
+    registered: dict
+    rendered: Any
+    seen: dict | None
+    launched: list
+
+
+def run_in_a_flyte2_pod(tmp_path: pathlib.Path, profiles: dict[str, str] = APP_PROFILES,
+                        kubelet: dict | None = None, app: str = APP) -> Flyte2Pod:
+    """Serialize the task ``allreduce`` of ``app`` (:data:`APP`) on a team profile, delete the profile folder (the
+    image holds the code, not the profiles), then run the serialized container args through Flyte 2's ``a0`` in a
+    fresh process, as the pod does: two torch elastic workers on CPU. With ``kubelet`` (``flyte_apps/as_kubelet.py``'s
+    ``POD_JSON``), in the ``/dev/shm`` and cgroups it gives. The task's outputs (and report) are in
+    ``tmp_path / "work" / "outputs"``."""
     import asyncio
     import subprocess
     import sys
@@ -615,8 +631,8 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
 
     app_dir = tmp_path / "image"
     (app_dir / "team").mkdir(parents=True)
-    (app_dir / "kfd2_pod_app.py").write_text(APP, encoding="utf-8")
-    for name, text in APP_PROFILES.items():
+    (app_dir / "kfd2_pod_app.py").write_text(app, encoding="utf-8")
+    for name, text in profiles.items():
         (app_dir / "team" / name).write_text(textwrap.dedent(text), encoding="utf-8")
     sys.path.insert(0, str(app_dir))
     try:
@@ -632,7 +648,6 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
         sys.modules.pop("kfd2_pod_app", None)
     rendered = kfdefaults.resolve("pair", team=[str(app_dir / "team")], target="flyte2",
                                   overrides={"elastic": {"max_restarts": 1, "nccl_collective_timeout_sec": 120}})
-    assert registered == rendered.elastic_settings
     primary = primary_of(template)
     assert json.loads(env_of(primary)[RUNTIME_ENV])["elastic"] == registered
 
@@ -653,16 +668,30 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
                # what Flyte 2's backend puts in every task pod (flyte/_bin/runtime.py reads them)
                "_U_RUN_BASE": str(work / "run-base"), "_U_ORG_NAME": "o",
                "FLYTE_INTERNAL_EXECUTION_PROJECT": "p", "FLYTE_INTERNAL_EXECUTION_DOMAIN": "development"}
-    proc = subprocess.run([sys.executable, str(HERE / "flyte_apps" / "a0_runner.py"), str(record), *args[1:]],
-                          cwd=app_dir, env=pod_env, capture_output=True, text=True, timeout=600)
+    runner = [str(HERE / "flyte_apps" / "a0_runner.py"), str(record), *args[1:]]
+    if kubelet is not None:
+        runner = [str(HERE / "flyte_apps" / "as_kubelet.py"), json.dumps(kubelet), *runner]
+    proc = subprocess.run([sys.executable, *runner], cwd=app_dir, env=pod_env, capture_output=True, text=True,
+                          timeout=600)
     outputs = work / "outputs" / "outputs.pb"
-    assert proc.returncode == 0 and outputs.exists(), (proc.returncode, proc.stderr[-4000:])
-    seen = json.loads(asyncio.run(convert_outputs_to_native(task.native_interface,
-                                                            asyncio.run(load_outputs(str(outputs))))))
+    seen = json.loads(asyncio.run(convert_outputs_to_native(task.native_interface, asyncio.run(
+        load_outputs(str(outputs)))))) if outputs.exists() else None
+    launched = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    return Flyte2Pod(proc, registered, rendered, seen, launched)
+
+
+def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files(tmp_path):
+    """Serialize a task on a team profile, delete the profile folder (the image holds the code, not the profiles),
+    then run the serialized container args through Flyte 2's ``a0`` in a fresh process, as the pod does: two
+    torch elastic workers on CPU. What torch receives is what was registered, which is what ``render`` shows."""
+    pod = run_in_a_flyte2_pod(tmp_path)
+    proc, registered, seen = pod.proc, pod.registered, pod.seen
+    assert registered == pod.rendered.elastic_settings
+    assert proc.returncode == 0 and seen is not None, (proc.returncode, proc.stderr[-4000:])
 
     # two workers, one gloo all-reduce: ranks 0 and 1 add 10 + 0 and 10 + 1
     assert (seen["sum"], seen["world_size"]) == (21.0, 2)
-    [launched] = [json.loads(line) for line in record.read_text().splitlines()]
+    [launched] = pod.launched
     assert launched == {
         "min_nodes": 1, "max_nodes": 1, "nproc_per_node": registered["nproc_per_node"],
         "start_method": "spawn",  # Flyte 2's only start method
@@ -678,6 +707,11 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
         "FROM_PROFILE": "yes",
     }
     assert seen["nccl_default_timeout_s"] == 120.0  # the plugin's worker entrypoint applies the collective timeout
+    # the receipt, before the workers started: the pod has what was registered
+    [receipt] = receipts(proc.stderr)
+    assert receipt["differences"] == [] and receipt["registered"]["elastic"] == registered
+    assert receipt["target"] == "flyte2" and receipt["launch"]["rdzv_configs"] == launched["rdzv_configs"]
+    assert receipt_lines(proc.stderr)[0].endswith("): no differences from what was registered")
 
 
 FORKED_APP = '''\

@@ -31,6 +31,7 @@ import kfdefaults
 from kfdefaults import Elastic
 from kfdefaults.errors import KfdefaultsWarning
 from kfdefaults.settings import RUNTIME_ENV
+from receipt_pods import receipt_lines, receipts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APPS = os.path.join(HERE, "flyte_apps")
@@ -351,6 +352,12 @@ def test_pod_runs_on_the_settings_registered_without_profile_files(tmp_path, fly
                                cwd=app_dir, env=pod_env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RESULT 21" in proc.stdout
+    # the receipt, before the workers started: the pod has what was registered
+    [receipt] = receipts(proc.stderr)
+    assert receipt["differences"] == [] and receipt["registered"]["elastic"] == registered
+    assert receipt_lines(proc.stderr)[0].startswith("kfdefaults receipt: task kfd_pod_app.reduce on profile fork-pair "
+                                                    "(flytekit, sha256:")
+    assert receipt_lines(proc.stderr)[0].endswith("): no differences from what was registered")
     [launched] = [json.loads(line) for line in record.read_text().splitlines()]
     assert launched == {
         "min_nodes": 1, "max_nodes": 1,

@@ -3,6 +3,7 @@ as ``pyflyte register`` does: the node's pod template keeps the profile and adds
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections import OrderedDict
 from typing import NamedTuple
@@ -86,12 +87,17 @@ def test_the_override_merges_over_the_profile_and_the_tasks_own_template(kubectl
     env = env_of(primary_of(node))
     assert {**node, "containers": None} == {**expected.result, "containers": None}
     assert {**primary_of(node), "env": None} == {**primary_of(expected.result), "env": None}
-    assert env == env_of(primary_of(expected.result))
+    assert {**env, RUNTIME_ENV: None} == {**env_of(primary_of(expected.result)), RUNTIME_ENV: None}
     # what the profile gives, still there: /dev/shm, the GPUs and their toleration, the registered settings
     assert primary_of(node)["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"}]
     assert primary_of(node)["resources"]["limits"] == {"nvidia.com/gpu": "8"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in node["tolerations"]
-    assert env[RUNTIME_ENV] == env_of(primary_of(own))[RUNTIME_ENV]
+    registered, own_registered = json.loads(env[RUNTIME_ENV]), json.loads(env_of(primary_of(own))[RUNTIME_ENV])
+    assert {**registered, "pod": None} == {**own_registered, "pod": None}
+    # ... and what the node's pod should have, for its receipt: the override's, at the line that set it
+    assert registered["pod"]["env"]["NODE_ONLY"] == {"value": "1", "set_by": "task with_overrides(pod_template=...)"}
+    assert "NODE_ONLY" not in own_registered["pod"]["env"]
+    assert registered["pod"]["labels"]["node"]["value"] == "yes"
     # the task's own template and the override
     assert env["TASK_ONLY"] == "1" and env["NODE_ONLY"] == "1" and node["nodeSelector"] == {"pool": "a100-80g"}
     assert overrides.pod_template.labels == {"task": "yes", "node": "yes"}

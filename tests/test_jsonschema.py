@@ -80,6 +80,8 @@ def test_fragment_features_validate(validator):
     ({"elastic": {"nproc_per_node": 0}}, ["elastic", "nproc_per_node"]),
     ({"elastic": {"monitor_interval": 0}}, ["elastic", "monitor_interval"]),
     ({"elastc": {}}, []),
+    ({"pod_template": {"annotations": {"kfdefaults.io/receipt": "Strict"}}},
+     ["pod_template", "annotations", "kfdefaults.io/receipt"]),
 ])
 def test_bad_profiles_fail_at_the_right_place(validator, profile, where):
     error = best_match(validator.iter_errors(profile))

@@ -327,7 +327,7 @@ def test_the_profile_comes_from_the_flag_the_annotation_or_kfdefaults_elastic(re
 @pytest.mark.parametrize("text, where, message", [
     ("kind: Pod\nspec: {containers: [\n", (3, 1), "invalid YAML"),
     ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", (2, 7),
-     "kind: verify compares Pods and PyTorchJobs, not 'Deployment'"),
+     "kind: verify compares Pods, PyTorchJobs and receipts, not 'Deployment'"),
     ("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j}\nspec:\n  runPolicy: {}\n", (4, 1),
      "spec: PyTorchJob without spec.pytorchReplicaSpecs"),
     ("kind: Pod\nmetadata: {name: p}\nspec:\n  containers: {name: pytorch}\n", (4, 15),

@@ -96,6 +96,19 @@ class BackendError(KfdefaultsError):
     (:mod:`kfdefaults.backend`)."""
 
 
+class ReceiptError(KfdefaultsError):
+    """A receipt with differences, under a profile that asks for ``kfdefaults.io/receipt: strict``
+    (:mod:`kfdefaults.receipt`).
+
+    Attributes:
+        receipt: The receipt (:func:`kfdefaults.receipt.document.receipt_document`).
+    """
+
+    def __init__(self, message: str, receipt: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.receipt = receipt
+
+
 class SchemaLookupError(Exception):
     """A field that the schema cannot resolve (kubectl's ``LookupPatchMetadata*`` errors: :mod:`kfdefaults.smp.schema`)."""
 

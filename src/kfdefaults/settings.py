@@ -21,6 +21,9 @@ KFDEFAULTS_ELASTIC         set by kfdefaults in a registered task's primary cont
 KFDEFAULTS_PROFILES        set by :func:`kfdefaults.carry_profiles` in a parent task's container (a ``@dynamic``, a
                            Flyte 2 task that calls others): the profiles of the tasks it compiles or submits, as
                            registration read them (:mod:`kfdefaults.runtime.carry`); read only in a Flyte container
+KFDEFAULTS_PODINFO         in a pod: the folder of a downward API volume holding the pod's ``labels`` and
+                           ``annotations`` files, which the receipt compares (default ``/etc/podinfo``;
+                           :mod:`kfdefaults.receipt.probe`)
 ========================== =====================================================================================
 """
 
@@ -43,6 +46,7 @@ DEBUG_ENV = "KFDEFAULTS_DEBUG"
 TARGET_ENV = "KFDEFAULTS_TARGET"
 RUNTIME_ENV = "KFDEFAULTS_ELASTIC"
 CARRIED_ENV = "KFDEFAULTS_PROFILES"
+PODINFO_ENV = "KFDEFAULTS_PODINFO"
 
 _OFF = frozenset({"", "0", "false", "no", "off", "n", "f"})
 """Values that leave a flag off, compared case-insensitively: unset and empty, and the usual spellings of no."""

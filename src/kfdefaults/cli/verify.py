@@ -17,15 +17,17 @@ from .common import (
 from .common import run as run_body
 
 _DESCRIPTION = """\
-Compare a live Pod or PyTorchJob with what its profile renders now: every value the profile sets that the live
-object lacks or holds otherwise, with the file and line that set it now.
+Compare a live Pod or PyTorchJob, or a task's receipt, with what its profile renders now: every value the profile
+sets that the live object lacks or holds otherwise, with the file and line that set it now.
 
   kubectl get pod NAME -o yaml | kfdefaults verify -
   kubectl get pytorchjob NAME -o yaml > job.yaml; kfdefaults verify job.yaml --team team
+  kubectl logs POD -c pytorch | kfdefaults verify -
 
-FILE holds a Pod, a PyTorchJob, a kind: List of them or several YAML documents. The profile is --profile, else
-the kfdefaults.io/profile annotation, else the one KFDEFAULTS_ELASTIC names; the target is --target, else the one
-KFDEFAULTS_ELASTIC names, else the default.
+FILE holds a Pod, a PyTorchJob, a kind: List of them or several YAML documents; or a receipt (kind: Receipt, the
+JSON a task on a profile prints when it starts), or a task's log that carries one. The profile is --profile, else
+the receipt's or the kfdefaults.io/profile annotation, else the one KFDEFAULTS_ELASTIC names; the target is
+--target, else the receipt's or the one KFDEFAULTS_ELASTIC names, else the default.
 
 Exit status: 0 nothing differs, 1 something differs, or the file or a profile is bad (a message on standard error)."""
 
@@ -53,14 +55,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from ..pipeline import Pipeline
-    from ..read import read_manifests
-    from ..show.live import live_objects, profile_of
+    from ..show.live import profile_of
     from ..show.verify import ProfileNow, verify_object
     from ..show.verify_view import short_digest, show_reports
     from ..validate.sets import parse_sets
 
     layers = layer_arguments(build("kfdefaults verify"), args)
-    objects = live_objects(read_manifests(args.file), args.file)
+    objects = _objects(args.file)
     pipelines: dict[str, Any] = {}
     profiles: dict[tuple[str, str], ProfileNow] = {}
     reports = []
@@ -92,6 +93,32 @@ def _verify(args: argparse.Namespace) -> int:
     return show_reports(reports, args.output)
 
 
+def _objects(file: str) -> list[Any]:
+    """The live objects of ``file``: the receipts of a task's log (its ``KFDEFAULTS_RECEIPT`` lines, read as
+    ``kfdefaults why`` reads a log, up to 64 MiB), else the manifests of a file of them (up to the manifests' budget:
+    :data:`~kfdefaults.read.document.MANIFEST_BUDGET`)."""
+    import io
+
+    from ..read.document import MANIFEST_BUDGET
+    from ..read.document import error
+    from ..read.files import decode_text, read_input
+    from ..read.yaml import parse_yaml_documents
+    from ..receipt.document import MARKER
+    from ..show.live import live_objects, receipt_objects
+    from ..why.logtext import read_log
+
+    raw = read_input(file, LOG_LIMIT)
+    if (MARKER + " {").encode() in raw:
+        return receipt_objects(read_log(file, io.BytesIO(raw)).lines, file)
+    if len(raw) > MANIFEST_BUDGET.file_bytes:
+        raise error(file, 1, 1, f"file is larger than {MANIFEST_BUDGET.file_bytes >> 10} KiB")
+    return live_objects(parse_yaml_documents(decode_text(raw, file), file, MANIFEST_BUDGET), file)
+
+
+LOG_LIMIT = 64 << 20
+"""The bytes of a task's log ``verify`` reads at most (a receipt is near its start)."""
+
+
 def _lock_digest(pipeline: Any) -> str | None:
     """The digest of the project's ``kfdefaults.lock`` (``None`` without one, or when it is broken)."""
     from ..errors import ProfileError
@@ -111,6 +138,8 @@ def _target(args: argparse.Namespace, obj: Any) -> tuple[Any, str]:
     from .common import chosen_target
 
     if args.target is None:
+        if obj.kind == "Receipt" and obj.data.get("target") in TARGETS:
+            return TARGETS[obj.data["target"]], "the receipt"
         for template in obj.templates:
             registered = registered_settings(obj, template, None)
             if registered is not None and registered.target in TARGETS:

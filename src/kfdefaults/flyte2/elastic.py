@@ -69,6 +69,8 @@ class Elastic(PluginElastic):
             runs on the settings registered with the task.
         deferred_error: In a Flyte pod, the error resolving the profile, raised only when this task runs or is
             submitted (another task of the module may be the one running here).
+        registered: In a pod that runs on the registered settings, what registration put there (the settings and
+            what the pod should have, :mod:`kfdefaults.receipt`); else ``None``.
 
     Raises:
         ProfileError: the profile is unknown or invalid, an override is invalid, or the merged profile sets what
@@ -94,6 +96,7 @@ class Elastic(PluginElastic):
         self.resolved: Resolved | None = call.resolved
         self.deferred_error: ProfileError | None = call.deferred_error
         self.unregistered: ProfileError | None = call.unregistered
+        self.registered: dict[str, Any] | None = call.registered
         super().__init__(**plugin_kwargs(call.settings))
 
     def __repr__(self) -> str:
@@ -148,9 +151,15 @@ class Elastic(PluginElastic):
         """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
         return self._call.provenance()
 
-    def runtime_env_value(self) -> str:
-        """The JSON the pod reads back: this call's key and its resolved settings."""
-        return self._call.env_value(self.elastic_settings())
+    def runtime_env_value(self, pod: dict[str, Any] | None = None) -> str:
+        """The JSON the pod reads back: this call's key, its resolved settings, and what the pod should have
+        (``pod``, :meth:`expected_pod`)."""
+        return self._call.env_value(self.elastic_settings(), pod)
+
+    def expected_pod(self, resolved: Resolved, spec: dict[str, Any], annotations: dict[str, str], **task: Any) -> dict[str, Any]:
+        """What the pod of a task registered from ``resolved`` with pod spec ``spec`` should have, which its receipt
+        compares the pod with (:meth:`kfdefaults.runtime.ProfileCall.expected_pod`)."""
+        return self._call.expected_pod(resolved, spec, annotations, **task)
 
     def elastic_settings(self) -> dict[str, Any]:
         """The settings this config runs with, as plain data (the profile format's keys)."""

@@ -42,6 +42,7 @@ from ..k8s.mounts import SHM_PATH
 from ..k8s.pod import drop_env, drop_shm_mounts, primary_container, set_env
 from ..k8s.resources import merge_task_resources
 from ..merge.result import Resolved
+from ..receipt import receipt_html, take_receipt
 from ..runtime import for_task, resources_replaced
 from ..settings import RUNTIME_ENV
 from ..show.image import (
@@ -129,8 +130,11 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
             primary["resources"] = merge_task_resources(primary["resources"], own_resources)
         if self.env_vars:
             drop_env(primary, self.env_vars)
-        set_env(primary, RUNTIME_ENV, config.runtime_env_value())
         annotations = {**resolved.annotations, **config.provenance()}  # which profile made the pod
+        shm = resources.shm if resources is not None else None
+        pod = config.expected_pod(resolved, spec, annotations, shared_memory=shm,
+                                  shared_memory_by="flyte.Resources(shm=...)")
+        set_env(primary, RUNTIME_ENV, config.runtime_env_value(pod))  # and what the pod should have, for its receipt
         return flyte_pod_template(spec, primary_name, resolved.labels, annotations, cls=ProfilePodTemplate,
                                   task_layer=own, profile_image=found)
 
@@ -215,8 +219,24 @@ class ProfileTorchFunctionTask(TorchFunctionTask):
                                    f"{default} (flyte deploy --image, else Flyte 2's \"auto\" image)"), self.func)
 
     async def execute(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the task; in a Flyte pod, only on the settings registered for it (:meth:`_raise_deferred`)."""
+        """Run the task; in a Flyte pod, only on the settings registered for it (:meth:`_raise_deferred`), and after
+        its receipt (:func:`kfdefaults.receipt.take_receipt`; a report tab too when the task has a report).
+
+        Raises:
+            ProfileError: no settings were registered for this task's call in this pod.
+            ReceiptError: the pod differs from what was registered and the profile asks for a strict receipt.
+        """
         self._raise_deferred(running=True)
+        config = self.plugin_config
+        if isinstance(config, Elastic) and config.registered is not None:
+            launch = {"min_nodes": self.min_nodes, "max_nodes": self.max_nodes, "nproc_per_node": config.nproc_per_node,
+                      "max_restarts": config.max_restarts, "monitor_interval": config.monitor_interval,
+                      "rdzv_backend": config.rdzv_backend, "rdzv_configs": dict(config.rdzv_configs or {})}
+            receipt = take_receipt(config.registered, self.name, launch)
+            if receipt is not None and getattr(self, "report", False):
+                import flyte.report
+
+                flyte.report.get_tab("kfdefaults receipt").log(receipt_html(receipt))
         return await super().execute(*args, **kwargs)
 
 

@@ -80,6 +80,8 @@ class Elastic(PluginElastic):
         profile: The profile name.
         resolved: The merged profile (:class:`kfdefaults.Resolved`); ``None`` in a pod that runs on the
             settings registered with the task.
+        registered: In a pod that runs on the registered settings, what registration put there (the settings and
+            what the pod should have, :mod:`kfdefaults.receipt`); else ``None``.
 
     Raises:
         ProfileError: the profile is unknown or invalid, or an override is invalid (``FILE:LINE:COLUMN``
@@ -107,6 +109,7 @@ class Elastic(PluginElastic):
         self.resolved: Resolved | None = call.resolved
         self.deferred_error: ProfileError | None = call.deferred_error
         self.unregistered: ProfileError | None = call.unregistered
+        self.registered: dict[str, Any] | None = call.registered
         base = plugin_elastic(call.settings)
         super().__init__(**{f.name: getattr(base, f.name) for f in dataclasses.fields(PluginElastic)})
 
@@ -179,9 +182,15 @@ class Elastic(PluginElastic):
         """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
         return self._call.provenance()
 
-    def runtime_env_value(self) -> str:
-        """The JSON the pod reads back: this call's key and its resolved settings."""
-        return self._call.env_value(self.elastic_settings())
+    def runtime_env_value(self, pod: dict[str, Any] | None = None) -> str:
+        """The JSON the pod reads back: this call's key, its resolved settings, and what the pod should have
+        (``pod``, :meth:`expected_pod`)."""
+        return self._call.env_value(self.elastic_settings(), pod)
+
+    def expected_pod(self, resolved: Resolved, spec: dict[str, Any], annotations: dict[str, str], **task: Any) -> dict[str, Any]:
+        """What the pod of a task registered from ``resolved`` with pod spec ``spec`` should have, which its receipt
+        compares the pod with (:meth:`kfdefaults.runtime.ProfileCall.expected_pod`)."""
+        return self._call.expected_pod(resolved, spec, annotations, **task)
 
     def elastic_settings(self) -> dict[str, Any]:
         """The settings this config runs with, as plain data."""

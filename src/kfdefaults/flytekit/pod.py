@@ -31,7 +31,7 @@ from ..merge.result import Resolved
 from ..settings import RUNTIME_ENV
 from ..show.image import ProfileImage, profile_image
 from .elastic import Elastic
-from .objects import flytekit_pod_template
+from .objects import flytekit_pod_template, task_resources
 
 CALLERS = ("kfdefaults", "flytekit", "flytekitplugins")
 """Packages whose frames a warning skips to point at the user's ``@task`` (or ``with_overrides``) line."""
@@ -46,17 +46,32 @@ class TaskArguments:
             Flyte's backend mounts its own ``/dev/shm``.
         environment: The names of ``@task(environment=...)``.
         container_image: ``@task(container_image=...)`` is given: the task's image is the task layer.
+        shm_size: The size ``@task(shared_memory="...")`` asks for, or ``None``.
+        resources: ``@task(requests=..., limits=...)`` as ``(("limits", "memory", "4Gi"), ...)``, which flytekit
+            merges into the primary container when it serializes the task (:class:`PrimaryContainer`).
     """
 
     shared_memory: bool = False
     environment: frozenset[str] = frozenset()
     container_image: bool = False
+    shm_size: str | None = None
+    resources: tuple[tuple[str, str, str], ...] = ()
 
     @classmethod
     def of_task(cls, kwargs: Mapping[str, Any]) -> TaskArguments:
         """The arguments ``@task(...)`` passes to the task class."""
-        return cls(bool(kwargs.get("shared_memory")), frozenset(kwargs.get("environment") or {}),
-                   kwargs.get("container_image") is not None)
+        shm = kwargs.get("shared_memory")
+        resources = task_resources(kwargs.get("requests"), kwargs.get("limits")) or {}
+        return cls(bool(shm), frozenset(kwargs.get("environment") or {}), kwargs.get("container_image") is not None,
+                   shm if isinstance(shm, str) else None,
+                   tuple((kind, k, v) for kind, values in sorted(resources.items()) for k, v in values.items()))
+
+    def task_resources(self) -> dict[str, dict[str, str]]:
+        """:attr:`resources` as a container's ``{"requests": {...}, "limits": {...}}``."""
+        out: dict[str, dict[str, str]] = {}
+        for kind, name, value in self.resources:
+            out.setdefault(kind, {})[name] = value
+        return out
 
 
 def registered_pod_template(config: Elastic, resolved: Resolved, arguments: TaskArguments, *,
@@ -88,10 +103,14 @@ def registered_pod_template(config: Elastic, resolved: Resolved, arguments: Task
     primary = primary_container(spec, primary_name)
     # the task layer wins: flytekit puts the task's variables first, and Kubernetes takes the last of a name
     drop_env(primary, set(arguments.environment) - {RUNTIME_ENV})
-    set_env(primary, RUNTIME_ENV, config.runtime_env_value())
+    annotations = {**resolved.annotations, **config.provenance()}  # which profile made the pod
+    pod = config.expected_pod(resolved, spec, annotations, task_resources=arguments.task_resources(),
+                              task_resources_by="@task(requests=..., limits=...)",
+                              shared_memory=(arguments.shm_size or True) if arguments.shared_memory else None,
+                              shared_memory_by=shared_memory_by or "@task(shared_memory=...)")
+    set_env(primary, RUNTIME_ENV, config.runtime_env_value(pod))  # and what the pod should have, for its receipt
     if arguments.container_image and image_of_a_profile(resolved) is not None:
         del primary["image"]  # flytekit fills in the task's image where the template has none
-    annotations = {**resolved.annotations, **config.provenance()}  # which profile made the pod
     template = flytekit_pod_template(spec, primary_name, resolved.labels, annotations)
     containers = template.pod_spec.containers
     containers[0] = PrimaryContainer.of(containers[0])  # registered_pod_spec puts the primary first

@@ -45,6 +45,7 @@ from flytekitplugins.kfpytorch.task import PytorchElasticFunctionTask
 
 from ..errors import KfdefaultsWarning, caller_stacklevel, warn_at
 from ..merge.result import Resolved
+from ..receipt import receipt_html, take_receipt
 from ..runtime import for_task, resources_replaced
 from ..settings import NO_CACHE_ENV, flag
 from ..show.image import ProfileImage, profile_image_wins, task_image_wins
@@ -212,13 +213,21 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
     def execute(self, **kwargs: Any) -> Any:
         """Run the task. In a Flyte pod where no settings were registered for its ``Elastic(...)``, raise
         instead, naming the task (:func:`kfdefaults.runtime.not_registered`): it runs on what was registered or
-        not at all. Warn first when it is about to wait for nodes that never come
-        (:func:`warn_of_nodes_that_never_come`)."""
+        not at all. In a pod that runs on the registered settings, take the receipt first, before the plugin
+        launches torch's agent (:func:`kfdefaults.receipt.take_receipt`; a Flyte Deck too when the task enables
+        decks). Warn first when it is about to wait for nodes that never come
+        (:func:`warn_of_nodes_that_never_come`).
+
+        Raises:
+            ProfileError: no settings were registered for this task's call in this pod.
+            ReceiptError: the pod differs from what was registered and the profile asks for a strict receipt.
+        """
         config = self.task_config
         if isinstance(config, Elastic) and (config.unregistered or config.deferred_error) is not None:
             raise for_task(config.unregistered or config.deferred_error, self.name)
         if isinstance(config, Elastic):
             warn_of_nodes_that_never_come(config, self.min_nodes, self.task_function)
+            self._take_receipt(config)
         return super().execute(**kwargs)
 
     def _execute(self, **kwargs: Any) -> Any:
@@ -234,6 +243,19 @@ class ProfileElasticTask(PytorchElasticFunctionTask):
             return super()._execute(**kwargs)
         finally:
             self._task_function = function
+
+    def _take_receipt(self, config: Elastic) -> None:
+        """The receipt of this pod against what the task registered, with what the plugin will launch torch with
+        (``PytorchElasticFunctionTask._execute`` builds its ``LaunchConfig`` from these)."""
+        launch = {"min_nodes": self.min_nodes, "max_nodes": self.max_nodes, "nproc_per_node": config.nproc_per_node,
+                  "max_restarts": config.max_restarts, "monitor_interval": config.monitor_interval,
+                  "start_method": config.start_method, "rdzv_backend": self.rdzv_backend,
+                  "rdzv_configs": dict(config.rdzv_configs or {})}
+        receipt = take_receipt(config.registered, self.name, launch)
+        if receipt is not None and self.enable_deck:
+            from flytekit.deck import Deck
+
+            Deck("kfdefaults receipt", receipt_html(receipt))
 
 
 _PRODUCTS: dict[tuple, tuple[Any, Resolved, Any, ProfileImage | None]] = {}

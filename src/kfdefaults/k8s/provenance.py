@@ -1,4 +1,5 @@
-"""Where a pod came from: the annotations kfdefaults puts on every registered pod template.
+"""Where a pod came from: the annotations kfdefaults puts on every registered pod template; and the one a profile
+sets to say what the pod's receipt does.
 
 ``kubectl get pod -o yaml`` then tells which profile made a pod, which version of it (the digest of the merged
 profile, :meth:`kfdefaults.Resolved.digest`) and under which ``kfdefaults.lock``; ``kfdefaults verify`` reads
@@ -26,3 +27,14 @@ def provenance_annotations(profile: str, digest: str, lock_digest: str | None = 
     if lock_digest is not None:
         out[LOCK_ANNOTATION] = lock_digest
     return out
+
+
+RECEIPT_ANNOTATION = "kfdefaults.io/receipt"
+"""Set by a profile (``pod_template.annotations``): what the pod's receipt does (:mod:`kfdefaults.receipt`)."""
+
+RECEIPT_POLICIES = {
+    "report": "print the receipt in the task's log (the default)",
+    "strict": "print it, and stop the task before its workers start when the pod differs from what was registered",
+    "off": "take no receipt",
+}
+"""The values of :data:`RECEIPT_ANNOTATION`, and what each does."""

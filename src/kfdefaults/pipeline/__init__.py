@@ -112,6 +112,8 @@ class Pipeline:
         for library in LIBRARIES:
             self.inputs.module(library)
         self.expanded: dict[str, list[Fragment]] = {}
+        self.file_names: dict[str, str] = {}
+        """Profile files as registration named them, where this pipeline cannot (one over carried profiles)."""
         cache.load_patch_schema(self.kubernetes_version)
 
     @classmethod

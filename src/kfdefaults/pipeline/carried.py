@@ -30,6 +30,7 @@ from ..layers import Catalog, ClusterTemplatePath
 from ..merge.result import SdkObjects
 from ..paths import parse_path
 from ..read import Document
+from ..receipt.expect import file_name
 from ..validate.fragment import Fragment, Lock
 from . import Pipeline
 
@@ -47,11 +48,15 @@ def carried_entry(pipeline: Pipeline, profile: str, provenance: Mapping[str, str
         ProfileError: the profile cannot be read (it was read already by the ``Elastic(...)`` call carried).
     """
     cluster = pipeline.cluster
+    fragments = pipeline.fragments(profile)
     return {
         "target": pipeline.target.name,
         "profile": profile,
         "kubernetes_version": pipeline.kubernetes_version,
-        "fragments": [_fragment_data(f) for f in pipeline.fragments(profile)],
+        "fragments": [_fragment_data(f) for f in fragments],
+        # each file as registration names it, so that the pod's receipt names it alike (kfdefaults.receipt.expect)
+        "names": {f.source: file_name(f.source, pipeline.catalog, pipeline.project.root) for f in fragments
+                  if f.document is not None},
         "cluster": None if cluster is None else {"path": cluster.path, "origin": cluster.origin,
                                                  "document": cluster.document.to_json()},
         "provenance": dict(provenance),
@@ -68,6 +73,8 @@ def carried_pipeline(entry: Mapping[str, Any], sdk: SdkObjects | None) -> Pipeli
     pipeline = Pipeline(Catalog({}, None, Inputs()), kubernetes_version=entry["kubernetes_version"], sdk=sdk,
                         target=entry["target"])
     pipeline.expanded[entry["profile"]] = [_fragment(f) for f in entry["fragments"]]
+    names = entry.get("names") or {}
+    pipeline.file_names = {k: v for k, v in names.items() if isinstance(k, str) and isinstance(v, str)}
     cluster = entry.get("cluster")
     if cluster is not None and pipeline.target.name == "flytekit":
         path = cluster["path"]
@@ -102,11 +109,13 @@ def _fragment_data(fragment: Fragment) -> dict[str, Any]:
     return {"profile": fragment.profile, "layer": fragment.layer, "source": fragment.source,
             "description": fragment.description, "elastic": fragment.elastic, "pod_template": fragment.pod_template,
             "primary_container_name": fragment.primary_container_name, "deprecated": fragment.deprecated,
-            "locks": [[lock.text, *lock.location] for lock in fragment.locks]}
+            "locks": [[lock.text, *lock.location] for lock in fragment.locks],
+            "document": fragment.document.to_json() if fragment.document is not None else None}
 
 
 def _fragment(data: Mapping[str, Any]) -> Fragment:
     locks = [Lock(text, parse_path(text, item=True), Location(file, line, column))
              for text, file, line, column in data["locks"]]
-    return Fragment(data["profile"], data["layer"], data["source"], None, data["description"], data["elastic"],
+    document = Document.from_json(data["source"], data["document"]) if data.get("document") is not None else None
+    return Fragment(data["profile"], data["layer"], data["source"], document, data["description"], data["elastic"],
                     data["pod_template"], data["primary_container_name"], locks=locks, deprecated=data["deprecated"])

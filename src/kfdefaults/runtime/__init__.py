@@ -35,6 +35,7 @@ from ..merge.result import Resolved, SdkObjects, copy_plain
 from ..pipeline import Pipeline
 from ..pipeline.carried import carried_entry, carried_pipeline
 from ..pipeline.shared import shared_pipeline
+from ..receipt.expect import expected_pod
 from ..settings import RUNTIME_ENV
 from ..targets import Target
 from ..check.deprecation import deprecations
@@ -152,6 +153,9 @@ class ProfileCall:
             task raises if it is compiled or submitted here (a ``@dynamic``'s pod, a Flyte 2 parent's):
             :func:`~.carry.not_carried`. A call whose profile the parent carries is merged from that, with
             :attr:`resolved` and :attr:`pipeline` as at registration; a pod never reads profile files.
+        registered: In a Flyte pod running on the registered settings, everything registration put there
+            (:func:`registered_settings`: the settings, and what the pod should have, which the receipt compares:
+            :mod:`kfdefaults.receipt`); else ``None``.
 
     The project whose ``pyproject.toml`` names the team folders, the platform and the lock file is found from the
     folder of the module calling ``Elastic(...)``, then the working directory: registering from another folder
@@ -173,10 +177,12 @@ class ProfileCall:
         self.task_layer: Fragment | None = None
         self.unregistered: ProfileError | None = None
         self.carried_provenance: dict[str, str] | None = None
+        self.registered: dict[str, Any] | None = None
         if sdk.running_a_task():  # in a Flyte pod: what was registered for this call
             registered = registered_settings(sdk)
             if registered is not None and registered.get("key") == self.key:
                 self.settings: dict[str, Any] = registered["elastic"]
+                self.registered = registered
                 return
             # another task's call (a sibling in the module, a child compiled or submitted here): an error if its
             # task is the one that runs; merged from what the parent carries, else an error if compiled here
@@ -329,8 +335,22 @@ class ProfileCall:
         lock = self.pipeline.lock
         return provenance_annotations(self.profile, _DIGESTS[key][1], lock.digest if lock is not None else None)
 
-    def env_value(self, settings: Mapping[str, Any]) -> str:
+    def env_value(self, settings: Mapping[str, Any], pod: Mapping[str, Any] | None = None) -> str:
         """The JSON the pod reads back (:data:`~kfdefaults.settings.RUNTIME_ENV`): this call's key, its target
-        and its resolved ``settings``."""
-        return json.dumps({"key": self.key, "target": self.target.name, "profile": self.profile,
-                           "elastic": dict(settings)}, sort_keys=True, separators=(",", ":"))
+        and its resolved ``settings``, and what the task's pod should have (``pod``:
+        :func:`kfdefaults.receipt.expect.expected_pod`), which the receipt compares the pod with."""
+        value: dict[str, Any] = {"key": self.key, "target": self.target.name, "profile": self.profile,
+                                 "elastic": dict(settings)}
+        if pod is not None:
+            value["pod"] = dict(pod)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+    def expected_pod(self, resolved: Resolved, spec: Mapping[str, Any], annotations: Mapping[str, str],
+                     **task: Any) -> dict[str, Any]:
+        """What the pod of a task registered from ``resolved`` should have
+        (:func:`kfdefaults.receipt.expect.expected_pod`, files named as this call's project's ``kfdefaults.lock``
+        names them); ``task`` holds the task's own resources and shared memory, as that function takes them."""
+        pipeline = self.pipeline
+        return expected_pod(resolved, spec, annotations, catalog=pipeline.catalog if pipeline is not None else None,
+                            root=pipeline.project.root if pipeline is not None else None,
+                            names=pipeline.file_names if pipeline is not None else None, **task)

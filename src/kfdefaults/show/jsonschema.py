@@ -18,6 +18,7 @@ import copy
 import json
 from typing import Any
 
+from ..k8s.provenance import RECEIPT_ANNOTATION, RECEIPT_POLICIES
 from ..smp.schema import definitions, normalize_version
 from ..validate.enums import ENUM_EXTRA, enum_values
 from ..validate.facts import ClusterFactsFile
@@ -228,6 +229,10 @@ def profile_schema(kubernetes_version: str | None = None) -> dict[str, Any]:
         "anyOf": [{"$ref": f"#/$defs/{_POD_SPEC}"}, {"type": "null"}],
         "description": f"A Kubernetes PodSpec fragment (Kubernetes {version}), merged by strategic merge patch.",
     }
+    annotations = defs["PodTemplateSection"]["properties"]["annotations"]["anyOf"][0]
+    annotations["properties"] = {RECEIPT_ANNOTATION: {
+        "anyOf": [{"enum": list(RECEIPT_POLICIES)}, {"type": "null"}],
+        "description": "What the pod's receipt does: " + "; ".join(f"{k}: {v}" for k, v in RECEIPT_POLICIES.items()) + "."}}
     k8s = definitions(version, strict=True)
     for name in _closure(k8s, _POD_SPEC):
         if name == _QUANTITY:

@@ -1,5 +1,7 @@
 """Live objects, as ``kubectl get pod NAME -o yaml`` or ``kubectl get pytorchjob NAME -o yaml`` prints them: their
-pod templates, which profile made them, and the elastic settings they were registered with.
+pod templates, which profile made them, and the elastic settings they were registered with. And a task's receipt
+(:mod:`kfdefaults.receipt`, ``kind: Receipt``), what its pod had when it started: a live object without a pod
+template, whose profile, target, digest and registered settings it names itself.
 
 A file holds one object, a ``kind: List`` of them (``kubectl get pods -o yaml``), or several YAML documents.
 A Pod has one pod template (its own ``metadata`` and ``spec``); a PyTorchJob one per replica spec
@@ -11,15 +13,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from ..errors import Finding, Location, ProfileError
 from ..k8s.provenance import DIGEST_ANNOTATION, LOCK_ANNOTATION, PROFILE_ANNOTATION
 from ..paths import format_path
 from ..read import Document
+from ..receipt.document import KIND as RECEIPT_KIND
+from ..receipt.document import receipt_problem, receipts_in
 from ..settings import RUNTIME_ENV
 
-KINDS = ("Pod", "PyTorchJob")
+KINDS = ("Pod", "PyTorchJob", RECEIPT_KIND)
 """The kinds ``verify`` compares."""
 
 PYTORCH_CONTAINER = "pytorch"
@@ -93,7 +97,10 @@ class LiveObject:
 
     @property
     def label(self) -> str:
-        """How output names it: ``Pod train-x-worker-0``, ``PyTorchJob train-x``, or ``PyTorchJob at FILE:LINE``."""
+        """How output names it: ``Pod train-x-worker-0``, ``PyTorchJob train-x``, ``Receipt of task wf.train``, or
+        ``PyTorchJob at FILE:LINE``."""
+        if self.kind == RECEIPT_KIND:
+            return f"Receipt of task {self.name} at {self.where()}"
         return f"{self.kind} {self.name}" if self.name else f"{self.kind} at {self.where()}"
 
     def location(self, *path: Any, key: bool = False) -> Location:
@@ -174,6 +181,8 @@ def profile_of(obj: LiveObject, given: str | None) -> tuple[str, str]:
     """
     if given:
         return given, "--profile"
+    if obj.kind == RECEIPT_KIND and isinstance(obj.data.get("profile"), str):
+        return obj.data["profile"], "the receipt"
     found = obj.annotation(PROFILE_ANNOTATION)
     if found is not None:
         return found, f"its {PROFILE_ANNOTATION} annotation"
@@ -186,7 +195,10 @@ def profile_of(obj: LiveObject, given: str | None) -> tuple[str, str]:
 
 
 def provenance(obj: LiveObject) -> tuple[str | None, str | None]:
-    """``(digest, lock)``: the ``kfdefaults.io/digest`` and ``kfdefaults.io/lock`` annotations, ``None`` when absent."""
+    """``(digest, lock)``: the ``kfdefaults.io/digest`` and ``kfdefaults.io/lock`` annotations (a receipt's
+    ``digest`` and ``lock``), ``None`` when absent."""
+    if obj.kind == RECEIPT_KIND:
+        return obj.data.get("digest"), obj.data.get("lock")
     return obj.annotation(DIGEST_ANNOTATION), obj.annotation(LOCK_ANNOTATION)
 
 
@@ -225,10 +237,16 @@ def _object(document: Document, path: tuple) -> LiveObject:
     obj = LiveObject(str(kind), name if isinstance(name, str) else "", document, path)
     if kind not in KINDS:
         where = ("kind",) if "kind" in node else ()
-        raise _bad(obj, where, f"verify compares Pods and PyTorchJobs, not {kind!r}: kubectl get pod NAME -o yaml, or "
-                               "kubectl get pytorchjob NAME -o yaml")
+        raise _bad(obj, where, f"verify compares Pods, PyTorchJobs and receipts, not {kind!r}: kubectl get pod NAME -o "
+                               "yaml, kubectl get pytorchjob NAME -o yaml, or a task's log with its receipt")
     if metadata is not None and not isinstance(metadata, dict):
         raise _bad(obj, ("metadata",), "metadata must be an object")
+    if kind == RECEIPT_KIND:
+        problem = receipt_problem(node)
+        if problem:
+            raise _bad(obj, (), problem)
+        obj.name = str(node.get("task") or "")
+        return obj
     if kind == "Pod":
         obj.templates.append(_template(obj, None, ()))
         return obj
@@ -266,3 +284,23 @@ def _mapping(obj: LiveObject, at: tuple) -> dict[str, Any]:
 
 def _bad(obj: LiveObject, path: tuple, message: str, *, key: bool = False) -> ProfileError:
     return ProfileError([Finding(obj.location(*path, key=key), format_path(obj.path + tuple(path)), message)])
+
+
+def receipt_objects(lines: Iterable[tuple[int, str]], file: str) -> list[LiveObject]:
+    """The receipts a task's log carries (its ``KFDEFAULTS_RECEIPT`` lines, :mod:`kfdefaults.receipt.document`), as
+    live objects located at their line.
+
+    Raises:
+        ProfileError: a receipt line that is not a receipt, at its ``FILE:LINE:COLUMN``.
+    """
+    out = []
+    for number, data in receipts_in(lines, file):
+        document = Document(file, data, values={(): (number, 1)})
+        out.append(LiveObject(RECEIPT_KIND, str(data.get("task") or ""), document, ()))
+    return out
+
+
+def receipt_registered(obj: LiveObject) -> Registered:
+    """The settings a receipt says were registered with its task."""
+    data = obj.data
+    return Registered(data.get("profile"), data.get("target"), data["registered"]["elastic"])

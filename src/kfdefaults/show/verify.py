@@ -22,6 +22,9 @@ merged profile, leaf by leaf as ``render --explain`` names them (:mod:`kfdefault
 The elastic settings are compared twice: with the settings registered with the task, which the primary container
 carries in ``KFDEFAULTS_ELASTIC`` (:mod:`kfdefaults.runtime`), and, for a PyTorchJob, with the fields of the job they
 decide (``spec.elasticPolicy``, ``spec.runPolicy``, the ``Worker`` replicas: :mod:`kfdefaults.backend.elastic_config`).
+
+A task's receipt (``kind: Receipt``) is compared by :mod:`.verify_receipt`: what its pod had, and the settings it
+was registered with.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ from ..settings import RUNTIME_ENV
 from ..smp.schema import schema_type
 from .diff import ABSENT
 from .leaves import tree_order
-from .live import LiveObject, LiveTemplate, Registered, registered_settings
+from .live import RECEIPT_KIND, LiveObject, LiveTemplate, Registered, receipt_registered, registered_settings
 from .live import provenance as stamped_by
+from .verify_receipt import receipt_differences
 
 
 @dataclass
@@ -150,6 +154,14 @@ def verify_object(obj: LiveObject, profile: str, named_by: str, now: ProfileNow)
     resolved, origins = now.resolved, now.origins
     digest_live, lock = stamped_by(obj)
     report = Report(obj, profile, named_by, resolved.target.name, digest_live, now.digest, lock)
+    if obj.kind == RECEIPT_KIND:
+        differences, report.notes = receipt_differences(obj, resolved)
+        report.mismatches += [Mismatch(path, live, value, origins.of(path), None, f"receipt: {what}")
+                              for path, live, value, what in differences]
+        report.mismatches += registered_mismatches(receipt_registered(obj), resolved, origins)
+        if digest_live is None:
+            report.notes.append("the receipt names no kfdefaults.io/digest: compared value by value only")
+        return report
     if obj.kind == "PyTorchJob":
         report.mismatches += job_mismatches(obj, resolved, origins)
     for template in obj.templates:

@@ -15,6 +15,7 @@ from ..k8s.names import (
     qualified_name_hint,
     qualified_name_problem,
 )
+from ..k8s.provenance import RECEIPT_ANNOTATION, RECEIPT_POLICIES
 from ..paths import format_path, join
 from ..read import Document
 
@@ -50,7 +51,8 @@ def check_pod_metadata(document: Document, pod_template: Any, layer: str | None,
     server's rules (apimachinery ``ValidateLabels`` and ``ValidateAnnotations``).
 
     Label keys are qualified names and values valid label values; annotation keys are qualified names once
-    lower-cased, values any string, and all keys and values together at most 256 KiB. Keys that are patch
+    lower-cased, values any string (but ``kfdefaults.io/receipt``'s, one of
+    :data:`~kfdefaults.k8s.provenance.RECEIPT_POLICIES`), and all keys and values together at most 256 KiB. Keys that are patch
     directives (``$patch``, ``$retainKeys``...) and ``null`` values (deletions) are not names and are skipped;
     values of the wrong type are left to the section model.
 
@@ -89,6 +91,10 @@ def check_pod_metadata(document: Document, pod_template: Any, layer: str | None,
                 report(path + ("annotations", key), join(join(base, "annotations"), key),
                        f"annotation key `{key}` is not a valid qualified name: {problem}; an annotation key is "
                        f"{QUALIFIED_NAME_RULE} (letter case aside)" + (f"; did you mean `{hint}`?" if hint else ""), key=True)
+            if key == RECEIPT_ANNOTATION and value not in RECEIPT_POLICIES:
+                choices = ", ".join(f"`{k}` ({v})" for k, v in RECEIPT_POLICIES.items())
+                report(path + ("annotations", key), join(join(base, "annotations"), key),
+                       f"`{value}` is not a receipt policy: {RECEIPT_ANNOTATION} is one of {choices}")
         if size > ANNOTATIONS_MAX_BYTES:
             report(path + ("annotations",), join(base, "annotations"),
                    f"the annotations take {size} bytes; Kubernetes allows at most {ANNOTATIONS_MAX_BYTES} (256 KiB) "

@@ -1,0 +1,112 @@
+"""``kfdefaults why LOG``: the known failures of distributed training in a log, each answered with the profile keys
+that govern it, their values, who set them, and what to change."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import (
+    add_kubernetes_version,
+    add_layer_options,
+    add_target,
+    layer_arguments,
+    parser,
+)
+from .common import run as run_body
+
+_DESCRIPTION = """\
+Read a task's log, an exception or kubectl describe output, recognise the known failures of distributed training
+in it, and answer each with the profile key that governs it, its value, the layer and FILE:LINE that set it, and
+what to change it to.
+
+  kubectl logs POD -c pytorch | kfdefaults why -
+  kfdefaults why task.log --profile gpu-large --team team
+
+Values come from the receipt the task printed in the log (kfdefaults.io/receipt), else from the KFDEFAULTS_ELASTIC
+that kubectl describe shows, else from the profile as it renders now: --profile, else the pod's
+kfdefaults.io/profile annotation in the log. A log of no known failure says so; nothing is guessed.
+
+Exit status: 0 a failure was recognised, 1 none was, or the log or a profile is bad (a message on standard error)."""
+
+
+def build(prog: str) -> argparse.ArgumentParser:
+    p = parser(prog, _DESCRIPTION)
+    p.add_argument("file", metavar="LOG", help="The log (a file, or - for standard input).")
+    p.add_argument("--profile", metavar="NAME", default=None,
+                   help="The profile the task ran on, where the log carries no receipt.")
+    add_layer_options(p)
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="Task-layer value (repeatable), as in render: what the task itself set.")
+    add_target(p)
+    p.add_argument("--facts", default=None, metavar="FILE",
+                   help="The cluster's facts (_cluster-facts.yaml: node start and image pull times, Kueue); 'none' "
+                        "for none. Default: as render finds them.")
+    add_kubernetes_version(p)
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="text (the default) or json.")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_body(lambda: _why(args))
+
+
+def _why(args: argparse.Namespace) -> int:
+    from ..why import answers_for, recognise, values_in_log
+    from ..why.logtext import read_log
+
+    log = read_log(args.file)
+    values, named, notes = values_in_log(log)
+    pipeline = None
+    recognised = recognise(log.lines)
+    if recognised:  # the cluster's facts, and the profile where the log carries no values
+        pipeline = _pipeline(args, values)
+    if values is None and recognised:
+        name = args.profile or named
+        if name and pipeline is not None:
+            values = _profile_now(args, pipeline, name, "--profile" if args.profile else "the log's "
+                                  "kfdefaults.io/profile annotation", log, notes)
+    elif values is not None and args.profile:
+        notes.append("--profile is read only where the log carries no receipt and no KFDEFAULTS_ELASTIC: the log says "
+                     "what the task ran with")
+    answers = answers_for(recognised, values, pipeline.facts if pipeline is not None else None)
+    return _show(log, answers, values, notes, args.output)
+
+
+def _pipeline(args: argparse.Namespace, values: Any) -> Any:
+    from ..pipeline import Pipeline
+    from ..targets import TARGETS
+    from .common import chosen_target
+
+    target = chosen_target(args)[0]
+    if args.target is None and values is not None and getattr(values, "target", None) in TARGETS:
+        target = TARGETS[values.target]
+    return Pipeline.discover(**layer_arguments(build("kfdefaults why"), args), kubernetes_version=args.kubernetes_version,
+                             target=target, facts=args.facts, use_lock=False)
+
+
+def _profile_now(args: argparse.Namespace, pipeline: Any, name: str, named_by: str, log: Any, notes: list[str]) -> Any:
+    from ..validate.sets import parse_sets
+    from ..why.values import ProfileValues, annotations_in
+
+    tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
+    resolved = pipeline.resolve(name, [pipeline.task_layer(name, tree, source="--set", labels=labels)])
+    _, digest = annotations_in(log.lines)
+    now = pipeline.resolve(name).digest()
+    if digest is not None and digest != now:
+        notes.append(f"the pod was made from {name} {digest[:19]}…; it renders {now[:19]}… now: the values are today's")
+    return ProfileValues(resolved, f"profile {name} as it renders now (from {named_by})")
+
+
+def _show(log: Any, answers: list, values: Any, notes: list[str], output: str) -> int:
+    import sys
+
+    from ..show.output import output_encoding, to_json
+    from ..why.view import document, text_lines
+
+    if output == "json":
+        sys.stdout.write(to_json(document(log, answers, values, notes), encoding=output_encoding()))
+    else:
+        for line in text_lines(log, answers, values, notes):
+            sys.stdout.write(line + "\n")
+    return 0 if answers else 1

@@ -1,0 +1,238 @@
+"""Each recognised failure answered: the settings that govern it (key, value, who set it, what the pod had) and what
+to change, worked out from those values, the numbers the log gives and the cluster's facts, never guessed: where
+nothing gives a number, the answer says what to measure instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .failures import Found
+from .values import Setting, Values
+
+
+@dataclass
+class Answer:
+    """A recognised failure and what governs it.
+
+    Attributes:
+        found: The failure and the lines that show it.
+        settings: The settings that govern it.
+        change: What to change, in sentences.
+    """
+
+    found: Found
+    settings: list[Setting] = field(default_factory=list)
+    change: list[str] = field(default_factory=list)
+    known: bool = True
+
+    def now(self, setting: Setting, unit: str = "") -> str:
+        """`` (VALUE now)`` for a text, with the default where nothing sets it; ``""`` when values are unknown."""
+        if not self.known:
+            return ""
+        if setting.value is None:
+            return f" (unset now: {setting.default})" if setting.default else " (unset now)"
+        return f" ({setting.value}{unit} now)"
+
+
+def _number(found: Found, pattern: str) -> int | None:
+    for _, text in found.evidence:
+        match = re.search(pattern, text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _seconds(setting: Setting, default: int) -> int:
+    value = setting.value
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _facts_start(facts: Any) -> tuple[int, str] | None:
+    """The slowest start of a node and its image pull, from the cluster's facts: ``(seconds, where)``."""
+    if facts is None:
+        return None
+    node, pull = facts.get("node_start", "worst"), facts.get("image_pull", "worst")
+    if not isinstance(node, int) or not isinstance(pull, int):
+        return None
+    loc = facts.location("node_start", "worst")
+    return node + pull, f"{loc.file}:{loc.line}"
+
+
+def _rendezvous_timeout(a: Answer, v: Values, facts: Any) -> None:
+    join = v.elastic("rdzv_configs", "join_timeout")
+    a.settings += [join, v.elastic("nnodes")]
+    waited = _seconds(join, 600)
+    start = _facts_start(facts)
+    if start is not None and (start[0] >= waited or not a.known):
+        a.change.append(f"raise join_timeout above {start[0]} s, the slowest start of a node plus its image pull that "
+                        f"the cluster's facts state ({start[1]}){a.now(join, ' s')}")
+    elif start is not None:
+        a.change.append(f"join_timeout ({waited} s) is already above the slowest node start and image pull the facts "
+                        f"state ({start[0]} s, {start[1]}): a node did not come at all; look for a pod left Pending "
+                        "(kubectl get pods, kubectl describe pod)")
+    else:
+        a.change.append(f"raise join_timeout{a.now(join, ' s')} above the longest gap between the first and the last pod "
+                        "of the job starting (their start times: kubectl get pods -o wide); no cluster facts state how "
+                        "long a node takes to start, so no number is given here")
+
+
+def _store_unreachable(a: Answer, v: Values, facts: Any) -> None:
+    read, join = v.elastic("rdzv_configs", "read_timeout"), v.elastic("rdzv_configs", "join_timeout")
+    a.settings += [read, join]
+    waited = _number(a.found, r"timed out after (\d+)ms")
+    if waited is not None and (not a.known or waited != _seconds(read, 60) * 1000):
+        a.change.append(f"the log's store client gave up each try after {waited} ms: read_timeout was "
+                        f"{waited / 1000:g} s in that run" + (f", not the {_seconds(read, 60)} s here" if a.known else ""))
+    target = f"join_timeout's {_seconds(join, 600)} s" if a.known else "join_timeout's value"
+    a.change.append(f"raise read_timeout{a.now(read, ' s')} to {target}: the store is served by the job's first pod, "
+                    "which may be the slowest to start")
+
+
+def _store_host_gone(a: Answer, v: Values, facts: Any) -> None:
+    a.settings += [v.elastic("monitor_interval")]
+    a.change.append("no timeout to change: the pod that serves the rendezvous store (PET_RDZV_ENDPOINT, the job's "
+                    "first worker) ended first, and this agent noticed at its next monitor_interval; that pod's own log "
+                    "says why (kfdefaults why on it)")
+
+
+def _admitting_round(a: Answer, v: Values, facts: Any) -> None:
+    a.settings += [v.env("TORCH_DISABLE_SHARE_RDZV_TCP_STORE"), v.elastic("rdzv_configs", "read_timeout"),
+                   v.elastic("nnodes")]
+    a.change.append("set TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in the primary container's env: in torch 2.13 the round "
+                    "that admits a late node waits read_timeout in the shared store for keys nobody writes "
+                    "(docs/clocks-measured.md)")
+
+
+def _closed(a: Answer, v: Values, facts: Any) -> None:
+    restarts = v.elastic("max_restarts")
+    a.settings += [restarts]
+    a.change.append("the rendezvous closes when an agent gives up (its workers failed with no restarts left), and a pod "
+                    "restarted into it cannot join: the first failure is in another pod's log")
+    a.change.append(f"to restart failed workers in place instead, raise max_restarts{a.now(restarts)}")
+
+
+def _spare(a: Answer, v: Values, facts: Any) -> None:
+    a.settings += [v.elastic("nnodes")]
+    a.change.append("nothing to change here: a node beyond nnodes' maximum waited as a spare and left when the "
+                    "rendezvous closed (torch 2.13 turns that exit into this AttributeError); the first failure is in "
+                    "another pod's log")
+
+
+def _shm(a: Answer, v: Values, facts: Any) -> None:
+    shm, memory = v.shm(), v.limit("memory")
+    a.settings += [shm, memory]
+    if a.known and shm.value is None and shm.set_by is None and shm.key == "/dev/shm":
+        a.change.append("mount a memory-backed emptyDir at /dev/shm in the primary container (every builtin profile "
+                        "has one, dshm): without it the pod has the container runtime's 64Mi")
+        return
+    key = shm.key if shm.key != "/dev/shm" else "the sizeLimit of the memory-backed volume at /dev/shm"
+    a.change.append(f"raise {key}{a.now(shm)} above what the DataLoader holds there at once: num_workers x "
+                    "prefetch_factor (2 by default) batches")
+    a.change.append(f"a memory-backed /dev/shm counts against the container's memory limit{a.now(memory)}: raise it "
+                    "by as much")
+
+
+def _oom(a: Answer, v: Values, facts: Any) -> None:
+    memory, shm = v.limit("memory"), v.shm()
+    a.settings += [memory, shm]
+    headroom = facts.get("shm_headroom") if facts is not None else None
+    a.change.append(f"raise the memory limit{a.now(memory)} above what the processes need plus what /dev/shm may "
+                    f"hold{a.now(shm)}: the pages of a memory-backed /dev/shm count against the limit"
+                    + (f"; the cluster's facts keep {headroom} beside /dev/shm (shm_headroom)" if headroom else ""))
+
+
+def _nccl_watchdog(a: Answer, v: Values, facts: Any) -> None:
+    a.settings += [v.elastic("nccl_collective_timeout_sec"), v.env("TORCH_NCCL_ASYNC_ERROR_HANDLING")]
+    timeout = _number(a.found, r"Timeout\(ms\)=(\d+)")
+    a.change.append(f"the collective outlived the process group's timeout{f' ({timeout} ms)' if timeout else ''}: a "
+                    "rank is missing or stuck; the timeout is init_process_group(timeout=...) in the training code "
+                    "(10 minutes for nccl), which Flyte 2's elastic.nccl_collective_timeout_sec sets the default of")
+
+
+def _nccl_heartbeat(a: Answer, v: Values, facts: Any) -> None:
+    a.settings += [v.env("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"), v.elastic("nccl_heartbeat_timeout_sec")]
+    stuck = _number(a.found, r"got stuck for (\d+) seconds")
+    a.change.append(f"NCCL's watchdog was stuck{f' {stuck} s' if stuck else ''} (a hung CUDA or NCCL call); raise "
+                    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only if such a call is expected to last longer, else find the "
+                    "stuck rank (TORCH_NCCL_DUMP_ON_TIMEOUT's flight recorder)")
+
+
+def _peer_gone(a: Answer, v: Values, facts: Any) -> None:
+    a.settings += [v.elastic("max_restarts")]
+    a.change.append("no setting of this pod to change: a worker of another pod died first, and gloo closed the "
+                    "connection to it; that pod's log has the first failure (kfdefaults why on it)")
+
+
+def _gloo(a: Answer, v: Values, facts: Any) -> None:
+    waited = _number(a.found, r"Timed out waiting (\d+)ms")
+    a.change.append(f"a rank never entered the collective within the process group's timeout"
+                    f"{f' ({waited} ms)' if waited else ''}: init_process_group(timeout=...) in the training code; find "
+                    "the rank that did not arrive (its pod's log)")
+
+
+def _kueue(a: Answer, v: Values, facts: Any) -> None:
+    timeout = facts.get("kueue", "wait_for_pods_ready", "timeout") if facts is not None else None
+    if timeout is not None:
+        loc = facts.location("kueue", "wait_for_pods_ready", "timeout")
+        a.settings.append(Setting("kueue.wait_for_pods_ready.timeout (cluster facts)", timeout,
+                                  f"facts {loc.file}:{loc.line}"))
+    start = _facts_start(facts)
+    if timeout is not None and start is not None:
+        a.change.append(f"the pods must be ready within {timeout} s, and the facts give up to {start[0]} s for a node "
+                        "to start and pull the image: ask the platform to raise Kueue's waitForPodsReady.timeout "
+                        "above that, or run on a pool with warm nodes")
+    else:
+        a.change.append("the pods were not all ready within Kueue's waitForPodsReady.timeout (Kueue's default 300 s): "
+                        "no profile key sets it; state it and node_start / image_pull in the cluster's facts to have "
+                        "a number here")
+
+
+_SIGNALS = {-9: "SIGKILL: the kernel's OOM killer at the memory limit, or a kill (kubectl describe pod says OOMKilled "
+                "when it was the limit)",
+            -7: "SIGBUS: most often /dev/shm full (a DataLoader worker, a shared tensor)",
+            -6: "SIGABRT: NCCL aborting a timed-out or failed collective, or a failed assertion in C++",
+            -11: "SIGSEGV: a crash in native code",
+            1: "an exception in the training code: its traceback is in the log above the ChildFailedError"}
+
+
+def _worker(a: Answer, v: Values, facts: Any) -> None:
+    restarts = v.elastic("max_restarts")
+    a.settings.append(restarts)
+    codes = list(dict.fromkeys(a.found.exit_codes))
+    if -9 in codes:
+        a.settings.append(v.limit("memory"))
+    if -7 in codes:
+        a.settings.append(v.shm())
+    for code in codes:
+        a.change.append(f"exit code {code}: {_SIGNALS.get(code, 'see the worker log above the ChildFailedError')}")
+    a.change.append(f"max_restarts{a.now(restarts)} restarts the workers in place that many times before the task "
+                    "fails")
+
+
+ANSWERS: dict[str, Callable[[Answer, Values, Any], None]] = {
+    "shm-bus-error": _shm, "shm-no-space": _shm, "oom-killed": _oom, "nccl-watchdog": _nccl_watchdog,
+    "nccl-heartbeat": _nccl_heartbeat, "gloo-timeout": _gloo, "peer-gone": _peer_gone, "rendezvous-timeout": _rendezvous_timeout,
+    "rendezvous-closed": _closed, "store-unreachable": _store_unreachable, "store-host-gone": _store_host_gone,
+    "admitting-round": _admitting_round, "spare-node-closed": _spare, "kueue-pods-ready": _kueue,
+    "worker-failed": _worker,
+}
+
+
+def answer(found: Found, values: Values | None, facts: Any = None) -> Answer:
+    """The answer to one recognised failure, with the settings from ``values`` (``None``: the keys only, without
+    values) and the cluster's ``facts`` (:class:`~kfdefaults.validate.facts.ClusterFacts`, or ``None``).
+
+    Where the receipt found that the pod differed from what was registered at a key of the answer, the answer says
+    so first: the pod did not have the value the profile set."""
+    a = Answer(found, known=values is not None and values.known)
+    ANSWERS[found.failure.name](a, values if values is not None else Values({}, {}, "", None), facts)
+    if values is not None:
+        keys = {s.key for s in a.settings}
+        for d in values.differences:
+            if d.get("path") in keys:
+                a.change.insert(0, f"this pod had {d.get('observed')}, not the {d.get('registered')} registered at "
+                                   f"{d.get('path')}: likely {d.get('cause')}; restore it first")
+    return a

@@ -1,0 +1,151 @@
+"""The known failures of distributed training, each recognised by the lines torch, NCCL, Kubernetes or Kueue write
+for it, and the profile keys that govern it.
+
+Each pattern is a line as the program writes it, read from its source and, where it runs on a CPU, seen in the logs
+of real failures on this machine (``tests/torch_logs``, docs/clocks-measured.md):
+
+* ``RendezvousTimeoutError``, ``RendezvousClosedError``: raised by ``_RendezvousOpExecutor.run``
+  (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py), with no message.
+* The store never reached: ``The client socket has timed out after ...ms while trying to connect to (HOST, PORT)``
+  (c10d ``socket.cpp``), ``TCP client failed to connect/validate to host ... - timed out`` (``TCPStore.cpp``),
+  then ``RendezvousConnectionError: The connection to the C10d store has failed``
+  (``C10dRendezvousBackend``, c10d_rendezvous_backend.py). The same error after ``Failed to recv, got 0 bytes.
+  Connection was likely closed`` or ``Broken pipe`` is the store's host gone, not a timeout.
+* The round that admits a late node: ``wait timeout after ...ms, keys: /torch.rendezvous....`` (``DistStoreError``).
+* ``/dev/shm`` exhausted: ``DataLoader worker (pid ...) is killed by signal: Bus error`` and ``Unexpected bus error
+  encountered in worker`` (torch/utils/data/_utils/signal_handling.py, the C++ handler), ``unable to allocate
+  shared memory(shm) for file </torch_...>: No space left on device`` (``_new_using_fd_cpu``), NCCL's ``Error while
+  creating shared memory segment`` / ``failed to extend /dev/shm/nccl-...``.
+* NCCL: ``Watchdog caught collective operation timeout`` and ``ProcessGroupNCCL's watchdog got stuck for N seconds``
+  / ``Heartbeat monitor timed out`` (ProcessGroupNCCL.cpp); gloo's ``Timed out waiting ...ms for recv operation to
+  complete`` (``unbound_buffer.cc``), and its ``Connection closed by peer [HOST]:PORT`` when another pod's worker
+  died (``pair.cc``).
+* ``ChildFailedError`` and the exit code of each failed worker (``exitcode  : -9``, ``failed (exitcode: -7)``:
+  torch/distributed/elastic/multiprocessing).
+* ``OOMKilled``: the reason ``kubectl describe pod`` and Flyte show for a container the kernel killed at its memory
+  limit.
+* Kueue's eviction: ``Exceeded the PodsReady timeout NAMESPACE/NAME``, reason ``PodsReadyTimeout``
+  (``WorkloadReconciler``, kueue pkg/controller/core/workload_controller.go).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+MAX_EVIDENCE = 3
+"""Lines quoted per failure."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A kind of failure.
+
+    Attributes:
+        name: Its name (``rendezvous-timeout``), in JSON output.
+        title: How the answer names it.
+        patterns: A line matching any of them is evidence of it.
+        worker: It happens in a training process: the ``ChildFailedError`` that carries it is not answered again.
+        unless: It is not this failure when any of these match a line of the log.
+        requires: It is this failure only when one of these matches a line of the log.
+    """
+
+    name: str
+    title: str
+    patterns: tuple[re.Pattern[str], ...]
+    worker: bool = False
+    unless: tuple[re.Pattern[str], ...] = ()
+    requires: tuple[re.Pattern[str], ...] = ()
+
+
+def _re(*texts: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(t) for t in texts)
+
+
+_HOST_GONE = _re(r"Connection was likely closed", r"Broken pipe", r"Connection reset by peer")
+
+FAILURES = (
+    Failure("shm-bus-error", "a DataLoader worker died of a bus error: /dev/shm is full",
+            _re(r"is killed by signal: Bus error", r"Unexpected bus error encountered in worker"), worker=True),
+    Failure("shm-no-space", "no space left in /dev/shm",
+            _re(r"(?:shared memory|/dev/shm|</torch_\d+_)[^\n]*No space left on device",
+                r"Error while creating shared memory segment", r"failed to extend /dev/shm/"), worker=True),
+    Failure("oom-killed", "the container was OOM-killed at its memory limit", _re(r"\bOOMKilled\b")),
+    Failure("nccl-watchdog", "an NCCL collective outlived the process group's timeout",
+            _re(r"Watchdog caught collective operation timeout"), worker=True),
+    Failure("nccl-heartbeat", "NCCL's watchdog got stuck: the heartbeat monitor ended the process",
+            _re(r"watchdog got stuck for \d+ seconds", r"Heartbeat monitor timed out"), worker=True),
+    Failure("gloo-timeout", "a gloo collective outlived the process group's timeout",
+            _re(r"Timed out waiting \d+ms for (?:recv|send) operation to complete"), worker=True),
+    Failure("peer-gone", "a worker of another pod died: gloo lost the connection to it",
+            _re(r"Connection closed by peer \[", r"Connection reset by peer \["), worker=True),
+    Failure("rendezvous-timeout", "rendezvous timeout: not every node joined within join_timeout",
+            _re(r"RendezvousTimeoutError")),
+    Failure("rendezvous-closed", "the rendezvous was closed: another node's agent gave up first",
+            _re(r"RendezvousClosedError")),
+    Failure("store-unreachable", "the rendezvous store was never reached within read_timeout",
+            _re(r"The client socket has timed out after \d+ms while trying to connect",
+                r"TCP client failed to connect/validate to host \S+ - timed out",
+                r"The connection to the C10d store has failed"), unless=_HOST_GONE),
+    Failure("store-host-gone", "the rendezvous store's host ended: its agent failed first",
+            _re(r"The connection to the C10d store has failed", r"RendezvousConnectionError"), requires=_HOST_GONE),
+    Failure("admitting-round", "the round that admits a late node timed out in the shared store",
+            _re(r"wait timeout after \d+ms, keys: /torch\.rendezvous\.")),
+    Failure("spare-node-closed", "a spare node left a closed rendezvous (torch 2.13 raises AttributeError)",
+            _re(r"'NoneType' object has no attribute 'is_failed'")),
+    Failure("kueue-pods-ready", "Kueue evicted the job: its pods were not ready within waitForPodsReady's timeout",
+            _re(r"Exceeded the PodsReady timeout", r"\bPodsReadyTimeout\b")),
+    Failure("worker-failed", "a training process failed (ChildFailedError)",
+            _re(r"ChildFailedError", r"failed \(exitcode: -?\d+\) local_rank", r"exitcode\s+: -?\d+")),
+)
+"""The catalogue, in the order answers are given: the cause before its echoes."""
+
+
+@dataclass
+class Found:
+    """A failure recognised in a log.
+
+    Attributes:
+        failure: Which.
+        evidence: ``(line number, text)`` of the first lines that show it, one per line of the file (of a JSON log
+            line, the longest line of its message that shows it).
+        exit_codes: For ``worker-failed``: each failed worker's exit code, in order.
+    """
+
+    failure: Failure
+    evidence: list[tuple[int, str]] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+
+
+_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
+_ANY = re.compile("|".join(f"(?:{p.pattern})" for f in FAILURES for p in f.patterns + f.unless + f.requires))
+
+
+def recognise(lines: Iterable[tuple[int, str]]) -> list[Found]:
+    """The failures ``lines`` show, in the catalogue's order; nothing for a log of none of them.
+
+    ``worker-failed`` is answered only where no failure in a training process explains it.
+    """
+    lines = [(n, t) for n, t in lines if _ANY.search(t)]  # one search per line of a long log, then the few that match
+
+    def anywhere(patterns: tuple[re.Pattern[str], ...]) -> bool:
+        return any(p.search(t) for _, t in lines for p in patterns)
+
+    candidates = [f for f in FAILURES if not (f.unless and anywhere(f.unless)) and (not f.requires or anywhere(f.requires))]
+    found: dict[str, Found] = {}
+    for number, text in lines:
+        for failure in candidates:
+            if not any(p.search(text) for p in failure.patterns):
+                continue
+            entry = found.setdefault(failure.name, Found(failure))
+            same = [i for i, (n, _) in enumerate(entry.evidence) if n == number]
+            if same and len(text) > len(entry.evidence[same[0]][1]):  # a JSON line's message: its fullest line
+                entry.evidence[same[0]] = (number, text)
+            elif not same and len(entry.evidence) < MAX_EVIDENCE:
+                entry.evidence.append((number, text))
+            if failure.name == "worker-failed":
+                entry.exit_codes += [int(c) for c in _EXIT.findall(text)]
+    if any(found[name].failure.worker for name in found):
+        found.pop("worker-failed", None)
+    return [found[f.name] for f in FAILURES if f.name in found]

@@ -1,0 +1,193 @@
+"""Where ``kfdefaults why`` takes a failure's settings from, best first: the receipt the task printed in the log
+(what the pod ran with, who set each value, and what the pod had), the settings registered with the task when the
+log carries them (``KFDEFAULTS_ELASTIC`` in ``kubectl describe pod`` or a manifest), else the profile as it
+renders now (named by ``--profile``, the receipt or the pod's ``kfdefaults.io/profile`` annotation).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ..k8s.mounts import is_shm_mount
+from ..merge.provenance import provenance
+from ..merge.result import Resolved
+from ..paths import Select, format_path
+from ..receipt.compare import byte_quantity
+from ..settings import RUNTIME_ENV
+
+DEFAULTS = {
+    "elastic.rdzv_configs.join_timeout": "torch's 600 s",
+    "elastic.rdzv_configs.read_timeout": "torch's 60 s",
+    "elastic.rdzv_configs.last_call_timeout": "torch's 30 s",
+    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "torch's 480 s",
+    "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "the store is shared",
+    "shm": "the container runtime's 64Mi",
+    "memory": "no limit",
+}
+"""What applies where nothing sets a value (docs/timeouts.md)."""
+
+
+@dataclass
+class Setting:
+    """A setting that governs a failure.
+
+    Attributes:
+        key: Its profile key (``elastic.rdzv_configs.join_timeout``).
+        value: Its value, ``None`` when nothing sets it.
+        set_by: Who set it (``team profiles/gpu-large.yaml:6``), ``None`` when nothing does.
+        default: What applies when nothing sets it.
+        observed: What the pod had, where the receipt says (``64Mi (tmpfs)``).
+    """
+
+    key: str
+    value: Any
+    set_by: str | None
+    default: str | None = None
+    observed: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None or k in ("key", "value")}
+
+
+class Values:
+    """A failure's settings as the task registered them (a receipt, or ``KFDEFAULTS_ELASTIC``).
+
+    Args:
+        registered: ``{"elastic": {...}, "pod": {...} | None}`` (:mod:`kfdefaults.receipt.expect`).
+        observed: The receipt's readings of the pod, ``{}`` without a receipt.
+        source: How the answer names where the values come from.
+        profile: The profile's name, if known.
+        differences: The receipt's differences.
+
+    Attributes:
+        known: Whether there are values at all (``Values({}, {}, "", None)`` has only the keys).
+        target: The SDK the task was registered for, when known.
+    """
+
+    def __init__(self, registered: Mapping[str, Any], observed: Mapping[str, Any], source: str,
+                 profile: str | None, differences: list[dict[str, Any]] | None = None) -> None:
+        self.target = registered.get("target") if isinstance(registered.get("target"), str) else None
+        self.elastic_settings = registered.get("elastic") or {}
+        self.pod = registered.get("pod") or {}
+        self.observed = observed
+        self.source, self.profile = source, profile
+        self.differences = differences or []
+        self.known = bool(source)
+
+    def elastic(self, *path: str) -> Setting:
+        node: Any = self.elastic_settings
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        key = format_path(("elastic", *path))
+        return Setting(key, node, (self.pod.get("elastic") or {}).get(key) if node is not None else None, DEFAULTS.get(key))
+
+    def _container(self) -> tuple:
+        return ("pod_template", "spec", "containers", Select("name", self.pod.get("primary") or "primary"))
+
+    def shm(self) -> Setting:
+        shm = self.pod.get("shm")
+        seen = self.observed.get("shm") or {}
+        observed = None
+        if seen.get("size") is not None:
+            observed = f"{byte_quantity(seen['size'])} ({seen.get('fstype') or 'no mount'})"
+        if not shm:
+            return Setting("/dev/shm", None, None, DEFAULTS["shm"], observed)
+        key = format_path(("pod_template", "spec", "volumes", Select("name", shm["volume"]), "emptyDir", "sizeLimit"))
+        return Setting(key, shm.get("size_limit"), shm.get("set_by"), "the pod's memory limit, else the node's memory",
+                       observed)
+
+    def limit(self, name: str) -> Setting:
+        entry = (self.pod.get("limits") or {}).get(name)
+        key = format_path(self._container() + ("resources", "limits", name))
+        observed = None
+        if name == "memory" and (self.observed.get("memory") or {}).get("source"):
+            limit = self.observed["memory"].get("limit")
+            observed = "no limit" if limit is None else byte_quantity(limit)
+        return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
+                       DEFAULTS.get(name), observed)
+
+    def env(self, name: str) -> Setting:
+        entry = (self.pod.get("env") or {}).get(name)
+        key = format_path(self._container() + ("env", Select("name", name), "value"))
+        seen = (self.observed.get("env") or {}).get(name)
+        return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
+                       DEFAULTS.get(name), seen if self.observed else None)
+
+
+class ProfileValues(Values):
+    """A failure's settings as the profile renders them now, each with the layer and ``FILE:LINE`` that sets it
+    (:func:`kfdefaults.merge.provenance.provenance`)."""
+
+    def __init__(self, resolved: Resolved, source: str) -> None:
+        record = provenance(resolved)
+        primary = resolved.primary_container_name
+        spec = resolved.pod_spec
+        main = next((c for c in spec.get("containers") or [] if c.get("name") == primary), {})
+
+        def by(path: tuple) -> str | None:
+            found = record.setter(path, defaults=True)
+            if found is None:
+                return None
+            return found.origin.where if found.origin.layer == "default" else f"{found.origin.layer} {found.origin.where}"
+
+        container = ("pod_template", "spec", "containers", Select("name", primary))
+        elastic = {format_path(p): by(p) for p in _elastic_paths(resolved.elastic_settings)}
+        mount = next((m for m in main.get("volumeMounts") or [] if is_shm_mount(m.get("mountPath"))), None)
+        shm = None
+        if mount is not None:
+            volume = next((v for v in spec.get("volumes") or [] if v.get("name") == mount.get("name")), {})
+            empty_dir = volume.get("emptyDir") or {}
+            path = ("pod_template", "spec", "volumes", Select("name", mount.get("name")), "emptyDir", "sizeLimit")
+            shm = {"volume": mount.get("name"), "size_limit": empty_dir.get("sizeLimit"),
+                   "set_by": by(path) or by(path[:-1] + ("medium",))}
+        limits = {k: {"value": str(v), "set_by": by(container + ("resources", "limits", k))}
+                  for k, v in ((main.get("resources") or {}).get("limits") or {}).items()}
+        env = {e["name"]: {"value": e["value"], "set_by": by(container + ("env", Select("name", e["name"]), "value"))}
+               for e in main.get("env") or [] if isinstance(e.get("value"), str)}
+        pod = {"primary": primary, "shm": shm, "limits": limits, "env": env, "elastic": elastic}
+        super().__init__({"elastic": resolved.elastic_settings, "pod": pod, "target": resolved.target.name}, {}, source,
+                         resolved.name)
+
+
+def _elastic_paths(settings: Mapping[str, Any], at: tuple = ("elastic",)) -> Iterable[tuple]:
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            yield from _elastic_paths(value, at + (key,))
+        else:
+            yield at + (key,)
+
+
+_REGISTERED = re.compile(re.escape(RUNTIME_ENV) + r"""["']?\s*[:=]\s*'?(?=\{)""")
+
+
+def registered_in(lines: Iterable[tuple[int, str]]) -> tuple[int, dict[str, Any]] | None:
+    """The settings registered with the task where the log shows the primary container's ``KFDEFAULTS_ELASTIC``
+    on one line (``kubectl describe pod``: ``KFDEFAULTS_ELASTIC:  {...}``): ``(line, settings)``, else ``None``."""
+    for number, text in lines:
+        match = _REGISTERED.search(text)
+        if match is None:
+            continue
+        try:
+            data, _ = json.JSONDecoder().raw_decode(text[match.end():])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("elastic"), dict):
+            return number, data
+    return None
+
+
+_PROFILE = re.compile(r"kfdefaults\.io/profile[\"']?\s*[:=]\s*[\"']?([a-z0-9][a-z0-9-]*)")
+_DIGEST = re.compile(r"kfdefaults\.io/digest[\"']?\s*[:=]\s*[\"']?(sha256:[0-9a-f]{64})")
+
+
+def annotations_in(lines: Iterable[tuple[int, str]]) -> tuple[str | None, str | None]:
+    """``(profile, digest)``: the pod's ``kfdefaults.io/profile`` and ``kfdefaults.io/digest`` annotations where the
+    log shows them (``kubectl describe pod``, a manifest), else ``None``."""
+    profile = digest = None
+    for _, text in lines:
+        profile = profile or next(iter(_PROFILE.findall(text)), None)
+        digest = digest or next(iter(_DIGEST.findall(text)), None)
+    return profile, digest
