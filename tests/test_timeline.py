@@ -251,6 +251,19 @@ def test_a_cold_start_the_facts_do_not_state_never_reads_as_the_job_runs(platfor
     assert (host["outcome"], host["title"]) == ("runs", "the store's host starts cold, 780 s after the others (worst)")
 
 
+def test_without_facts_the_timeline_says_where_facts_come_from(platform, tmp_path):
+    """A first `kfdefaults timeline NAME` finds no facts: every figure is unknown, and standard error says why."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = invoke(["timeline", "gpu-large", "--only-platform", str(empty), "--target", "flytekit", "-o", "json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["start"]["missing"] == ["node_start", "image_pull"]
+    assert result.stderr == ("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
+                             "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or "
+                             "[tool.kfdefaults] cluster_facts)\n")
+    result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit"])
+    assert result.exit_code == 0 and result.stderr == ""  # the platform folder's facts: nothing to say
+
+
 def test_the_start_times_are_those_of_the_pool_the_profile_fits(platform):
     facts(platform, """\
         node_pools:
