@@ -86,12 +86,13 @@ def write() -> list[str]:
     return written
 
 
-_ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj):(?=<code>)")
+_ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj):<code>(?:~[\w.]*\.)?")
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Docstrings say ``:class:`Resolved```: keep the code, drop the role."""
-    return _ROLE.sub("", html)
+    """Docstrings say ``:class:`Resolved```: keep the code, drop the role; ``:func:`~a.b.c``` shows ``c``, as Sphinx
+    shows it."""
+    return _ROLE.sub("<code>", html)
 
 
 # ---------------------------------------------------------------------------------------------------- helpers

@@ -232,6 +232,38 @@ def test_a_fact_not_stated_is_unknown_never_guessed(platform):
     assert "node_start: unknown (not in the facts)" in result.stdout
 
 
+def test_a_cold_start_the_facts_do_not_state_never_reads_as_the_job_runs(platform):
+    """Whether a late node is waited for depends on how late it is: unstated, the outcome is unknown, not "runs"."""
+    write(platform, "_cluster-facts.yaml", "flyte: {task_timeout: 86400}\n")  # facts, but no start times
+    gpu, cpu = timeline(platform, "gpu-large"), timeline(platform, "cpu-small")
+    assert [scenario(gpu, k)["outcome"] for k in ("start-cold-worker", "start-cold-host")] == ["unknown", "unknown"]
+    assert scenario(cpu, "start-cold-pod")["outcome"] == "unknown"
+    result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit"])
+    assert "the job runs" not in result.stdout.split("[start-cold-host]")[1].split("[never-worker]")[0]
+    # one part stated: the store's host at least 420 s late may still come within read_timeout (900 s), or not
+    write(platform, "_cluster-facts.yaml", "image_pull: {typical: 40, worst: 420}\n")
+    host = scenario(timeline(platform, "gpu-large"), "start-cold-host")
+    assert (host["outcome"], host["title"]) == \
+        ("unknown", "the store's host starts cold, at least 420 s after the others (worst)")
+    # both parts stated: a host 780 s late is waited for (read_timeout 900 s), and the timeline says so
+    write(platform, "_cluster-facts.yaml", "node_start: {typical: 120, worst: 480}\nimage_pull: {typical: 60, worst: 300}\n")
+    host = scenario(timeline(platform, "gpu-large"), "start-cold-host")
+    assert (host["outcome"], host["title"]) == ("runs", "the store's host starts cold, 780 s after the others (worst)")
+
+
+def test_without_facts_the_timeline_says_where_facts_come_from(platform, tmp_path):
+    """A first `kfdefaults timeline NAME` finds no facts: every figure is unknown, and standard error says why."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = invoke(["timeline", "gpu-large", "--only-platform", str(empty), "--target", "flytekit", "-o", "json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["start"]["missing"] == ["node_start", "image_pull"]
+    assert result.stderr == ("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
+                             "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or "
+                             "[tool.kfdefaults] cluster_facts)\n")
+    result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit"])
+    assert result.exit_code == 0 and result.stderr == ""  # the platform folder's facts: nothing to say
+
+
 def test_the_start_times_are_those_of_the_pool_the_profile_fits(platform):
     facts(platform, """\
         node_pools:

@@ -147,10 +147,12 @@ def _join_fail(start: float, clock: Clock, who: str) -> Event:
 
 
 def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None = None,
-              limits: list[Event] | None = None, horizon: float | None = None) -> Scenario:
+              limits: list[Event] | None = None, horizon: float | None = None, start_known: bool = True) -> Scenario:
     """Sort ``events``, add the job's ``limits`` (:func:`_limits`: Kueue's eviction whenever it comes, a deadline
     only when it comes before the scenario's own end), cut them where the job ends (the first event that ends
-    the whole job, or the last node's failure, whichever comes first), and say the outcome and the worst case."""
+    the whole job, or the last node's failure, whichever comes first), and say the outcome and the worst case.
+    A cold start the facts do not fully state (``start_known`` false) cannot show that the job runs: a later start
+    may still meet a clock, so that outcome is ``unknown``; one that fails at the stated part fails later too."""
     own_end = [e.at[1] for e in events if e.fails and e.at is not None]
     horizon = horizon if horizon is not None else max(own_end) if own_end else None
     hangs = any(e.at is None and e.clock is None and e.what.startswith("nothing") for e in events)
@@ -167,7 +169,8 @@ def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None
     if any(e.at is None and e.clock for e in events):
         return Scenario(key, title, events, "unknown", None, notes or [])
     if end is None:
-        return Scenario(key, title, events, "hangs" if hangs else "runs", None, notes or [])
+        return Scenario(key, title, events, "hangs" if hangs else "runs" if start_known else "unknown", None,
+                        notes or [])
     return Scenario(key, title, events, "fails", end, notes or [])
 
 
@@ -176,11 +179,12 @@ def start_scenarios(clock: dict[str, Clock], span: Span, span_key: str, low: int
     """A node that starts ``span``'s ``span_key`` seconds after the others: the store's host, or another worker."""
     late = getattr(span, span_key)
     r, j, l, m = (clock[n] for n in ("read_timeout", "join_timeout", "last_call_timeout", "monitor_interval"))
-    when = "unknown" if late is None else f"{late} s"
+    when = span.text(span_key)
     if late is None:
         unknown = Event(None, "a cold node", None, "starts: when is unknown (" + ", ".join(span.missing) + " not stated)")
-        return [_scenario("start-cold-worker", "a worker starts cold: when is unknown", [unknown]),
-                _scenario("start-cold-host", "the store's host starts cold: when is unknown", [unknown])]
+        return [_scenario("start-cold-worker", "a worker starts cold: when is unknown", [unknown], start_known=False),
+                _scenario("start-cold-host", "the store's host starts cold: when is unknown", [unknown],
+                          start_known=False)]
     scenarios = []
     # another worker is the cold one: the store is up; the others' join_timeout runs from 0
     events = [Event((0, 0), f"{HOST} and the hot nodes", None, "start and join"),
@@ -204,7 +208,7 @@ def start_scenarios(clock: dict[str, Clock], span: Span, span_key: str, low: int
         if late > (j.value or 0) + JOIN_LATE:
             events.append(_read_fail(late, r, "the cold worker"))
     scenarios.append(_scenario("start-cold-worker", f"a worker starts cold, {when} after the others ({span_key})",
-                               events, limits=_limits(clock, late)))
+                               events, limits=_limits(clock, late), start_known=span.complete))
     # the store's host is the cold one: the others' store clients wait read_timeout, before any join
     events = [Event((0, 0), OTHERS, None, "start; connect to the store, which is not up"),
               Event((late, late), HOST, None, f"starts ({span_key} cold start)")]
@@ -216,7 +220,7 @@ def start_scenarios(clock: dict[str, Clock], span: Span, span_key: str, low: int
     notes = [] if late <= rv else [f"the others give up between {rv} and {READ_RETRIES * rv} s; a host up by then "
                                    "may still be in time"] if late < READ_RETRIES * rv else []
     scenarios.append(_scenario("start-cold-host", f"the store's host starts cold, {when} after the others "
-                                                  f"({span_key})", events, notes, limits))
+                                                  f"({span_key})", events, notes, limits, start_known=span.complete))
     return scenarios
 
 
@@ -321,7 +325,7 @@ def single_start(clock: dict[str, Clock], span: Span) -> Scenario:
     if late is None:
         return _scenario("start-cold-pod", "the pod starts cold: when is unknown",
                          [Event(None, "the pod", None, "starts: when is unknown (" + ", ".join(span.missing) +
-                                " not stated)")])
+                                " not stated)")], start_known=False)
     events = [Event((late, late), "the pod", None, "starts (worst cold start)")]
-    return _scenario("start-cold-pod", f"the pod starts cold, {late} s after it is admitted (worst)", events,
-                     limits=_limits(clock, late), horizon=late)
+    return _scenario("start-cold-pod", f"the pod starts cold, {span.text('worst')} after it is admitted (worst)",
+                     events, limits=_limits(clock, late), horizon=late, start_known=span.complete)

@@ -11,6 +11,7 @@ from .common import (
     add_layer_options,
     add_target,
     chosen_target,
+    err,
     layer_arguments,
     parser,
 )
@@ -52,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
         pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
                                      target=chosen_target(args)[0], cluster_template=args.cluster_template,
                                      facts=args.facts, nodes=args.nodes)
+        if pipeline.facts_file is None:  # a first try, most likely: every figure below will say unknown
+            err("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
+                "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or [tool.kfdefaults] "
+                "cluster_facts)")
         tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
         resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)])
         report = pipeline.fit(resolved)

@@ -74,7 +74,7 @@ class Elastic(PluginElastic):
         **overrides: Fields of the plugin's ``Elastic`` (``nnodes``, ``nproc_per_node``, ``start_method``,
             ``monitor_interval`` in seconds, ``max_restarts``, ``rdzv_configs``, ``run_policy``): the task layer,
             applied on top of the profile. ``rdzv_configs`` and ``run_policy`` merge per key. ``rdzv_backend``,
-            which flytekit fixes to ``c10d``, is taken as a profile file takes it (:data:`ARGUMENTS`).
+            which flytekit fixes to ``c10d``, is taken as a profile file takes it.
 
     Attributes:
         profile: The profile name.

@@ -138,7 +138,7 @@ class Resolved:
 
         Returns:
             ``{"name", "description", "elastic": {...}, "pod_template": {"primary_container_name",
-            "labels", "annotations", "spec"}}``; ``description`` is omitted when there is none.
+                "labels", "annotations", "spec"}}``; ``description`` is omitted when there is none.
         """
         out: dict[str, Any] = {"name": self.name}
         if self.description is not None:

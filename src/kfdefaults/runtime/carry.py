@@ -73,11 +73,12 @@ def carry_profiles(*calls: Any) -> dict[str, str]:
 
     Returns:
         ``{"KFDEFAULTS_PROFILES": "..."}`` (:data:`~kfdefaults.settings.CARRIED_ENV`), ``{}`` when nothing is
-        carried (a pod that has none of these calls' profiles).
+            carried (a pod that has none of these calls' profiles).
 
     Raises:
         TypeError: something that is no call on a profile.
-        KfdefaultsError: more than :data:`MAX_VALUE` bytes to carry.
+        KfdefaultsError: the profiles to carry take more than the 98304 bytes (:data:`MAX_VALUE`) an environment
+            variable may hold.
     """
     entries: dict[str, Any] = {}
     for given in calls:
