@@ -113,3 +113,16 @@ def test_another_kubernetes_validate_validates_anew(work: Path) -> None:
     assert (other.returncode, other.stdout) == (1, ""), other.stderr
     assert "team/interactive.yaml:5:9: [team] pod_template.spec.containers[name=primary].stdin: unknown field" \
         in other.stderr
+
+
+def test_a_profile_that_names_another_primary_container_is_merged_anew(work: Path) -> None:
+    """A file whose only change names another primary container (no container written, so no fragment's pod
+    template changes) is another merge: the profile says the new name."""
+    solo = work / "team" / "solo.yaml"
+    solo.write_text("elastic: {nnodes: 1}\npod_template:\n  primary_container_name: trainer\n")
+    args = ("render", "solo", "--team", "team", "-o", "json")
+    assert json.loads(kfdefaults(work, *args).stdout)["pod_template"]["primary_container_name"] == "trainer"
+    solo.write_text(solo.read_text().replace("trainer", "learner"))
+    again = kfdefaults(work, *args)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["pod_template"]["primary_container_name"] == "learner"
