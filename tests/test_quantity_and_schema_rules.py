@@ -73,14 +73,16 @@ def test_enumerations_are_read_from_every_schema_version(version):
 
 @pytest.mark.parametrize("version", available_versions())
 def test_enumerations_are_never_prose(version):
-    """Whatever is taken for an enumeration is a list of identifiers, never words of a sentence."""
+    """Whatever is taken for an enumeration is a list of identifiers, never words of a sentence; and the check
+    runs over every enumeration the schema states (the known ones among them), not over none."""
     defs = definitions(version, strict=True)
-    for definition in defs.values():
-        for prop in (definition.get("properties") or {}).values():
-            values = enum_values(prop.get("description", ""))
-            if values:
-                assert all(v == "" or v[0].isupper() or v[0].isdigit() for v in values), values
-                assert not values & {"A", "An", "The", "In some", "Defaults", "If"}, values
+    found = {(name, field): enum_values(prop.get("description", ""))
+             for name, definition in defs.items() for field, prop in (definition.get("properties") or {}).items()}
+    found = {where: values for where, values in found.items() if values}
+    assert set(KNOWN_ENUMS) <= set(found), sorted(set(KNOWN_ENUMS) - set(found))
+    for where, values in found.items():
+        assert all(v == "" or v[0].isupper() or v[0].isdigit() for v in values), (where, values)
+        assert not values & {"A", "An", "The", "In some", "Defaults", "If"}, (where, values)
 
 
 @pytest.mark.parametrize("description", [

@@ -6,85 +6,25 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
-# Runs the command line as the console script does, then says on a file of its own whether the pipeline was
-# imported: a replay never imports it. PROBE_RACE sets the window before a run in which a changed input keeps
-# it from being stored (two seconds; 0 here, so that files a test has just written are not held against it);
-# when the file PROBE_EDIT names exists, the file it names is edited between the run that reads it and the
-# storing of that run, keeping its old modification time, as `cp -p` or `rsync -t` would (once: the request
-# is removed).
-PROBE = textwrap.dedent("""\
-    import atexit, os, sys
-    def said():
-        with open(os.environ["PROBE_OUT"], "w") as f:
-            f.write("rendered" if "kfdefaults.pipeline" in sys.modules else "replayed")
-    atexit.register(said)
-    from kfdefaults import inputs
-    from kfdefaults.cli import main, replay
-    if "PROBE_RACE" in os.environ:
-        inputs.RACE_SECONDS = float(os.environ["PROBE_RACE"])
-    if os.path.exists(os.environ["PROBE_EDIT"]):
-        store = replay.Recording.store
-        def edited_then_stored(self):
-            with open(os.environ["PROBE_EDIT"]) as request:
-                path = request.read()
-            os.unlink(os.environ["PROBE_EDIT"])
-            st = os.stat(path)
-            with open(path, "a") as f:
-                f.write("# edited while the render ran\\n")
-            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-            store(self)
-        replay.Recording.store = edited_then_stored
-    main()
-""")
-
-TEAM = """\
-description: the team's GPU profile
-extends: elastic-gpu-default
-elastic:
-  nnodes: 2
-pod_template:
-  labels: {team: vision}
-  spec:
-    containers:
-      - name: primary
-        image: registry.example.com/vision/train:2.1
-"""
-
-LONG_AGO = time.time() - 3600
-
-
-def age(*paths: Path) -> None:
-    """Date files and folders an hour back, as files committed long ago are: a recent time keeps a run from
-    being stored (an edit in the same tick as the recording would go unseen)."""
-    for path in paths:
-        for p in [path, *(path.rglob("*") if path.is_dir() else [])]:
-            os.utime(p, (LONG_AGO, LONG_AGO), follow_symlinks=False)
+from replay_probe import (
+    LONG_AGO,
+    PROBE,
+    TEAM,
+    age,
+    copy_of_kfdefaults,
+    make_case,
+    render,
+    render_on_a_terminal,
+)
 
 
 @pytest.fixture
 def case(tmp_path: Path) -> dict:
-    work = tmp_path / "work"
-    team = work / "team"
-    team.mkdir(parents=True)
-    (team / "vision.yaml").write_text(TEAM)
-    age(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
-    env.update(KFDEFAULTS_CACHE_DIR=str(tmp_path / "cache"), KFDEFAULTS_NO_ENTRY_POINTS="1",
-               PROBE_OUT=str(tmp_path / "probe"), PROBE_RACE="0", PROBE_EDIT=str(tmp_path / "edit"))
-    return {"work": work, "team": team, "env": env, "probe": tmp_path / "probe"}
-
-
-def render(case: dict, *args: str, env: dict | None = None) -> tuple[str, str, str, int]:
-    """(stdout, stderr, "rendered" or "replayed", exit status) of ``kfdefaults ARGS`` in the case's folder."""
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=case["work"], env=env or case["env"],
-                          capture_output=True, text=True, timeout=120)
-    return proc.stdout, proc.stderr, case["probe"].read_text(), proc.returncode
+    return make_case(tmp_path)
 
 
 ARGS = ("render", "vision", "--team", "team")
@@ -154,7 +94,9 @@ def test_a_damaged_entry_is_a_miss(case: dict) -> None:
 
 
 def test_a_file_changed_just_now_is_not_stored(case: dict) -> None:
-    env = {k: v for k, v in case["env"].items() if k != "PROBE_RACE"}  # the two seconds of every run
+    # a window no run outlasts however loaded the machine (two seconds by default: a run that starts slower than
+    # that after the write would find the file settled, and rightly store it)
+    env = {**case["env"], "PROBE_RACE": "60"}
     (case["team"] / "vision.yaml").write_text(TEAM)  # modified now: a second edit within the same tick is possible
     assert render(case, *ARGS, env=env)[2] == "rendered"
     assert render(case, *ARGS, env=env)[2] == "rendered"
@@ -181,7 +123,8 @@ def test_a_failed_render_is_not_replayed(case: dict) -> None:
 def test_a_render_as_flyte_is_replayed_until_the_sdk_changes(case: dict, tmp_path: Path) -> None:
     """--as flyte defines a real task: its output follows from the SDK's code too. A package that shadows the SDK
     (here a copy of flytekitplugins' kfpytorch package found first on the path) is another SDK: rendered again."""
-    args = ("render", "vision", "--team", "team", "--as", "flyte", "--set", "elastic.nnodes=2")
+    args = ("render", "vision", "--team", "team", "--as", "flyte", "--target", "flytekit",
+            "--set", "elastic.nnodes=2")
     first = render(case, *args)
     assert first[2:] == ("rendered", 0), first[1]
     assert render(case, *args)[:3] == (first[0], first[1], "replayed")
@@ -335,3 +278,202 @@ def test_an_edit_of_the_clusters_node_list_is_seen(case):
                                                           taints=[GPU_TAINT]))
     _, after, how, _ = render(case, *args)
     assert how == "rendered" and "fits none" not in after
+
+
+# -- each input a render depends on, changed between two runs with the same command: rendered again
+
+
+def test_an_sdk_plugin_removed_since_changes_the_default_target_said(case: dict) -> None:
+    """Without --target, the target follows the installed SDKs: Flyte 2's plugin gone (here a package of the same
+    name, without ``pytorch``, found first on the path, as when flyteplugins-pytorch is uninstalled), the same
+    command says why it chose flytekit otherwise."""
+    site = case["work"].parent / "site"
+    site.mkdir()
+    age(site)
+    env = {**case["env"], "PYTHONPATH": str(site)}
+    _, said, how, _ = render(case, *ARGS, env=env)
+    assert how == "rendered" and "target flytekit (flytekit and flyte are both installed" in said
+    assert render(case, *ARGS, env=env)[2] == "replayed"
+    (site / "flyteplugins").mkdir()
+    (site / "flyteplugins" / "__init__.py").write_text("")
+    age(site)
+    _, said, how, _ = render(case, *ARGS, env=env)
+    assert how == "rendered" and "target flytekit (the installed SDK)" in said
+
+
+@pytest.mark.parametrize("library", ["deepmerge", "pydantic", "yaml"])
+def test_another_copy_of_a_library_renders_again(case: dict, library: str) -> None:
+    """The libraries whose code makes a profile (deepmerge merges ``elastic``, pydantic validates, PyYAML reads) are
+    inputs: the same one found elsewhere on the path (reinstalled, upgraded) is another render."""
+    import importlib.util
+    import shutil
+
+    site = case["work"].parent / "site"
+    site.mkdir()
+    age(site)
+    env = {**case["env"], "PYTHONPATH": str(site)}
+    render(case, *ARGS, env=env)
+    assert render(case, *ARGS, env=env)[2] == "replayed"
+    shutil.copytree(os.path.dirname(importlib.util.find_spec(library).origin), site / library,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    age(site)
+    assert render(case, *ARGS, env=env)[2] == "rendered"
+
+
+def test_a_lock_file_that_appears_holds_the_next_render(case: dict) -> None:
+    """A project's render looks for kfdefaults.lock beside its pyproject.toml: one written since (here with a
+    platform folder this shell does not name) makes the same command fail, naming the missing file."""
+    (case["work"] / "pyproject.toml").write_text('[tool.kfdefaults]\nteam = ["team"]\n')
+    platform = case["work"] / "platform"
+    platform.mkdir()
+    (platform / "elastic-gpu-default.yaml").write_text("pod_template:\n  labels: {pool: a100}\n")
+    age(case["work"])
+    args = ("render", "vision", "--as", "podtemplate")
+    first = render(case, *args)
+    assert first[2:] == ("rendered", 0) and "pool" not in first[0]
+    assert render(case, *args)[2] == "replayed"
+    assert render(case, "lock", "vision", env={**case["env"], "KFDEFAULTS_PLATFORM_PATH": "platform"})[3] == 0
+    _, said, how, status = render(case, *args)
+    assert (how, status) == ("rendered", 1)
+    assert "kfdefaults.lock" in said and "platform file missing: platform/elastic-gpu-default.yaml" in said
+
+
+def test_a_large_pyproject_that_comes_to_set_tool_kfdefaults_is_seen(case: dict) -> None:
+    """A pyproject.toml over the size kfdefaults parses is still read for ``tool.kfdefaults``: once it sets it,
+    the same command is an error."""
+    from kfdefaults.layers.pyproject import MAX_PROJECT_FILE_BYTES
+
+    project = case["work"] / "pyproject.toml"
+    project.write_text('[project]\nname = "big"\n' + "#" * MAX_PROJECT_FILE_BYTES + "\n")
+    age(project)
+    render(case, *ARGS)
+    assert render(case, *ARGS)[2] == "replayed"
+    with project.open("a") as f:
+        f.write('[tool.kfdefaults]\nteam = ["team"]\n')
+    age(project)
+    _, said, how, status = render(case, *ARGS)
+    assert (how, status) == ("rendered", 1) and "sets tool.kfdefaults" in said
+
+
+def test_a_declared_platform_folder_that_appears_is_read(case: dict) -> None:
+    """``platform = ["acme"]`` names a package until a folder ``acme`` stands beside pyproject.toml (packages
+    unchecked here, as --no-entry-points leaves them): the folder made since is the platform layer."""
+    (case["work"] / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["acme"]\nteam = ["team"]\n')
+    age(case["work"])
+    args = ("render", "vision", "--as", "podtemplate")
+    first, _, how, status = render(case, *args)
+    assert (how, status) == ("rendered", 0) and "a100" not in first
+    assert render(case, *args)[2] == "replayed"
+    (case["work"] / "acme").mkdir()
+    (case["work"] / "acme" / "elastic-gpu-default.yaml").write_text("pod_template:\n  labels: {pool: a100}\n")
+    age(case["work"])
+    out, _, how, _ = render(case, *args)
+    assert how == "rendered" and "pool: a100" in out
+
+
+def test_an_installed_platform_package_whose_code_names_another_folder_is_seen(case: dict) -> None:
+    """An entry point ``module:attribute`` runs the package's code to find its folder: the package upgraded in
+    place (its ``__init__.py`` rewritten, its entry points and folders as they were) names another folder, and
+    the next render reads it."""
+    site = case["work"].parent / "site"
+    info = site / "acme_platform-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-platform\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[kfdefaults.platform]\nacme = acme_platform:folder\n")
+    package = site / "acme_platform"
+    for release in ("v1", "v2"):
+        (package / release).mkdir(parents=True)
+        (package / release / "elastic-gpu-default.yaml").write_text(f"pod_template:\n  labels: {{acme: {release}}}\n")
+    init = package / "__init__.py"
+    init.write_text('import os\nfolder = os.path.join(os.path.dirname(__file__), "v1")\n')
+    age(site)
+    env = {**{k: v for k, v in case["env"].items() if k != "KFDEFAULTS_NO_ENTRY_POINTS"}, "PYTHONPATH": str(site)}
+    first, said, how, _ = render(case, *ARGS, env=env)
+    assert how == "rendered" and "acme: v1" in first, said
+    assert render(case, *ARGS, env=env)[2] == "replayed"
+    init.write_text(init.read_text().replace('"v1"', '"v2"'))
+    out, _, how, _ = render(case, *ARGS, env=env)
+    assert how == "rendered" and "acme: v2" in out
+
+
+def test_a_folder_that_gains_a_profile_file_is_no_longer_warned_of(case: dict) -> None:
+    """The warning about a team folder without profile files goes with the first file put in it (one the
+    profile does not read: only the folder's listing says so)."""
+    extra = case["work"] / "extra"
+    extra.mkdir()
+    age(extra)
+    args = (*ARGS, "--team", "extra")
+    _, said, how, _ = render(case, *args)
+    assert how == "rendered" and "no profile files" in said
+    assert render(case, *args)[2] == "replayed"
+    (extra / "speech.yaml").write_text(TEAM)
+    age(extra)
+    _, said, how, _ = render(case, *args)
+    assert how == "rendered" and "no profile files" not in said
+
+
+def test_a_sub_folder_that_gains_profile_files_is_named_in_the_warning(case: dict) -> None:
+    """A folder without profile files is warned of, and its sub-folders that hold some are named: a file put in
+    ``extra/profiles/`` (the folder ``extra`` itself unchanged) adds that hint to the same command's warning."""
+    (case["work"] / "extra" / "profiles").mkdir(parents=True)
+    age(case["work"])
+    args = (*ARGS, "--team", "extra")
+    _, said, how, _ = render(case, *args)
+    assert how == "rendered" and "no profile files" in said and "profiles/ holds" not in said
+    assert render(case, *args)[2] == "replayed"
+    (case["work"] / "extra" / "profiles" / "speech.yaml").write_text(TEAM)
+    age(case["work"] / "extra")
+    _, said, how, _ = render(case, *args)
+    assert how == "rendered" and "profiles/ holds profile files" in said
+
+
+# -- each part of the command's key: the same inputs, another command
+
+
+def test_the_same_command_in_another_project_renders_that_project(case: dict) -> None:
+    """Two projects whose pyproject.toml name their own team folders: the same command, run in each, renders each
+    one's profile (the working folder is part of the command)."""
+    projects = {}
+    for name, image in (("one", "train:2.1"), ("two", "train:2.2")):
+        folder = case["work"].parent / name
+        (folder / "team").mkdir(parents=True)
+        (folder / "pyproject.toml").write_text('[tool.kfdefaults]\nteam = ["team"]\n')
+        (folder / "team" / "vision.yaml").write_text(TEAM.replace("train:2.1", image))
+        projects[name] = folder
+    age(case["work"].parent)
+    args = ("render", "vision", "--as", "podtemplate")
+    assert "train:2.1" in render(case, *args, cwd=projects["one"])[0]
+    assert render(case, *args, cwd=projects["one"])[2] == "replayed"
+    out, _, how, _ = render(case, *args, cwd=projects["two"])
+    assert how == "rendered" and "train:2.2" in out
+
+
+def test_explain_follows_the_terminal_it_is_shown_on(case: dict) -> None:
+    """--explain prints a table on a wide terminal, a narrow layout on a narrow one and plain text into a pipe:
+    each run of the same command writes what its own standard output takes, never what another one took."""
+    args = ("render", "vision", "--team", "team", "--explain")
+    wide, how = render_on_a_terminal(case, 240, *args)
+    assert how == "rendered" and "│ elastic.nnodes " in wide  # a row of the table
+    assert render_on_a_terminal(case, 240, *args) == (wide, "replayed")
+    narrow, how = render_on_a_terminal(case, 60, *args)
+    assert how == "rendered" and "  nnodes = 2 " in narrow and "│" not in narrow  # the layout of a narrow one
+    piped, _, how, _ = render(case, *args)
+    assert how == "rendered" and "elastic.nnodes" in piped and "\x1b[" not in piped and "│" not in piped
+
+
+def test_another_kfdefaults_renders_again_and_merges_anew(case: dict) -> None:
+    """kfdefaults' own code makes the output: a release whose flytekit default differs (here a copy of kfdefaults
+    first on the path, whose ``targets.py`` is replaced by one with another ``monitor_interval``) renders the same
+    command anew, and merges anew rather than reading an earlier merge from the cache."""
+    site = case["work"].parent / "site"
+    targets = copy_of_kfdefaults(site) / "targets.py"
+    env = {**case["env"], "PYTHONPATH": str(site)}
+    args = ("render", "vision", "--team", "team", "--target", "flytekit")
+    first, said, how, _ = render(case, *args, env=env)
+    assert how == "rendered" and "monitor_interval: 5" in first, said
+    assert render(case, *args, env=env)[2] == "replayed"
+    code = targets.read_text()
+    assert code.count('"monitor_interval": 5,') == 1
+    targets.write_text(code.replace('"monitor_interval": 5,', '"monitor_interval": 7,'))
+    out, said, how, _ = render(case, *args, env=env)
+    assert how == "rendered" and "monitor_interval: 7" in out, said
