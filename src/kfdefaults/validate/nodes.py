@@ -54,15 +54,22 @@ class NodeList:
         return self.document.location((("items", index) if self.is_list else ()) + path)
 
 
-def read_nodes(file: str, inputs: Inputs | None = None) -> NodeList:
+def read_nodes(file: str, inputs: Inputs | None = None, *, pipe: bool = True) -> NodeList:
     """The nodes of ``file`` (``-`` for standard input, or a pipe), checked by
     :func:`kfdefaults.k8s.nodes.node_problems`; ``inputs`` records a regular file's bytes.
+
+    Args:
+        file: The node list.
+        inputs: Records the file read.
+        pipe: Whether ``file`` may be standard input or a pipe (``--nodes``, the command line's); ``False`` for a
+            file a repository names (the facts' ``nodes``), which must be a regular file, as a profile must: a
+            pipe or a device there is refused without waiting on it, and ``-`` is a file of that name.
 
     Raises:
         ProfileError: the file cannot be read, is not JSON or YAML, holds no Node, or a node is not one, each
             problem at its ``FILE:LINE:COLUMN``.
     """
-    raw = _read(file, inputs)
+    raw = _read(file, inputs) if pipe else read_regular_file(file, NODE_LIST_MAX_BYTES, "node list", inputs)
     text = decode_text(raw, file)
     document: Document | JsonDocument
     if text.lstrip().startswith(("{", "[")):

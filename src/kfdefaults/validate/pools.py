@@ -149,7 +149,7 @@ def _node_list(facts: ClusterFacts | None, nodes_file: str | None, inputs: Input
     if present is None:
         raise ProfileError([Finding(facts.location("nodes"), "nodes", f"no node list at {path}: save it there with "
                                     "`kubectl get nodes -o json`, or remove `nodes`")])
-    return read_nodes(path, inputs)
+    return read_nodes(path, inputs, pipe=False)
 
 
 def _described_pool(name: str, facts: ClusterFacts) -> Pool:

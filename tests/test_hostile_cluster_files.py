@@ -1,0 +1,74 @@
+"""The cluster's facts and node list, as a pull request's author writes them: whatever they hold or name, ``fit``,
+``timeline``, ``validate`` and ``render`` answer within bounds, at the line of the problem, without a traceback, and
+show every text they quote as an escape. Each case runs the command line in a process of its own, as a CI job does.
+
+The node lists are built with the kubernetes client's models (tests/node_lists.py), as kubectl prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from node_lists import GPU_TAINT, pool_nodes, write_node_list
+
+KFDEFAULTS = str(Path(sys.executable).parent / "kfdefaults")
+
+A100 = {"cpu": "95", "memory": "1300Gi", "nvidia.com/gpu": "8", "pods": "110", "ephemeral-storage": "3000Gi"}
+
+
+@pytest.fixture
+def platform(tmp_path: Path) -> Path:
+    """A platform folder whose facts name a node list beside them, and an empty team folder beside it."""
+    folder = tmp_path / "platform"
+    folder.mkdir()
+    (tmp_path / "team").mkdir()
+    write_node_list(folder / "_nodes.json", *pool_nodes("a100", 2, A100, taints=[GPU_TAINT]))
+    (folder / "_cluster-facts.yaml").write_text("nodes: _nodes.json\n")
+    return folder
+
+
+def facts(platform: Path, text: str) -> Path:
+    path = platform / "_cluster-facts.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def kfdefaults(platform: Path, *args: str, stdin: int | None = subprocess.DEVNULL,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+    """``kfdefaults ARGS --platform PLATFORM --team TEAM`` from the folder above them; no traceback, whatever it
+    answers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    env.update(KFDEFAULTS_CACHE_DIR=os.environ["KFDEFAULTS_CACHE_DIR"], KFDEFAULTS_NO_ENTRY_POINTS="1")
+    proc = subprocess.run([KFDEFAULTS, *args, "--platform", "platform", "--team", "team"], cwd=platform.parent,
+                          env=env, stdin=stdin, capture_output=True, text=True, timeout=timeout)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-3000:]
+    return proc
+
+
+# --- what the facts' `nodes` may name -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["a pipe", "a device", "standard input"])
+def test_the_facts_node_list_is_a_regular_file_never_a_pipe_or_a_device(platform, kind):
+    """`nodes:` names a file of the repository: a FIFO in its place (which no writer ever opens), a link to
+    `/dev/zero` or to `/dev/stdin` (a pipe the CI step never closes) is refused at once, at the node list's first
+    line, as a profile in such a place is; only `--nodes` on the command line reads a pipe (`<(kubectl ...)`)."""
+    target = platform / "_nodes.json"
+    target.unlink()
+    if kind == "a pipe":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero" if kind == "a device" else "/dev/stdin")
+    for command, status in ((["fit", "gpu-large"], 2), (["timeline", "gpu-large"], 1), (["validate"], 1),
+                            (["render", "gpu-large"], 1)):
+        proc = kfdefaults(platform, *command, stdin=subprocess.PIPE, timeout=60)  # a pipe left open
+        assert proc.returncode == status, (command, proc.stderr)
+        [line] = [line for line in proc.stderr.splitlines() if "_nodes.json" in line]
+        assert line.startswith("platform/_nodes.json:1:1: ") and "not a regular file" in line, line
+        assert proc.stdout == "" or command == ["validate"], proc.stdout
