@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from node_lists import GPU_TAINT, pool_nodes, write_node_list
+from node_lists import GPU_TAINT, line_of, pool_nodes, write_node_list
 
 KFDEFAULTS = str(Path(sys.executable).parent / "kfdefaults")
 
@@ -72,3 +72,55 @@ def test_the_facts_node_list_is_a_regular_file_never_a_pipe_or_a_device(platform
         [line] = [line for line in proc.stderr.splitlines() if "_nodes.json" in line]
         assert line.startswith("platform/_nodes.json:1:1: ") and "not a regular file" in line, line
         assert proc.stdout == "" or command == ["validate"], proc.stdout
+
+
+# --- how much a node list may hold ----------------------------------------------------------------------------------
+
+
+def copies(count: int, pools: int) -> list[dict]:
+    """``count`` nodes as kubectl prints them, named ``n0``, ``n1``..., spread over ``pools`` pools (a label of their
+    own: nodes with other labels are other pools); without the images they hold, so that 20,000 fit in 64 MiB."""
+    [model] = pool_nodes("a100", 1, A100, taints=[GPU_TAINT])
+    del model["status"]["images"]
+    nodes = []
+    for i in range(count):
+        node = json.loads(json.dumps(model))
+        node["metadata"]["name"] = f"n{i}"
+        node["metadata"]["labels"] = {"cloud.google.com/gke-nodepool": f"p{i % pools}", "kubernetes.io/hostname": f"n{i}"}
+        nodes.append(node)
+    return nodes
+
+
+def test_a_node_list_of_more_nodes_than_any_cluster_has_is_refused_at_the_first_one_past_the_bound(platform):
+    """20,000 nodes are read (Kubernetes supports clusters of 5,000; GKE of 15,000); the node past them is an
+    error at its line, before a pool is formed: 64 MiB of tiny nodes took two minutes and 1.4 GB for one pool."""
+    text = write_node_list(platform / "_nodes.json", *copies(20_001, 1))
+    before, name = line_of(text, '"name": "n19999"'), line_of(text, '"name": "n20000"')
+    for command, status in ((["fit", "gpu-large"], 2), (["validate"], 1)):
+        proc = kfdefaults(platform, *command)
+        [error] = [e for e in proc.stderr.splitlines() if e.startswith("platform/_nodes.json:")]
+        assert "more than 20,000 nodes" in error, error
+        assert before < int(error.split(":")[1]) < name  # the item of node n20000
+        assert proc.returncode == status
+
+
+def test_a_node_list_of_more_pools_than_any_cluster_has_is_refused_at_the_first_one_past_the_bound(platform):
+    """1,000 pools are judged (every profile against every pool: 10,000 single-node pools took a minute and a
+    half of `validate` with the builtin profiles alone); the pool past them is an error at its first node's name,
+    and the facts' own pools count too."""
+    text = write_node_list(platform / "_nodes.json", *copies(1_001, 1_001))
+    line = line_of(text, '"name": "n1000"')
+    for command, status in ((["fit", "gpu-large"], 2), (["validate"], 1), (["render", "gpu-large"], 1)):
+        proc = kfdefaults(platform, *command)
+        [error] = [e for e in proc.stderr.splitlines() if "more than 1,000 node pools" in e]
+        assert error.startswith(f"platform/_nodes.json:{line}:"), error
+        assert proc.returncode == status
+    write_node_list(platform / "_nodes.json", *copies(1_000, 1_000))
+    assert kfdefaults(platform, "fit", "gpu-large", "-o", "json").returncode == 0
+    facts(platform, """\
+        nodes: _nodes.json
+        node_pools:
+          scaled-to-zero: {allocatable: {nvidia.com/gpu: 8}}
+        """)
+    proc = kfdefaults(platform, "fit", "gpu-large")
+    assert proc.returncode == 2 and proc.stderr.startswith("platform/_cluster-facts.yaml:3:3: "), proc.stderr

@@ -26,6 +26,11 @@ NODE_LIST_MAX_BYTES = 64 << 20
 """The largest JSON node list read (64 MiB: about 2,000 nodes of 30 KiB, most of it ``status.images``). A YAML
 list keeps :data:`~kfdefaults.read.MANIFEST_BUDGET` (1 MiB)."""
 
+MAX_LISTED_NODES = 20_000
+"""Most nodes a node list may hold: more than any cluster kubectl lists in :data:`NODE_LIST_MAX_BYTES` (Kubernetes
+supports clusters of 5,000 nodes, GKE of 15,000; a node kubectl prints is 2 KiB or more without its images). Each
+node is checked and grouped, some 0.2 ms: 64 MiB of tiny nodes took two minutes and 1.4 GB of memory."""
+
 LIST_KINDS = ("List", "NodeList")
 
 
@@ -43,6 +48,7 @@ class NodeList:
     def __init__(self, file: str, nodes: list[dict[str, Any]], document: Document | JsonDocument,
                  is_list: bool) -> None:
         self.file, self.nodes, self.document, self.is_list = file, nodes, document, is_list
+        self._index = {id(n): i for i, n in enumerate(nodes)}
 
     def __repr__(self) -> str:
         return f"NodeList({self.file!r}, {len(self.nodes)} nodes)"
@@ -50,8 +56,7 @@ class NodeList:
     def location(self, node: dict[str, Any], *path: str | int) -> Location:
         """Where ``path`` (``"status", "allocatable", "nvidia.com/gpu"``) of ``node``, one of :attr:`nodes`, is
         written: ``FILE:LINE:COLUMN``."""
-        index = next(i for i, n in enumerate(self.nodes) if n is node)
-        return self.document.location((("items", index) if self.is_list else ()) + path)
+        return self.document.location((("items", self._index[id(node)]) if self.is_list else ()) + path)
 
 
 def read_nodes(file: str, inputs: Inputs | None = None, *, pipe: bool = True) -> NodeList:
@@ -117,6 +122,9 @@ def _items(data: Any) -> tuple[list[dict[str, Any]], list[NodeProblem]]:
         if not items:
             return [], [NodeProblem(("items",), "the list holds no Node: is `kubectl get nodes` looking at the "
                                                 "right cluster?")]
+        if len(items) > MAX_LISTED_NODES:
+            return [], [NodeProblem(("items", MAX_LISTED_NODES), f"more than {MAX_LISTED_NODES:,} nodes: kfdefaults "
+                                    "reads a node list of at most that many, more than any cluster has")]
         return items, [NodeProblem(("items", i) + p.path, p.message, p.key) for i, item in enumerate(items)
                        for p in node_problems(item)]
     if isinstance(data, dict) and "kind" not in data and "items" in data:
