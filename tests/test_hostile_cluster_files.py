@@ -124,3 +124,47 @@ def test_a_node_list_of_more_pools_than_any_cluster_has_is_refused_at_the_first_
         """)
     proc = kfdefaults(platform, "fit", "gpu-large")
     assert proc.returncode == 2 and proc.stderr.startswith("platform/_cluster-facts.yaml:3:3: "), proc.stderr
+
+
+# --- what a node list may say, and how it is quoted ------------------------------------------------------------------
+
+ESCAPES = "a\x1b]52;c;SGVsbG8=\x07\u202e<img src=x onerror=alert(1)>@security-team\n::error::pwned"
+
+
+@pytest.mark.parametrize("field, value, rule", [
+    (("metadata", "name"), ESCAPES, "a Node's name is a DNS subdomain"),
+    (("metadata", "name"), "n" * 254, "a Node's name is a DNS subdomain"),
+    (("spec", "taints", 0, "value"), ESCAPES, "a taint's value is a label value"),
+    (("spec", "taints", 0, "value"), "v" * (4 << 20), "a taint's value is a label value"),
+])
+def test_a_node_name_or_taint_value_the_api_server_refuses_is_an_error_at_its_line(platform, field, value, rule):
+    """The API server keeps a Node's name as a DNS subdomain and a taint's value as a label value
+    (pkg/apis/core/validation ValidateNodeName = NameIsDNSSubdomain, validateNodeTaints IsValidLabelValue): text
+    no node holds, which fit, timeline and diff would print as a pool's name or a reason, is an error at its line.
+    Before, a 4 MiB taint value was printed whole in every reason, and a name with control characters was a pool."""
+    [node] = pool_nodes("a100", 1, A100, taints=[GPU_TAINT])
+    target = node
+    for key in field[:-1]:
+        target = target[key]
+    target[field[-1]] = value
+    text = write_node_list(platform / "_nodes.json", node)
+    line = line_of(text, json.dumps(value)[:40])
+    for command, status in ((["fit", "gpu-large"], 2), (["timeline", "gpu-large"], 1), (["validate"], 1)):
+        proc = kfdefaults(platform, *command)
+        [error] = [e for e in proc.stderr.splitlines() if e.startswith("platform/_nodes.json:")]
+        assert error.startswith(f"platform/_nodes.json:{line}:") and rule in error, error
+        assert len(proc.stderr) < 2000 and "\x1b" not in proc.stderr and proc.returncode == status
+
+
+@pytest.mark.parametrize("node", [
+    {"kind": "K" * (4 << 20)},
+    {"kind": "Node", "metadata": {"name": "n1", "labels": {"k" * (4 << 20): "v"}}},
+    {"kind": "Node", "metadata": {"name": "n1"}, "spec": {"taints": [{"key": "a", "effect": ["E" * (4 << 20)]}]}},
+], ids=["kind", "label key", "taint effect"])
+def test_a_huge_value_of_a_node_list_is_quoted_short(platform, node):
+    """A message quotes what a node list holds as it quotes a profile's values: its start and its length, never
+    4 MiB of it (errors.shown)."""
+    (platform / "_nodes.json").write_text(json.dumps({"kind": "List", "items": [node]}))
+    proc = kfdefaults(platform, "fit", "gpu-large")
+    assert proc.returncode == 2 and proc.stderr.startswith("platform/_nodes.json:1:"), proc.stderr[:500]
+    assert len(proc.stderr) < 1000 and "(4,194,3" in proc.stderr, proc.stderr[:1000]

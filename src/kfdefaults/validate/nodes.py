@@ -14,7 +14,7 @@ import os
 import stat
 from typing import Any
 
-from ..errors import Finding, Location, ProfileError
+from ..errors import Finding, Location, ProfileError, shown
 from ..inputs import Inputs
 from ..k8s.nodes import NodeProblem, node_problems
 from ..paths import format_path
@@ -96,7 +96,7 @@ def read_nodes(file: str, inputs: Inputs | None = None, *, pipe: bool = True) ->
         data = document.data
     nodes, problems = _items(data)
     if problems:
-        raise ProfileError([Finding(document.location(p.path, key=p.key), format_path(p.path), p.message)
+        raise ProfileError([Finding(document.location(p.path, key=p.key), shown(format_path(p.path), 200), p.message)
                             for p in problems])
     return NodeList(file, nodes, document, isinstance(data, dict) and data.get("kind") in LIST_KINDS)
 
