@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from node_lists import GPU_TAINT, line_of, pool_nodes, write_node_list
 
+from kfdefaults.validate.facts import MAX_PRICE
+
 KFDEFAULTS = str(Path(sys.executable).parent / "kfdefaults")
 
 A100 = {"cpu": "95", "memory": "1300Gi", "nvidia.com/gpu": "8", "pods": "110", "ephemeral-storage": "3000Gi"}
@@ -168,3 +170,59 @@ def test_a_huge_value_of_a_node_list_is_quoted_short(platform, node):
     proc = kfdefaults(platform, "fit", "gpu-large")
     assert proc.returncode == 2 and proc.stderr.startswith("platform/_nodes.json:1:"), proc.stderr[:500]
     assert len(proc.stderr) < 1000 and "(4,194,3" in proc.stderr, proc.stderr[:1000]
+
+
+# --- hostile facts: fit and timeline answer within their exit statuses -------------------------------------------------
+
+
+def strict_json(text: str) -> dict:
+    """JSON as RFC 8259 and every other reader than Python's take it: no NaN nor Infinity."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("price", [".inf", ".nan", "1e308", "1000000001"])
+def test_a_price_no_node_costs_is_an_error_at_its_line(platform, price):
+    """A price per node-hour is a finite amount of at most 1,000,000,000 (any currency): before, `.inf` made
+    `fit -o json` write `Infinity`, which is not JSON, and `1e308` times the hours of a job ended in `internal
+    error: OverflowError`."""
+    facts(platform, f"""\
+        nodes: _nodes.json
+        flyte: {{task_timeout: 2592000}}
+        node_pools:
+          a100:
+            nodes: 16
+            price_per_node_hour: {price}
+        """)
+    for command, status in ((["fit", "gpu-large"], 2), (["fit", "gpu-large", "-o", "json"], 2),
+                            (["timeline", "gpu-large"], 1), (["validate"], 1)):
+        proc = kfdefaults(platform, *command)
+        assert proc.returncode == status, (command, proc.stdout[-500:], proc.stderr)
+        assert proc.stderr.startswith("platform/_cluster-facts.yaml:6:26: node_pools.a100.price_per_node_hour: ")
+
+
+def test_the_largest_price_and_times_make_figures_and_json(platform):
+    """At every bound at once (a billion per node-hour, 100,000 nodes held for the longest deadline a job takes),
+    the cost is a figure and the JSON is JSON."""
+    facts(platform, f"""\
+        nodes: _nodes.json
+        node_start: {{typical: 2592000, worst: 2592000}}
+        node_pools:
+          a100:
+            nodes: 100000
+            price_per_node_hour: {MAX_PRICE:.0f}
+        """)
+    (platform.parent / "team" / "long.yaml").write_text(textwrap.dedent("""\
+        extends: gpu-large
+        elastic:
+          nnodes: "1:100000"
+          run_policy: {active_deadline_seconds: 2147483647}
+        """))
+    proc = kfdefaults(platform, "fit", "long", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    [pool] = strict_json(proc.stdout)["pools"]
+    assert pool["reserves"]["cost"] == 100_000 * 2147483647 / 3600 * MAX_PRICE, pool["reserves"]
+    assert "per node-hour" in kfdefaults(platform, "fit", "long").stdout
+    assert kfdefaults(platform, "timeline", "long", "-o", "json").returncode == 0
