@@ -226,3 +226,19 @@ def test_the_largest_price_and_times_make_figures_and_json(platform):
     assert pool["reserves"]["cost"] == 100_000 * 2147483647 / 3600 * MAX_PRICE, pool["reserves"]
     assert "per node-hour" in kfdefaults(platform, "fit", "long").stdout
     assert kfdefaults(platform, "timeline", "long", "-o", "json").returncode == 0
+
+
+def test_the_timeline_shows_a_pools_name_as_escapes_even_where_it_wraps(platform):
+    """A pool named by the facts, with a line break, a tab and a terminal's escape in its name: the timeline writes
+    each as its visible escape, as fit does, where before its wrapping had turned the line break into a space."""
+    facts(platform, """\
+        node_pools:
+          "a100\\n::error::x\\tb\\e[2J":
+            allocatable: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: "8"}
+            node_start: {typical: 5, worst: 10}
+        """)
+    (platform / "_nodes.json").unlink()
+    text = kfdefaults(platform, "timeline", "gpu-large").stdout
+    assert "start times: pool a100\\n::error::x\\tb\\x1b[2J's (the one pool it fits)" in text, text[:600]
+    fit = kfdefaults(platform, "fit", "gpu-large").stdout
+    assert "a100\\n::error::x\\tb\\x1b[2J" in fit, fit[:600]
