@@ -111,3 +111,31 @@ def test_lock_messages_lead_with_the_cause(tmp_path):
         assert "[builtin]" in errors[1] and "builtin file no longer merged: kfdefaults " in errors[1]
         assert "nccl-fail-fast.yaml is installed, but profile 'gpu-large' no longer extends it" in errors[1]
         assert "install kfdefaults" not in proc.stderr
+
+
+@pytest.mark.parametrize("size", [1 << 20, 3 << 20], ids=["1 MiB", "3 MiB, over the cap"])
+def test_a_pyproject_built_to_slow_the_search_for_tool_kfdefaults_is_passed_over_at_once(tmp_path, size):
+    """`tool = {` a hundred thousand times and no `}`: the search for an inline `tool` table that names kfdefaults
+    looked from each one to the end of the file, a quadratic search that held every command of the project for many
+    minutes (300 KB: 28 s). It is one pass now; the file does not set tool.kfdefaults, and is passed over."""
+    (tmp_path / "pyproject.toml").write_text("tool={" * (size // 6))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    env["KFDEFAULTS_CACHE_DIR"] = os.environ["KFDEFAULTS_CACHE_DIR"]
+    proc = subprocess.run([KFDEFAULTS, "list"], cwd=tmp_path, capture_output=True, text=True, timeout=30, env=env)
+    assert proc.returncode == 0 and "gpu-large" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("text", [
+    'tool = {kfdefaults = {team = ["profiles"]}}\n',
+    'tool = {other = 1, kfdefaults.team = ["profiles"]}\n',
+    "tool={" * 50_000 + '\n[x]\ntool = {kfdefaults = {team = ["profiles"]}}\n',
+], ids=["inline", "inline dotted", "after many"])
+def test_an_inline_tool_table_that_names_kfdefaults_is_still_read(tmp_path, text):
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "mine.yaml").write_text("extends: gpu-large\n")
+    (tmp_path / "pyproject.toml").write_text(text)
+    proc = cli(tmp_path, "where", "mine")
+    if text.startswith("tool={"):  # not TOML: it names kfdefaults, so it is read, and its error says where
+        assert proc.returncode == 1 and "pyproject.toml:1:" in proc.stderr, proc.stderr
+    else:
+        assert proc.returncode == 0 and "profiles/mine.yaml" in proc.stdout, proc.stdout + proc.stderr

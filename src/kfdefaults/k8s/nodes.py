@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
-from .names import label_value_problem, qualified_name_problem
+from ..errors import shown
+from .names import is_dns1123_subdomain, label_value_problem, qualified_name_problem
 from .quantity import quantity_problem, quantity_value
 
 POOL_LABELS = (
@@ -142,10 +143,13 @@ def _mapping_problem(value: Any, what: str) -> str | None:
 def node_problems(node: Any) -> list[NodeProblem]:
     """What in ``node`` is not what the API server keeps of a Node, as far as the scheduler's filters read it.
 
-    Checked: the node is an object of ``kind: Node`` (when it says), ``metadata.name`` is a non-empty string,
-    ``metadata.labels`` map qualified names to label values, ``spec.taints`` have a key and an effect of
-    :data:`TAINT_EFFECTS`, ``spec.unschedulable`` is true or false, and ``status.allocatable`` and
-    ``status.capacity`` map resource names to quantities (pkg/apis/core/validation ``ValidateNode``).
+    Checked: the node is an object of ``kind: Node`` (when it says), ``metadata.name`` is a DNS subdomain
+    (``ValidateNodeName``, apimachinery ``NameIsDNSSubdomain``), ``metadata.labels`` map qualified names to label
+    values, ``spec.taints`` have a qualified name as key, a label value as value and an effect of
+    :data:`TAINT_EFFECTS` (``validateNodeTaints``), ``spec.unschedulable`` is true or false, and
+    ``status.allocatable`` and ``status.capacity`` map resource names to quantities (pkg/apis/core/validation
+    ``ValidateNode``). So a name or a taint that fit, timeline and diff print is one the API server keeps: short,
+    without control characters. Values quoted in a message are quoted short (:func:`kfdefaults.errors.shown`).
 
     Returns:
         A :class:`NodeProblem` for each problem; ``[]`` when the node is fine.
@@ -153,7 +157,7 @@ def node_problems(node: Any) -> list[NodeProblem]:
     if not isinstance(node, dict):
         return [NodeProblem((), "not a Node: each item of `kubectl get nodes -o json` is an object")]
     if node.get("kind", "Node") != "Node":
-        return [NodeProblem(("kind",), f"not a Node but a {node.get('kind')!r}: give the output of "
+        return [NodeProblem(("kind",), f"not a Node but a {shown(repr(node.get('kind')), 40)}: give the output of "
                                        "`kubectl get nodes -o json`")]
     problems: list[NodeProblem] = []
     for key in ("metadata", "spec", "status"):
@@ -164,12 +168,15 @@ def node_problems(node: Any) -> list[NodeProblem]:
     metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
     if not isinstance(metadata.get("name"), str) or not metadata.get("name"):
         problems.append(NodeProblem(("metadata", "name") if "name" in metadata else ("metadata",), "a Node has a name"))
+    elif not is_dns1123_subdomain(metadata["name"]):
+        problems.append(NodeProblem(("metadata", "name"), "a Node's name is a DNS subdomain (at most 253 lowercase "
+                                    "letters, digits, '-' and '.'), as the API server keeps it (ValidateNodeName)"))
     labels = metadata.get("labels")
     if (problem := _mapping_problem(labels, "metadata.labels")) is not None:
         problems.append(NodeProblem(("metadata", "labels"), problem))
     for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
         if (why := qualified_name_problem(key)) is not None:
-            problems.append(NodeProblem(("metadata", "labels", key), f"label {key!r}: {why}", key=True))
+            problems.append(NodeProblem(("metadata", "labels", key), f"label {shown(repr(key), 80)}: {why}", key=True))
         elif (why := label_value_problem(value) if isinstance(value, str) else "it is not text") is not None:
             problems.append(NodeProblem(("metadata", "labels", key), f"the value of label {key!r}: {why}"))
     problems += _taint_problems(spec.get("taints"))
@@ -202,7 +209,10 @@ def _taint_problems(taints: Any) -> list[NodeProblem]:
                                         "a taint's key is a qualified name, such as `nvidia.com/gpu`"))
         if taint.get("value") is not None and not isinstance(taint["value"], str):
             problems.append(NodeProblem(at + ("value",), "a taint's value is text"))
+        elif taint.get("value") and (why := label_value_problem(taint["value"])) is not None:
+            problems.append(NodeProblem(at + ("value",), f"a taint's value is a label value (validateNodeTaints): {why}"))
         if taint.get("effect") not in TAINT_EFFECTS:
             problems.append(NodeProblem(at + ("effect",) if "effect" in taint else at,
-                             f"a taint's effect is one of {', '.join(TAINT_EFFECTS)}, not {taint.get('effect')!r}"))
+                                        f"a taint's effect is one of {', '.join(TAINT_EFFECTS)}, not "
+                                        f"{shown(repr(taint.get('effect')), 40)}"))
     return problems

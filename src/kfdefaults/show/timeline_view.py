@@ -57,7 +57,9 @@ def source_text(clock: Clock) -> str:
 
 
 def _wrap(line: str, width: int, indent: int) -> list[str]:
-    return textwrap.wrap(line, width, subsequent_indent=" " * indent, break_long_words=False,
+    """``line`` wrapped at ``width``, its control characters escaped first (a name's line break or tab is shown, not
+    taken for a space by the wrapping)."""
+    return textwrap.wrap(printable(line), width, subsequent_indent=" " * indent, break_long_words=False,
                          break_on_hyphens=False) or [""]
 
 

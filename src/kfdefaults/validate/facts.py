@@ -51,6 +51,11 @@ MAX_SECONDS = 30 * 86400
 MAX_NODES = 100_000
 """Most nodes a pool may state (the largest Kubernetes clusters run some tens of thousands)."""
 
+MAX_PRICE = 1e9
+"""Most a node may cost an hour, in any currency (a GPU node costs some tens of dollars, a million or so in the
+currencies of smallest unit): a price times the node-hours of the longest job (100,000 nodes for 2^31 seconds) stays
+a figure, where ``1e308`` overflowed."""
+
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 """A taint's effects (``k8s.io/api/core/v1`` ``TaintEffect``)."""
 
@@ -107,7 +112,8 @@ class NodePool(_Strict):
                           "ephemeral-storage, pods, as Kubernetes quantities.")
     nodes: Optional[Union[Annotated[int, Field(ge=0, le=MAX_NODES)], NodeCount]] = Field(
         None, description="How many nodes the pool has at most, or {min, max}.")
-    price_per_node_hour: Optional[float] = Field(None, ge=0, description="What a node costs an hour (any currency).")
+    price_per_node_hour: Optional[float] = Field(None, ge=0, le=MAX_PRICE, allow_inf_nan=False,
+                                                 description="What a node costs an hour (any currency).")
     node_start: Optional[Span] = Field(None, description="A node of this pool scaled up to Ready, in seconds.")
     image_pull: Optional[Span] = Field(None, description="The task image pulled on a node of this pool, in seconds.")
 

@@ -14,7 +14,7 @@ import os
 import stat
 from typing import Any
 
-from ..errors import Finding, Location, ProfileError
+from ..errors import Finding, Location, ProfileError, shown
 from ..inputs import Inputs
 from ..k8s.nodes import NodeProblem, node_problems
 from ..paths import format_path
@@ -25,6 +25,11 @@ from ..read.json_positions import JsonDocument
 NODE_LIST_MAX_BYTES = 64 << 20
 """The largest JSON node list read (64 MiB: about 2,000 nodes of 30 KiB, most of it ``status.images``). A YAML
 list keeps :data:`~kfdefaults.read.MANIFEST_BUDGET` (1 MiB)."""
+
+MAX_LISTED_NODES = 20_000
+"""Most nodes a node list may hold: more than any cluster kubectl lists in :data:`NODE_LIST_MAX_BYTES` (Kubernetes
+supports clusters of 5,000 nodes, GKE of 15,000; a node kubectl prints is 2 KiB or more without its images). Each
+node is checked and grouped, some 0.2 ms: 64 MiB of tiny nodes took two minutes and 1.4 GB of memory."""
 
 LIST_KINDS = ("List", "NodeList")
 
@@ -43,6 +48,7 @@ class NodeList:
     def __init__(self, file: str, nodes: list[dict[str, Any]], document: Document | JsonDocument,
                  is_list: bool) -> None:
         self.file, self.nodes, self.document, self.is_list = file, nodes, document, is_list
+        self._index = {id(n): i for i, n in enumerate(nodes)}
 
     def __repr__(self) -> str:
         return f"NodeList({self.file!r}, {len(self.nodes)} nodes)"
@@ -50,19 +56,25 @@ class NodeList:
     def location(self, node: dict[str, Any], *path: str | int) -> Location:
         """Where ``path`` (``"status", "allocatable", "nvidia.com/gpu"``) of ``node``, one of :attr:`nodes`, is
         written: ``FILE:LINE:COLUMN``."""
-        index = next(i for i, n in enumerate(self.nodes) if n is node)
-        return self.document.location((("items", index) if self.is_list else ()) + path)
+        return self.document.location((("items", self._index[id(node)]) if self.is_list else ()) + path)
 
 
-def read_nodes(file: str, inputs: Inputs | None = None) -> NodeList:
+def read_nodes(file: str, inputs: Inputs | None = None, *, pipe: bool = True) -> NodeList:
     """The nodes of ``file`` (``-`` for standard input, or a pipe), checked by
     :func:`kfdefaults.k8s.nodes.node_problems`; ``inputs`` records a regular file's bytes.
+
+    Args:
+        file: The node list.
+        inputs: Records the file read.
+        pipe: Whether ``file`` may be standard input or a pipe (``--nodes``, the command line's); ``False`` for a
+            file a repository names (the facts' ``nodes``), which must be a regular file, as a profile must: a
+            pipe or a device there is refused without waiting on it, and ``-`` is a file of that name.
 
     Raises:
         ProfileError: the file cannot be read, is not JSON or YAML, holds no Node, or a node is not one, each
             problem at its ``FILE:LINE:COLUMN``.
     """
-    raw = _read(file, inputs)
+    raw = _read(file, inputs) if pipe else read_regular_file(file, NODE_LIST_MAX_BYTES, "node list", inputs)
     text = decode_text(raw, file)
     document: Document | JsonDocument
     if text.lstrip().startswith(("{", "[")):
@@ -84,7 +96,7 @@ def read_nodes(file: str, inputs: Inputs | None = None) -> NodeList:
         data = document.data
     nodes, problems = _items(data)
     if problems:
-        raise ProfileError([Finding(document.location(p.path, key=p.key), format_path(p.path), p.message)
+        raise ProfileError([Finding(document.location(p.path, key=p.key), shown(format_path(p.path), 200), p.message)
                             for p in problems])
     return NodeList(file, nodes, document, isinstance(data, dict) and data.get("kind") in LIST_KINDS)
 
@@ -110,6 +122,9 @@ def _items(data: Any) -> tuple[list[dict[str, Any]], list[NodeProblem]]:
         if not items:
             return [], [NodeProblem(("items",), "the list holds no Node: is `kubectl get nodes` looking at the "
                                                 "right cluster?")]
+        if len(items) > MAX_LISTED_NODES:
+            return [], [NodeProblem(("items", MAX_LISTED_NODES), f"more than {MAX_LISTED_NODES:,} nodes: kfdefaults "
+                                    "reads a node list of at most that many, more than any cluster has")]
         return items, [NodeProblem(("items", i) + p.path, p.message, p.key) for i, item in enumerate(items)
                        for p in node_problems(item)]
     if isinstance(data, dict) and "kind" not in data and "items" in data:

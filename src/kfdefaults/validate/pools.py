@@ -39,6 +39,12 @@ KUBELET_MAX_PODS = 110
 """The kubelet's default ``maxPods`` (``--max-pods``, KubeletConfiguration ``maxPods``): the pods a node takes when
 a described pool does not say."""
 
+MAX_POOLS = 1_000
+"""Most pools a cluster may state, its node list's and its facts' together: every profile is judged against every
+pool (about a millisecond each), and clouds cap a cluster's node pools below it (AKS at 100, EKS's managed node
+groups at 30 by default). 10,000 pools of one node each made ``validate`` of the builtin profiles take a minute and
+a half."""
+
 BASIC_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 """What every node has some of: a described pool that does not state one leaves it unknown."""
 
@@ -119,8 +125,8 @@ def load_pools(facts: ClusterFacts | None, nodes_file: str | None, inputs: Input
         inputs: Records the node list read.
 
     Raises:
-        ProfileError: the node list cannot be read or is not one (located), or the facts name one that is not there
-            (at the facts' ``nodes`` line).
+        ProfileError: the node list cannot be read or is not one (located), the facts name one that is not there
+            (at the facts' ``nodes`` line), or there are more than :data:`MAX_POOLS` pools (at the first past it).
     """
     listed = _node_list(facts, nodes_file, inputs)
     described = (facts.get("node_pools") or {}) if facts is not None else {}
@@ -135,6 +141,9 @@ def load_pools(facts: ClusterFacts | None, nodes_file: str | None, inputs: Input
     for name in described:
         if name not in taken:
             pools.append(_described_pool(name, facts))
+    if len(pools) > MAX_POOLS:
+        raise ProfileError([Finding(pools[MAX_POOLS].location(), "", f"more than {MAX_POOLS:,} node pools: kfdefaults "
+                                    "judges every profile against each pool, and reads at most that many")])
     return pools
 
 
@@ -149,7 +158,7 @@ def _node_list(facts: ClusterFacts | None, nodes_file: str | None, inputs: Input
     if present is None:
         raise ProfileError([Finding(facts.location("nodes"), "nodes", f"no node list at {path}: save it there with "
                                     "`kubectl get nodes -o json`, or remove `nodes`")])
-    return read_nodes(path, inputs)
+    return read_nodes(path, inputs, pipe=False)
 
 
 def _described_pool(name: str, facts: ClusterFacts) -> Pool:
