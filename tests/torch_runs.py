@@ -98,6 +98,8 @@ class Scenario:
         first: The clock (or event) that fires first, as measured and checked by ``tests/test_torch_runs.py``.
         elastic: The task layer's ``elastic`` over the builtin ``cpu-small`` profile.
         starts: Each agent's start in seconds (None: never); agent 0 hosts the store.
+        cues: For an agent whose start only means something once another agent's workers run, ``{agent: (other,
+            seconds)}``: it starts no earlier than that many seconds after the other's first worker printed.
         workload: ``flyte_apps/torch_task.py``'s workload.
         deadline: Seconds after which the agents still running are killed.
         env: More environment for every agent.
@@ -113,6 +115,7 @@ class Scenario:
     deadline: float = 40
     env: Mapping[str, str] = field(default_factory=dict)
     shm_size: str | None = None
+    cues: Mapping[int, tuple[int, float]] = field(default_factory=dict)
 
     def settings(self) -> dict:
         """The merged elastic settings, as ``kfdefaults render cpu-small -o json`` prints them under ``elastic``
@@ -125,7 +128,7 @@ class Scenario:
 
     def run(self, python: Any = None) -> list[AgentRun]:
         return run_agents(self.settings(), self.starts, workload=self.workload, deadline=self.deadline,
-                          env=self.env, shm_size=self.shm_size, python=python)
+                          env=self.env, shm_size=self.shm_size, python=python, cues=self.cues)
 
 
 def _rdzv(**configs: int) -> dict:
@@ -151,22 +154,23 @@ SCENARIOS = {s.name: s for s in [
     Scenario("last-call-late-node-admitted", "nnodes 1:2; a node starts once the first one runs alone",
              "last_call_timeout, then read_timeout in the round that admits the node",
              {"nnodes": "1:2", **_rdzv(join_timeout=20, last_call_timeout=3, read_timeout=4)},
-             (0, 8), {"name": "allreduce", "hold": 14}, deadline=45),
+             (0, 8), {"name": "allreduce", "hold": 14}, deadline=45, cues={1: (0, 2)}),
     Scenario("last-call-late-node-admitted-max-restarts-1", "the same with max_restarts 1",
              "last_call_timeout, then read_timeout in the round that admits the node",
              {"nnodes": "1:2", "max_restarts": 1, **_rdzv(join_timeout=20, last_call_timeout=3, read_timeout=4)},
-             (0, 8), {"name": "allreduce", "hold": 14}, deadline=45),
+             (0, 8), {"name": "allreduce", "hold": 14}, deadline=45, cues={1: (0, 2)}),
     Scenario("last-call-late-node-admitted-unshared-store", "the same with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1",
              "last_call_timeout, then a restart that admits the node",
              {"nnodes": "1:2", **_rdzv(join_timeout=20, last_call_timeout=3, read_timeout=4)},
-             (0, 8), {"name": "allreduce", "hold": 14}, deadline=45, env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}),
+             (0, 8), {"name": "allreduce", "hold": 14}, deadline=45, env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"},
+             cues={1: (0, 2)}),
     Scenario("closed-rendezvous-restarted-pod", "a worker raises (max_restarts 0); its pod restarts after its agent "
              "ended", "the worker's exception, then the closed rendezvous", {"nnodes": 2, **_rdzv(join_timeout=10)},
              (0, 0, 15), {"name": "raise", "agent": 1, "hold": 30}, deadline=21),
     Scenario("spare-node-then-closed", "a third node for nnodes 2 waits while the round is full; a worker raises",
              "the worker's exception, then the close (the spare has no clock)",
              {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0, 6),
-             {"name": "raise", "agent": 1, "after": 8, "hold": 30}, deadline=21),
+             {"name": "raise", "agent": 1, "after": 8, "hold": 30}, deadline=21, cues={2: (1, 1)}),
     # workers that fail
     Scenario("worker-sigkill", "a worker killed by SIGKILL mid-run (max_restarts 0)",
              "the killed worker, seen within monitor_interval", {"nnodes": 2, **_rdzv(join_timeout=10)}, (0, 0),
@@ -202,7 +206,7 @@ def free_port() -> int:
 
 def run_agents(elastic: Mapping[str, Any], starts: Sequence[float | None], *, workload: Mapping[str, Any] | None = None,
                deadline: float = 40, shm_size: str | None = None, env: Mapping[str, str] | None = None,
-               python: Any = None, x: int = 1) -> list[AgentRun]:
+               python: Any = None, x: int = 1, cues: Mapping[int, tuple[int, float]] | None = None) -> list[AgentRun]:
     """Run one agent per entry of ``starts`` against one rendezvous, and wait for all of them or ``deadline``.
 
     Args:
@@ -215,6 +219,8 @@ def run_agents(elastic: Mapping[str, Any], starts: Sequence[float | None], *, wo
         env: More environment variables for every agent, as a profile's ``env`` gives the primary container.
         python: A ``preloaded_python.PreloadedPython`` importing ``PRELOADED`` to fork from; None: one of its own.
         x: The task's input.
+        cues: ``{agent: (other, seconds)}``: that agent starts no earlier than ``seconds`` after the first
+            ``KFD_WORKER`` line of ``other``'s workers (``Scenario.cues``).
 
     Returns:
         One ``AgentRun`` per entry of ``starts``.
@@ -232,7 +238,7 @@ def run_agents(elastic: Mapping[str, Any], starts: Sequence[float | None], *, wo
     try:
         spec = {"workdir": str(work), "port": free_port(), "run_id": f"kfdrun{os.getpid()}x{time.time_ns() % 10**9}",
                 "elastic": dict(elastic), "workload": dict(workload or {"name": "allreduce"}),
-                "agents": [{"start": s} for s in starts], "deadline": deadline, "shm_size": shm_size, "x": x,
+                "agents": [{"start": s, "cue": (cues or {}).get(i)} for i, s in enumerate(starts)], "deadline": deadline, "shm_size": shm_size, "x": x,
                 "env": dict(env or {})}
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "PET_", "FLYTE_", "TORCH"))}

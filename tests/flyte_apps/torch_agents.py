@@ -18,7 +18,8 @@ for the others. For a pod that does not host, the code path is the same either w
 connection is retried until ``read_timeout`` has passed); only a host whose port is taken would differ (it would
 try once more as a client).
 
-An agent whose start is ``null`` never starts. At ``deadline`` seconds after the start of the run every agent
+An agent whose start is ``null`` never starts. An agent with a ``cue``, ``[J, S]``, starts at its start or ``S``
+seconds after agent J's first training process printed its ``KFD_WORKER`` line, whichever is later. At ``deadline`` seconds after the start of the run every agent
 still alive is killed with its process group (SIGKILL); when an agent ends, what is left of its process group is
 killed too, as a container's end kills its processes. The answer is ``WORKDIR/result.json``: for each agent its
 pid, start and end (``time.monotonic()``, shared by the processes of this machine), exit status and whether it was
@@ -101,6 +102,17 @@ def record_raised(path: str) -> None:
     entrypoint.get_traceback_str = get_traceback_str
 
 
+def after_worker_of(stdout: str, seconds: float) -> None:
+    """Return ``seconds`` after the first ``KFD_WORKER`` line in another agent's standard output ``stdout``: a start
+    tied to that agent's workers running, not to a time that a loaded machine may reach before they run."""
+    while True:
+        with open(stdout, encoding="utf-8", errors="replace") as f:
+            if any(line.startswith("KFD_WORKER ") for line in f):
+                break
+        time.sleep(0.05)
+    time.sleep(seconds)
+
+
 def agent(spec: dict, index: int, ready: int, go: int) -> None:
     """The forked agent ``index``: its pod's environment and imports, then (once every agent is ready and the
     coordinator wrote the run's start time to ``go``) its start time, then the task as pyflyte-execute runs it."""
@@ -153,6 +165,9 @@ def agent(spec: dict, index: int, ready: int, go: int) -> None:
         told = os.write(ready, b".") == 1
         start = float(os.read(go, 64).decode()) + spec["agents"][index]["start"]
         time.sleep(max(0.0, start - time.monotonic()))
+        cue = spec["agents"][index].get("cue")
+        if cue is not None:
+            after_worker_of(os.path.join(spec["workdir"], f"agent{cue[0]}.stdout"), cue[1])
         with open(f"{work}.start", "w") as f:
             f.write(repr(time.monotonic()))
         _execute_task(inputs=os.path.join(work, "inputs.pb"), output_prefix=os.path.join(work, "out"), test=False,
