@@ -112,7 +112,8 @@ def render_on_a_terminal(case: dict, columns: int, *args: str) -> tuple[str, str
 
     main, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-c", PROBE, *args], cwd=case["work"], env=case["env"],
+    env = {k: v for k, v in case["env"].items() if k not in ("COLUMNS", "LINES")}  # the terminal's size, not these
+    proc = subprocess.Popen([sys.executable, "-c", PROBE, *args], cwd=case["work"], env=env,
                             stdin=subprocess.DEVNULL, stdout=terminal, stderr=subprocess.DEVNULL)
     os.close(terminal)
     shown = b""

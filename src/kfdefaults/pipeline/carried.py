@@ -55,7 +55,8 @@ def carried_entry(pipeline: Pipeline, profile: str, provenance: Mapping[str, str
         "kubernetes_version": pipeline.kubernetes_version,
         "fragments": [_fragment_data(f) for f in fragments],
         # each file as registration names it, so that the pod's receipt names it alike (kfdefaults.receipt.expect)
-        "names": {f.source: file_name(f.source, pipeline.catalog, pipeline.project.root) for f in fragments
+        "names": {f.source: pipeline.file_names.get(f.source)
+                  or file_name(f.source, pipeline.catalog, pipeline.project.root) for f in fragments
                   if f.document is not None},
         "cluster": None if cluster is None else {"path": cluster.path, "origin": cluster.origin,
                                                  "document": cluster.document.to_json()},
