@@ -156,7 +156,7 @@ def test_nothing_to_compare_is_a_usage_mistake():
 
 def test_table_on_a_terminal(pr, capsys, monkeypatch):
     from kfdefaults.api import compare
-    from kfdefaults.show.diff import show_diff
+    from kfdefaults.show.diff_view import show_diff
 
     monkeypatch.setenv("COLUMNS", "300")
     old, new = pr
@@ -192,7 +192,8 @@ def test_a_list_emptied_by_the_change_is_one_difference(tmp_path):
 
 def test_the_terminal_table_prints_paths_and_labels_as_written(pr, capsys, monkeypatch):
     from kfdefaults.paths import Select
-    from kfdefaults.show.diff import Difference, Side, print_diff_table
+    from kfdefaults.show.diff import Difference, Side
+    from kfdefaults.show.diff_view import print_diff_table
 
     monkeypatch.setenv("COLUMNS", "300")
 

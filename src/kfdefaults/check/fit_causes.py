@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..backend.cluster import LAYER as CLUSTER_LAYER
 from ..backend.cluster import ClusterTemplate
@@ -27,9 +27,7 @@ from ..merge.result import Resolved
 from ..paths import format_path
 from .shm import quantity_text
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .fit import Figure, FitReport, JudgedPod, PoolFit
+from .fit_report import Figure, FitReport, JudgedPod, Origin, PoolFit
 
 NODES_PLUGIN = "nodes"
 """kfdefaults' own check beside the scheduler's filters: the pool may have fewer nodes than the job needs."""
@@ -38,18 +36,6 @@ _TOLERATIONS = ["spec", "tolerations"]
 _REQUIRED = ["spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]
 
 
-class Origin(NamedTuple):
-    """Where the profile asks for what stops the fit.
-
-    Attributes:
-        layer: The layer that wrote it (``cluster`` for the cluster's PodTemplate).
-        location: ``FILE:LINE:COLUMN``.
-        path: The profile's dotted path of the value.
-    """
-
-    layer: str | None
-    location: Location
-    path: str
 
 
 @dataclass(frozen=True)

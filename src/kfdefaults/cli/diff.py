@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     def body() -> int:
         from ..api import compare
-        from ..show.diff import show_diff
+        from ..show.diff_view import show_diff
 
         a, b = compare(args.name_a, args.name_b, platform=args.platform, team=args.team,
                        platform_against=args.platform_against or None, team_against=args.team_against or None,

@@ -50,7 +50,7 @@ from .project import find_project, or_report, project_lock
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from ..validate.facts import ClusterFacts
-    from ..check.fit import FitReport
+    from ..check.fit_report import FitReport
     from ..validate.pools import Pool
 
 LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "yaml")

@@ -13,15 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple, Sequence
 
-from ..escape import code_span, printable, table_cell
+from ..escape import code_span, table_cell
 from ..merge.leaves import atomic_list, same
 from ..merge.origins import Origin
 from ..merge.provenance import Entry
 from ..paths import PathT, Select, format_path
-from .diff_view import print_diff_table
 from .explain import explain, skeleton
 from .leaves import format_value, tree_order
-from .output import output_encoding, to_json, to_yaml
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 """Stands for "no value at this path on this side"."""
@@ -305,33 +303,3 @@ def diff_markdown(a: Side, b: Side, diffs: Sequence[Difference]) -> str:
         lines.append(f"| {_MARK[d.change]} | {table_cell(format_path(d.path))} | {before} | {after} | "
                      f"{d.cause(table_cell)} |")
     return "\n".join(lines) + "\n" + fit_text
-
-
-def show_diff(a: Side, b: Side, output: str) -> int:
-    """Print the differences between ``a`` and ``b``.
-
-    Args:
-        output: ``table`` (for a terminal: :func:`.diff_view.print_diff_table`), ``text`` (stable plain text), ``json``, ``yaml`` or ``markdown``.
-
-    Returns:
-        The exit status, as ``diff`` gives it: 0 when equal, 1 when different (a pool's fit that changes is a
-        difference).
-    """
-    import sys
-
-    diffs = differences(a, b)
-    changes = fit_changes(a, b)
-    if output == "table":
-        print_diff_table(a, b, diffs)
-        for line in fit_lines(changes, printable):
-            sys.stdout.write(printable(line, output_encoding()) + "\n")
-    elif output in ("json", "yaml"):
-        document = diff_document(a, b, diffs)
-        encoding = output_encoding()
-        sys.stdout.write(to_json(document, encoding=encoding) if output == "json" else to_yaml(document, encoding=encoding))
-    elif output == "markdown":
-        sys.stdout.write(diff_markdown(a, b, diffs))
-    else:
-        for line in diff_lines(diffs) + fit_lines(changes, printable):
-            sys.stdout.write(line + "\n")
-    return 1 if diffs or changes else 0

@@ -7,6 +7,9 @@ below that width each difference is a block: its path, then each side's value be
 set it, each wrapped at word and path boundaries (:func:`kfdefaults.show.wrap.wrap`), as ``render --explain``
 does for its own narrow layout (:func:`kfdefaults.show.explain_view.narrow_lines`). Files are named relative to
 their layer's folder, given once at the top (:func:`~kfdefaults.show.explain_view.layer_folders`).
+
+:func:`show_diff` prints a diff in each of ``diff``'s formats: this table or these blocks, stable text, JSON, YAML
+or Markdown (those written by :mod:`.diff`, which compares and knows nothing of how it is shown).
 """
 
 from __future__ import annotations
@@ -15,14 +18,12 @@ from typing import Sequence
 
 from ..escape import printable
 from ..paths import format_path
+from .diff import (Difference, Side, diff_document, diff_lines, diff_markdown, differences, fit_changes,
+                   fit_lines)
 from .explain_view import layer_folders, origin_text
 from .leaves import format_value
-from .output import output_encoding
+from .output import output_encoding, to_json, to_yaml
 from .wrap import hanging
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the types only: diff.py imports this module
-    from .diff import Difference, Side
 
 MARKS = {"added": "+", "removed": "-", "changed": "~"}
 STYLES = {"added": "green", "removed": "red", "changed": "yellow"}
@@ -103,3 +104,33 @@ def diff_blocks(label_a: str, label_b: str, diffs: Sequence[Difference], rows: S
             set_by = cause if cause.startswith(("removed by ", "was ")) else f"set by {cause}"
             lines += [(text, "dim") for text in hanging("    ", set_by, width)]
     return lines
+
+
+def show_diff(a: Side, b: Side, output: str) -> int:
+    """Print the differences between ``a`` and ``b``.
+
+    Args:
+        output: ``table`` (for a terminal: :func:`print_diff_table`), ``text`` (stable plain text), ``json``, ``yaml`` or ``markdown``.
+
+    Returns:
+        The exit status, as ``diff`` gives it: 0 when equal, 1 when different (a pool's fit that changes is a
+        difference).
+    """
+    import sys
+
+    diffs = differences(a, b)
+    changes = fit_changes(a, b)
+    if output == "table":
+        print_diff_table(a, b, diffs)
+        for line in fit_lines(changes, printable):
+            sys.stdout.write(printable(line, output_encoding()) + "\n")
+    elif output in ("json", "yaml"):
+        document = diff_document(a, b, diffs)
+        encoding = output_encoding()
+        sys.stdout.write(to_json(document, encoding=encoding) if output == "json" else to_yaml(document, encoding=encoding))
+    elif output == "markdown":
+        sys.stdout.write(diff_markdown(a, b, diffs))
+    else:
+        for line in diff_lines(diffs) + fit_lines(changes, printable):
+            sys.stdout.write(line + "\n")
+    return 1 if diffs or changes else 0

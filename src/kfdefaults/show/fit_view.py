@@ -8,7 +8,7 @@ import textwrap
 from fractions import Fraction
 from typing import Any
 
-from ..check.fit import Figure, FitReport, PoolFit
+from ..check.fit_report import Figure, FitReport, PoolFit
 from ..check.fit_causes import Origin, amount_text
 from ..errors import Location
 from ..escape import printable

@@ -1,0 +1,175 @@
+"""What :mod:`.fit` finds, as data: a pool's verdict, the job's reserve, the whole report, and where a figure or a
+request is written. Both :mod:`.fit`, which fills them, and :mod:`.fit_causes`, which says why a pool is not a
+fit, use them; neither imports the other for them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from ..errors import Location
+from ..k8s.scheduling import Verdict
+from ..validate.pools import Pool
+
+
+class Origin(NamedTuple):
+    """Where the profile asks for what stops the fit.
+
+    Attributes:
+        layer: The layer that wrote it (``cluster`` for the cluster's PodTemplate).
+        location: ``FILE:LINE:COLUMN``.
+        path: The profile's dotted path of the value.
+    """
+
+    layer: str | None
+    location: Location
+    path: str
+
+
+class Figure(NamedTuple):
+    """A number and where it is written.
+
+    Attributes:
+        value: The number (seconds, nodes, a price).
+        what: The setting or fact it is (``elastic.run_policy.active_deadline_seconds``, ``flyte.task_timeout``).
+        at: ``FILE:LINE:COLUMN``.
+        layer: The profile layer that wrote it; ``None`` for a fact of the cluster.
+    """
+
+    value: Any
+    what: str
+    at: Location
+    layer: str | None = None
+
+
+@dataclass
+class JudgedPod:
+    """The pod judged against the pools.
+
+    Attributes:
+        spec: Its PodSpec, camelCase.
+        source: ``"backend"`` (the pod Flyte's backend builds, with the cluster's template) or ``"profile"``.
+        template: The cluster's template file, for ``"backend"``.
+        requests: What the scheduler counts it requesting (:func:`kfdefaults.k8s.scheduling.pod_requests`):
+            resource -> exact amount (cores, bytes, a count).
+        origins: Resource -> where its largest request is written (:func:`.fit_causes.request_origin`); filled
+            by :func:`fit`.
+    """
+
+    spec: dict[str, Any]
+    source: str
+    template: str | None
+    requests: dict[str, Fraction]
+    origins: dict[str, Origin | None] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> Fraction:
+        """The GPUs it requests: every ``*/gpu`` extended resource (``nvidia.com/gpu``, ``amd.com/gpu``)."""
+        return sum((v for r, v in self.requests.items() if "/" in r and r.rsplit("/", 1)[1] == "gpu"), Fraction(0))
+
+
+@dataclass
+class Reserve:
+    """What the job holds in a pool at worst: its largest size there for its whole deadline.
+
+    Attributes:
+        pods: Pods held (``nnodes``' maximum, or fewer where the pool has not the nodes).
+        nodes: Nodes they fill.
+        gpus: GPUs they hold.
+        deadline: The deadline, or ``None`` when unknown (then no hours nor price).
+        price: The pool's ``price_per_node_hour``, or ``None``.
+    """
+
+    pods: int
+    nodes: int
+    gpus: Fraction
+    deadline: Figure | None
+    price: Figure | None
+
+    @property
+    def node_hours(self) -> Fraction | None:
+        return None if self.deadline is None else self.nodes * Fraction(self.deadline.value, 3600)
+
+    @property
+    def gpu_hours(self) -> Fraction | None:
+        return None if self.deadline is None else self.gpus * Fraction(self.deadline.value, 3600)
+
+    @property
+    def cost(self) -> Fraction | None:
+        """Node-hours times the price per node-hour, in the price's currency."""
+        hours = self.node_hours
+        return None if hours is None or self.price is None else hours * Fraction(str(self.price.value))
+
+
+@dataclass
+class PoolFit:
+    """One pool's verdict.
+
+    Attributes:
+        pool: The pool.
+        verdicts: The scheduler's filters on the node judged (:data:`kfdefaults.k8s.scheduling.FILTER_ORDER`), a
+            resource the pool leaves unknown taken out of ``NodeResourcesFit``'s reasons.
+        node: The node judged: one that fits when the pod selects per-node labels, else the pool's first.
+        usable: With per-node labels selected, how many listed nodes fit; ``None`` when every node is alike.
+        per_node: Pods of the job one node holds (0: none).
+        needed: ``(min, max)`` nodes ``nnodes`` needs, or ``None`` when a node holds none.
+        have: The most nodes the pool may have (the facts' ``nodes``, else those listed, else ``None``), and where
+            that is written.
+        reserve: What the job holds there at worst (:func:`reserve`), when it fits.
+        causes: Why it does not fit, each traced (:func:`.fit_causes.causes`); filled by :func:`fit`.
+    """
+
+    pool: Pool
+    verdicts: list[Verdict]
+    node: dict[str, Any]
+    usable: int | None
+    per_node: int
+    needed: tuple[int, int] | None
+    have: Figure | None
+    reserve: Reserve | None = None
+    causes: list[Any] = field(default_factory=list)
+
+    @property
+    def schedulable(self) -> bool:
+        """Whether one pod of the job passes every filter on a node of the pool."""
+        return all(v.fits for v in self.verdicts) and (self.usable is None or self.usable > 0)
+
+    @property
+    def enough_nodes(self) -> bool | None:
+        """Whether the pool may have the nodes the smallest job (``nnodes``' minimum) needs; ``None``: unknown."""
+        if self.needed is None or self.have is None:
+            return None
+        return self.have.value >= self.needed[0]
+
+    @property
+    def fits(self) -> bool:
+        """Schedulable, and not short of nodes for the smallest job."""
+        return self.schedulable and self.enough_nodes is not False
+
+
+@dataclass
+class FitReport:
+    """A profile against the cluster's pools.
+
+    Attributes:
+        profile: The profile's name.
+        target: The SDK it was resolved for.
+        pod: The pod judged.
+        replicas: ``nnodes`` as ``(min, max)`` pods, and where it is set (``None``: the plugin's default, 1).
+        deadline: The job's deadline (:func:`deadline`), or ``None``.
+        pools: Each pool's verdict, in the pools' order.
+    """
+
+    profile: str
+    target: str
+    pod: JudgedPod
+    replicas: tuple[int, int]
+    replicas_at: Figure | None
+    deadline: Figure | None
+    pools: list[PoolFit]
+
+    @property
+    def fits(self) -> bool:
+        """Whether the profile fits some pool."""
+        return any(p.fits for p in self.pools)
