@@ -262,6 +262,10 @@ def test_without_facts_the_timeline_says_where_facts_come_from(platform, tmp_pat
                              "[tool.kfdefaults] cluster_facts)\n")
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit"])
     assert result.exit_code == 0 and result.stderr == ""  # the platform folder's facts: nothing to say
+    for args, env in ((["--facts", "none"], {}), ([], {"KFDEFAULTS_CLUSTER_FACTS": "none"})):  # none, as asked
+        result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit", *args],
+                        env=env)
+        assert result.exit_code == 0 and result.stderr == "" and "torch unknown" in result.stdout
 
 
 def test_the_start_times_are_those_of_the_pool_the_profile_fits(platform):
