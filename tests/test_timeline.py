@@ -361,3 +361,10 @@ def test_a_bad_fact_is_an_error_at_its_line_and_nothing_is_printed(platform):
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform)])
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith(f"{path}:3:11: max_hang: ")
+
+
+def test_the_pool_option_s_help_says_which_pool_of_several_is_taken():
+    from kfdefaults.cli.timeline import build
+
+    help_text = " ".join(build("kfdefaults timeline").format_help().split())
+    assert "(default: the one the profile fits; of several, the slowest to start)" in help_text

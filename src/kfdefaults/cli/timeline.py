@@ -33,7 +33,8 @@ def build(prog: str) -> argparse.ArgumentParser:
                    help="Task-layer value (repeatable), as for render: elastic.nnodes=2.")
     add_cluster_facts(p)
     p.add_argument("--pool", default=None, metavar="POOL",
-                   help="The node pool whose node_start and image_pull apply (default: the one the profile fits).")
+                   help="The node pool whose node_start and image_pull apply (default: the one the profile fits; "
+                        "of several, the slowest to start).")
     p.add_argument("-o", "--output", choices=["text", "json"], default="text",
                    help="text (80 columns, the default) or json.")
     add_target(p)
