@@ -416,6 +416,11 @@ def test_validate_warns_about_a_profile_that_fits_no_pool_at_the_line_that_stops
     a100_gpus = line_of(cluster["nodes"], '"nvidia.com/gpu": "8"')
     assert f"the pod requests 16 nvidia.com/gpu, a node offers 8 (set at [team] {path}:6:{column}; the pool's at " \
            f"{cluster['nodes_file']}:{a100_gpus}:" in warning
+    # the command it suggests needs the folders this one was given: without them no pool is known (exit 2)
+    assert warning.endswith("`kfdefaults fit gpu-large`, given the same folders and facts, shows every pool; the task "
+                            "would stay Pending")
+    assert invoke(["fit", "gpu-large", "--platform", str(cluster["platform"]), "--team",
+                   str(cluster["team"])]).exit_code == 1
     assert invoke(["validate", str(path), "--platform", str(cluster["platform"]), "--strict"]).exit_code == 1
     write(cluster["team"], "gpu-large.yaml", MISFIT.replace("16", "8"))
     assert "fits none" not in invoke(["validate", str(path), "--platform", str(cluster["platform"])]).stderr

@@ -439,6 +439,16 @@ def test_leftover_carried_profiles_change_no_registration(monkeypatch, tmp_path)
     assert config.resolved is not None and config.nproc_per_node == 8
 
 
+
+
+def test_carry_profiles_of_nothing_is_refused_where_the_parent_is_defined():
+    """``carry_profiles()`` without a call would carry nothing: the children would fail only in the parent's pod."""
+    from kfdefaults import carry_profiles
+
+    with pytest.raises(TypeError, match=r"carry_profiles\(\) needs the tasks"):
+        carry_profiles()
+    with pytest.raises(TypeError, match="not 'gpu-large'"):
+        carry_profiles("gpu-large")
 def test_in_a_parents_pod_a_carried_call_merges_what_was_carried_and_carries_it_on(monkeypatch, tmp_path):
     """In a parent's pod, the call is merged from the carried fragments (its folder and the project's lock file
     are gone), with the annotations registered (the lock's digest included), and the parent's module, imported

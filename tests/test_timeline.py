@@ -262,6 +262,10 @@ def test_without_facts_the_timeline_says_where_facts_come_from(platform, tmp_pat
                              "[tool.kfdefaults] cluster_facts)\n")
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit"])
     assert result.exit_code == 0 and result.stderr == ""  # the platform folder's facts: nothing to say
+    for args, env in ((["--facts", "none"], {}), ([], {"KFDEFAULTS_CLUSTER_FACTS": "none"})):  # none, as asked
+        result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit", *args],
+                        env=env)
+        assert result.exit_code == 0 and result.stderr == "" and "torch unknown" in result.stdout
 
 
 def test_the_start_times_are_those_of_the_pool_the_profile_fits(platform):
@@ -284,6 +288,37 @@ def test_the_start_times_are_those_of_the_pool_the_profile_fits(platform):
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--pool", "h100"])
     assert result.exit_code == 1 and result.stderr == "kfdefaults: no node pool named 'h100' (the pools: a100, cpu)\n"
 
+
+POOLS = """\
+    node_pools:
+      a100:
+        labels: {gpu: a100}
+        taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+        allocatable: {cpu: "95", memory: 1100Gi, nvidia.com/gpu: 8}
+        nodes: 16
+        %s
+      h100:
+        labels: {gpu: h100}
+        taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+        allocatable: {cpu: "200", memory: 1800Gi, nvidia.com/gpu: 8}
+        nodes: 4
+    """
+
+
+def test_of_several_pools_it_fits_one_whose_start_is_unknown_is_never_called_the_slowest(platform):
+    """Two pools fit: with start times known for one only, the other may be the slower; none is guessed."""
+    write(platform, "_cluster-facts.yaml", textwrap.dedent(POOLS % "node_start: {typical: 240, worst: 900}")
+          + "image_pull: {typical: 40, worst: 420}\n")  # a100: 1320 s at worst; h100: at least 420 s
+    document = timeline(platform, "gpu-large")
+    assert document["pool"] == {"name": "h100", "why": "of the pools it fits, a100, h100, one whose start the facts "
+                                                       "do not state, which may be the slowest"}
+    assert document["start"]["worst"] == 420 and document["start"]["complete"] is False
+    # every start stated (h100's the cluster's, 1020 s at worst): the slowest is chosen
+    write(platform, "_cluster-facts.yaml", textwrap.dedent(POOLS % "node_start: {typical: 240, worst: 900}") + FACTS)
+    assert timeline(platform, "gpu-large")["pool"] == {
+        "name": "a100", "why": "the slowest to start of the pools it fits: a100, h100"}
+    write(platform, "_cluster-facts.yaml", textwrap.dedent(POOLS % "node_start: {typical: 60, worst: 120}") + FACTS)
+    assert timeline(platform, "gpu-large")["pool"]["name"] == "h100"
 
 def test_flyte2_the_plugins_nccl_settings_are_the_clocks(platform):
     facts(platform, 'torch: {version: "2.5.1"}\n')
@@ -326,3 +361,10 @@ def test_a_bad_fact_is_an_error_at_its_line_and_nothing_is_printed(platform):
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform)])
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith(f"{path}:3:11: max_hang: ")
+
+
+def test_the_pool_option_s_help_says_which_pool_of_several_is_taken():
+    from kfdefaults.cli.timeline import build
+
+    help_text = " ".join(build("kfdefaults timeline").format_help().split())
+    assert "(default: the one the profile fits; of several, the slowest to start)" in help_text

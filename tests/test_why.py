@@ -285,3 +285,13 @@ def test_kueue_s_eviction_is_answered_with_the_cluster_s_facts(tmp_path):
     assert failure["change"] == ["the pods must be ready within 300 s, and the facts give up to 1020 s for a node to "
                                  "start and pull the image: ask the platform to raise Kueue's waitForPodsReady.timeout "
                                  "above that, or run on a pool with warm nodes"]
+
+
+def test_the_help_names_the_receipt_by_the_line_it_reads():
+    """The receipt is read from the log's ``KFDEFAULTS_RECEIPT`` line; ``kfdefaults.io/receipt`` is the pod
+    annotation that sets the receipt's policy (report, strict, off), which no log line carries."""
+    from kfdefaults.cli.why import _DESCRIPTION
+    from kfdefaults.receipt.document import MARKER
+
+    assert f"the receipt the task printed in the log (its {MARKER} line)" in " ".join(_DESCRIPTION.split())
+    assert "(kfdefaults.io/receipt)" not in _DESCRIPTION

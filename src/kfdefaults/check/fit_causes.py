@@ -256,8 +256,8 @@ def misfit_warning(report: FitReport, resolved: Resolved) -> Finding | None:
                       + f"; the pool's at {c.pool})" for c in closest.causes)
     count = len(report.pools)
     message = (f"fits none of the {count} node pool{'s' * (count != 1)}: the closest, `{closest.pool.name}` "
-               f"({closest.pool.location()}), is stopped by {stops}. `kfdefaults fit {resolved.name}` shows every "
-               "pool; the task would stay Pending")
+               f"({closest.pool.location()}), is stopped by {stops}. `kfdefaults fit {resolved.name}`, given the "
+               "same folders and facts, shows every pool; the task would stay Pending")
     origin = first.profile if first is not None else None
     if origin is None:
         return Finding(Location(f"<profile {resolved.name}>"), "", message, "warning")

@@ -78,8 +78,9 @@ def collective_backend(resolved: Resolved) -> str:
 def choose_pool(facts: ClusterFacts | None, fitting: list[str] | None, asked: str | None = None
                 ) -> tuple[str | None, str]:
     """Which pool's start times a timeline uses, and why: ``asked`` (``--pool``); else the one pool the profile fits
-    (:mod:`.fit`: ``fitting`` names them, ``None`` when no pools are known), or the slowest to start of several;
-    else the cluster's own ``node_start`` and ``image_pull`` (``(None, why)``)."""
+    (:mod:`.fit`: ``fitting`` names them, ``None`` when no pools are known), or the slowest to start of several
+    (one whose start the facts do not fully state may be the slowest: it is chosen, and its start is unknown, never
+    guessed from the others'); else the cluster's own ``node_start`` and ``image_pull`` (``(None, why)``)."""
     if asked is not None:
         return asked, "--pool"
     if fitting is None:
@@ -88,7 +89,13 @@ def choose_pool(facts: ClusterFacts | None, fitting: list[str] | None, asked: st
         return None, "it fits no pool"
     if len(fitting) == 1:
         return fitting[0], "the one pool it fits"
-    slowest = max(fitting, key=lambda name: starts(facts, name).worst or 0)
+    spans = {name: starts(facts, name) for name in fitting}
+    unstated = [name for name in fitting if not spans[name].complete or spans[name].worst is None]
+    if unstated:
+        return (max(unstated, key=lambda name: spans[name].worst or 0),
+                f"of the pools it fits, {', '.join(fitting)}, one whose start the facts do not state, which may be "
+                "the slowest")
+    slowest = max(fitting, key=lambda name: spans[name].worst or 0)
     return slowest, f"the slowest to start of the pools it fits: {', '.join(fitting)}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from .common import (
     add_cluster_facts,
@@ -32,7 +33,8 @@ def build(prog: str) -> argparse.ArgumentParser:
                    help="Task-layer value (repeatable), as for render: elastic.nnodes=2.")
     add_cluster_facts(p)
     p.add_argument("--pool", default=None, metavar="POOL",
-                   help="The node pool whose node_start and image_pull apply (default: the one the profile fits).")
+                   help="The node pool whose node_start and image_pull apply (default: the one the profile fits; "
+                        "of several, the slowest to start).")
     p.add_argument("-o", "--output", choices=["text", "json"], default="text",
                    help="text (80 columns, the default) or json.")
     add_target(p)
@@ -45,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     def body() -> int:
         from ..check.timeline import choose_pool, timeline
         from ..errors import KfdefaultsError
+        from ..layers.cluster import CLUSTER_FACTS, NONE
         from ..pipeline import Pipeline
         from ..show.timeline_view import show_timeline
         from ..validate.sets import parse_sets
@@ -53,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
         pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
                                      target=chosen_target(args)[0], cluster_template=args.cluster_template,
                                      facts=args.facts, nodes=args.nodes)
-        if pipeline.facts_file is None:  # a first try, most likely: every figure below will say unknown
+        said_none = any(str(value).strip().lower() == NONE
+                        for value in (args.facts, os.environ.get(CLUSTER_FACTS.variable)) if value)
+        if pipeline.facts_file is None and not said_none:  # a first try, most likely: every figure will say unknown
             err("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
                 "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or [tool.kfdefaults] "
                 "cluster_facts)")

@@ -23,8 +23,8 @@ what to change it to.
   kubectl logs POD -c pytorch | kfdefaults why -
   kfdefaults why task.log --profile gpu-large --team team
 
-Values come from the receipt the task printed in the log (kfdefaults.io/receipt), else from the KFDEFAULTS_ELASTIC
-that kubectl describe shows, else from the profile as it renders now: --profile, else the pod's
+Values come from the receipt the task printed in the log (its KFDEFAULTS_RECEIPT line), else from the
+KFDEFAULTS_ELASTIC that kubectl describe shows, else from the profile as it renders now: --profile, else the pod's
 kfdefaults.io/profile annotation in the log. A log of no known failure says so; nothing is guessed.
 
 Exit status: 0 a failure was recognised, 1 none was, or the log or a profile is bad (a message on standard error)."""

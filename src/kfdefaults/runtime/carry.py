@@ -76,10 +76,13 @@ def carry_profiles(*calls: Any) -> dict[str, str]:
             carried (a pod that has none of these calls' profiles).
 
     Raises:
-        TypeError: something that is no call on a profile.
+        TypeError: no call given, or something that is no call on a profile.
         KfdefaultsError: the profiles to carry take more than the 98304 bytes (:data:`MAX_VALUE`) an environment
             variable may hold.
     """
+    if not calls:  # the parent would carry nothing, and its children fail only when it runs, in its pod
+        raise TypeError("carry_profiles() needs the tasks, Flyte 2 environments or Elastic(...) configs whose profiles "
+                        "the parent carries: @dynamic(environment=kfdefaults.carry_profiles(train))")
     entries: dict[str, Any] = {}
     for given in calls:
         call = _call_of(given)
