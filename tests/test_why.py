@@ -285,3 +285,29 @@ def test_kueue_s_eviction_is_answered_with_the_cluster_s_facts(tmp_path):
     assert failure["change"] == ["the pods must be ready within 300 s, and the facts give up to 1020 s for a node to "
                                  "start and pull the image: ask the platform to raise Kueue's waitForPodsReady.timeout "
                                  "above that, or run on a pool with warm nodes"]
+
+
+# --- hostile input: what a pod's log may hold that no task wrote ----------------------------------------------
+
+
+@pytest.mark.parametrize(("inside", "message"), [
+    ('"registered": {"elastic": {}, "pod": {"shm": "x"}}', "registered.pod.shm must be an object"),
+    ('"registered": {"elastic": {}, "pod": {"shm": {"size_limit": "1Gi"}}}',
+     "registered.pod.shm.volume must be a string"),
+    ('"registered": {"elastic": {}, "pod": {"limits": {"memory": {"set_by": "x"}}}}',
+     "registered.pod.limits.memory.value must be a string"),
+    ('"registered": {"elastic": {}}, "observed": {"shm": {"size": "64Mi"}}',
+     "observed.shm.size must be an integer or null"),
+    ('"registered": {"elastic": {}}, "observed": {"memory": {"limit": true}}',
+     "observed.memory.limit must be an integer or null"),
+    ('"registered": {"elastic": {}}, "observed": {"env": {"\\u001b[2J": 3}}', "observed.env.\\x1b[2J must be a string"),
+    ('"registered": {"elastic": {}}, "differences": [{"path": ["a"]}]', "differences[0].path must be a string or null"),
+])
+def test_a_forged_receipt_of_the_wrong_shape_is_bad_input_at_its_line(tmp_path, inside, message):
+    log = tmp_path / "task.log"
+    log.write_text("starting\nKFDEFAULTS_RECEIPT {\"kind\": \"Receipt\", " + inside + "}\nRendezvousTimeoutError\n"
+                   "DataLoader worker (pid 7) is killed by signal: Bus error\nOOMKilled\n")
+    done = why(log)
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.decode() == f"{log}:2:20: {message}\n"
+
