@@ -311,3 +311,21 @@ def test_a_forged_receipt_of_the_wrong_shape_is_bad_input_at_its_line(tmp_path, 
     assert done.returncode == 1 and done.stdout == b""
     assert done.stderr.decode() == f"{log}:2:20: {message}\n"
 
+
+def test_a_number_longer_than_python_reads_is_no_value(tmp_path):
+    log = tmp_path / "task.log"
+    log.write_text(f"The client socket has timed out after {'9' * 5000}ms while trying to connect to (h, 1)\n"
+                   f"torch.distributed.elastic.multiprocessing.errors.ChildFailedError\n  exitcode  : {'9' * 5000}\n")
+    result = answer(log)
+    assert [f["name"] for f in result["failures"]] == ["store-unreachable", "worker-failed"]
+    assert not any("internal error" in c for f in result["failures"] for c in f["change"])
+
+
+def test_an_infinite_timeout_in_a_receipt_is_shown_not_computed(tmp_path):
+    log = tmp_path / "task.log"
+    log.write_text('KFDEFAULTS_RECEIPT {"kind": "Receipt", "registered": {"elastic": {"rdzv_configs": '
+                   '{"join_timeout": Infinity, "read_timeout": NaN}}}}\nRendezvousTimeoutError\n'
+                   "The client socket has timed out after 5ms while trying to connect to (h, 1)\n")
+    result = answer(log)
+    assert [f["name"] for f in result["failures"]] == ["rendezvous-timeout", "store-unreachable"]
+
