@@ -329,3 +329,10 @@ def test_an_infinite_timeout_in_a_receipt_is_shown_not_computed(tmp_path):
     result = answer(log)
     assert [f["name"] for f in result["failures"]] == ["rendezvous-timeout", "store-unreachable"]
 
+
+def test_an_endless_binary_stream_is_refused_once_its_start_is_read():
+    began = time.monotonic()
+    done = subprocess.run([KFDEFAULTS, "why", "/dev/zero"], env=env(), capture_output=True, timeout=60)
+    assert time.monotonic() - began < 30
+    assert done.returncode == 1 and done.stderr.decode().startswith("/dev/zero:1:1: not a text log: ")
+

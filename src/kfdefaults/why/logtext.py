@@ -2,7 +2,8 @@
 
 * Bounded: the first :data:`HEAD` bytes and the last :data:`TAIL` bytes of a longer log (a task's receipt is at its
   start, its failure at its end); the bytes between are read only to count their lines, so that every line keeps its
-  number in the file.
+  number in the file. A binary log is refused once its first :data:`SNIFF` bytes are read (``/dev/zero`` never
+  ends).
 * Text: a log whose first :data:`SNIFF` bytes hold more than 1% (and more than 8) of control bytes (other than tab,
   line feed, carriage return, escape) or of bytes that are not UTF-8 is refused (a compressed archive, a core dump). NUL bytes are
   dropped (torch's bus error handler writes one after its message).
@@ -77,6 +78,7 @@ def _read(file: str, stream: BinaryIO) -> LogText:
     head = bytearray()
     tail = bytearray()
     size = skipped = skipped_lines = 0
+    sniffed = False
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
@@ -86,15 +88,17 @@ def _read(file: str, stream: BinaryIO) -> LogText:
             take = HEAD - len(head)
             head += chunk[:take]
             chunk = chunk[take:]
+        if not sniffed and len(head) >= SNIFF:  # refused before the rest is read: /dev/zero, a 500 MB archive
+            _refuse_binary(file, bytes(head[:SNIFF]))
+            sniffed = True
         tail += chunk
         if len(tail) > 2 * TAIL:  # drop the oldest, counting its lines
             drop = len(tail) - TAIL
             skipped += drop
             skipped_lines += tail.count(b"\n", 0, drop)
             del tail[:drop]
-    problem = _binary(bytes(head[:SNIFF]))
-    if problem:
-        raise ProfileError([Finding(Location(file, 1, 1), "", f"not a text log: {problem}")])
+    if not sniffed:
+        _refuse_binary(file, bytes(head))
     if len(tail) > TAIL:
         drop = len(tail) - TAIL
         skipped += drop
@@ -108,6 +112,12 @@ def _read(file: str, stream: BinaryIO) -> LogText:
     else:
         _lines(bytes(head + tail), 1, out)
     return out
+
+
+def _refuse_binary(file: str, sample: bytes) -> None:
+    problem = _binary(sample)
+    if problem:
+        raise ProfileError([Finding(Location(file, 1, 1), "", f"not a text log: {problem}")])
 
 
 def _binary(sample: bytes) -> str | None:
