@@ -336,3 +336,15 @@ def test_an_endless_binary_stream_is_refused_once_its_start_is_read():
     assert time.monotonic() - began < 30
     assert done.returncode == 1 and done.stderr.decode().startswith("/dev/zero:1:1: not a text log: ")
 
+
+def test_a_log_of_empty_lines_keeps_a_bounded_number_of_them_and_their_numbers():
+    import io
+
+    from kfdefaults.why.logtext import HEAD_LINES, TAIL_LINES, read_log
+
+    count = HEAD_LINES + TAIL_LINES + 500_000
+    log = read_log("task.log", io.BytesIO(b"\n" * count + b"RendezvousTimeoutError\n"))
+    assert len(log.lines) <= HEAD_LINES + TAIL_LINES + 1
+    assert log.lines[-2] == (count + 1, "RendezvousTimeoutError")
+    assert log.lines[HEAD_LINES - 1] == (HEAD_LINES, "") and log.lines[HEAD_LINES][0] == count + 2 - TAIL_LINES
+    assert log.notes == [f"read the first {HEAD_LINES} and the last {TAIL_LINES} of its {count + 1} lines"]

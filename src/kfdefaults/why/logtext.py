@@ -2,8 +2,9 @@
 
 * Bounded: the first :data:`HEAD` bytes and the last :data:`TAIL` bytes of a longer log (a task's receipt is at its
   start, its failure at its end); the bytes between are read only to count their lines, so that every line keeps its
-  number in the file. A binary log is refused once its first :data:`SNIFF` bytes are read (``/dev/zero`` never
-  ends).
+  number in the file. Of a log of short lines (empty lines, say), at most the first :data:`HEAD_LINES` and the last
+  :data:`TAIL_LINES` lines are kept, counted the same way. A binary log is refused once its first :data:`SNIFF`
+  bytes are read (``/dev/zero`` never ends).
 * Text: a log whose first :data:`SNIFF` bytes hold more than 1% (and more than 8) of control bytes (other than tab,
   line feed, carriage return, escape) or of bytes that are not UTF-8 is refused (a compressed archive, a core dump). NUL bytes are
   dropped (torch's bus error handler writes one after its message).
@@ -31,6 +32,13 @@ TAIL = 16 << 20
 
 SNIFF = 64 << 10
 """Bytes looked at to tell text from binary data."""
+
+HEAD_LINES = 100_000
+"""Lines kept of the start of a log of more lines than this and :data:`TAIL_LINES`: a log whose lines are shorter
+than 20 bytes on average (each line read costs some hundred bytes and a few microseconds, whatever its length)."""
+
+TAIL_LINES = 800_000
+"""Lines kept of the end of such a log."""
 
 MAX_JSON_LINE = 4 << 20
 """A longer line is not read as JSON."""
@@ -107,11 +115,49 @@ def _read(file: str, stream: BinaryIO) -> LogText:
     out = LogText(file, size=size, skipped=skipped)
     if skipped:
         out.notes.append(f"read the first {len(head)} and the last {len(tail)} of {size} bytes")
-        _lines(bytes(head), 1, out)  # its last line, and the tail's first, are cut
-        _lines(bytes(tail), 1 + head.count(b"\n") + skipped_lines, out)
+        first, last = bytes(head), bytes(tail)  # the head's last line, and the tail's first, are cut
+        after = head.count(b"\n") + skipped_lines
     else:
-        _lines(bytes(head + tail), 1, out)
+        first, last, after = bytes(head + tail), b"", 0
+    if first.count(b"\n") + last.count(b"\n") > HEAD_LINES + TAIL_LINES:  # short lines: each costs far more kept
+        total = first.count(b"\n") + (not first.endswith(b"\n"))
+        kept = _first_lines(first, HEAD_LINES)
+        if not skipped:  # one piece: its first lines, and its last of the rest
+            first, last, after = kept, first[len(kept):], kept.count(b"\n")
+        elif len(kept) < len(first):
+            first = kept
+        last, dropped = _last_lines(last, TAIL_LINES)
+        after += dropped
+        if first is kept and first.endswith(b"\n"):
+            first = first[:-1]  # the line feed ends its last line: no empty line after it
+        out.notes.append(f"read the first {HEAD_LINES} and the last {TAIL_LINES} of its {total} lines" if not skipped
+                         else f"read at most the first {HEAD_LINES} and the last {TAIL_LINES} lines of those")
+    _lines(first, 1, out)
+    if last:
+        _lines(last, 1 + after, out)
     return out
+
+
+def _first_lines(data: bytes, count: int) -> bytes:
+    """The first ``count`` lines of ``data``, each with its line feed."""
+    end = -1
+    for _ in range(count):
+        end = data.find(b"\n", end + 1)
+        if end < 0:
+            return data
+    return data[:end + 1]
+
+
+def _last_lines(data: bytes, count: int) -> tuple[bytes, int]:
+    """The last ``count`` lines of ``data``, and how many line feeds come before them."""
+    start = len(data)
+    if data.endswith(b"\n"):
+        start -= 1  # the empty line after a final line feed is not one of them
+    for _ in range(count):
+        start = data.rfind(b"\n", 0, start)
+        if start < 0:
+            return data, 0
+    return data[start + 1:], data.count(b"\n", 0, start + 1)
 
 
 def _refuse_binary(file: str, sample: bytes) -> None:
