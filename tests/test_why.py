@@ -348,3 +348,16 @@ def test_a_log_of_empty_lines_keeps_a_bounded_number_of_them_and_their_numbers()
     assert log.lines[-2] == (count + 1, "RendezvousTimeoutError")
     assert log.lines[HEAD_LINES - 1] == (HEAD_LINES, "") and log.lines[HEAD_LINES][0] == count + 2 - TAIL_LINES
     assert log.notes == [f"read the first {HEAD_LINES} and the last {TAIL_LINES} of its {count + 1} lines"]
+
+
+def test_the_lines_a_log_s_json_lines_unfold_into_are_bounded_too():
+    import io
+
+    from kfdefaults.why.logtext import HEAD_LINES, TAIL_LINES, read_log
+
+    message = json.dumps({"message": "a\n" * 600_000 + "b"})  # 1.8 MB: 600,001 lines of a message each
+    log = read_log("task.log", io.BytesIO(f"{message}\n{message}\nRendezvousTimeoutError\n".encode()))
+    assert len(log.lines) <= HEAD_LINES + TAIL_LINES + 1
+    assert log.lines[0] == (1, "a") and log.lines[-2:] == [(3, "RendezvousTimeoutError"), (4, "")]
+    assert log.notes == [f"kept the first {HEAD_LINES} and the last {TAIL_LINES} of the 1200004 lines of its JSON "
+                         "lines' messages"]

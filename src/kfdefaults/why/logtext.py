@@ -3,8 +3,8 @@
 * Bounded: the first :data:`HEAD` bytes and the last :data:`TAIL` bytes of a longer log (a task's receipt is at its
   start, its failure at its end); the bytes between are read only to count their lines, so that every line keeps its
   number in the file. Of a log of short lines (empty lines, say), at most the first :data:`HEAD_LINES` and the last
-  :data:`TAIL_LINES` lines are kept, counted the same way. A binary log is refused once its first :data:`SNIFF`
-  bytes are read (``/dev/zero`` never ends).
+  :data:`TAIL_LINES` lines are kept, counted the same way, and as many of the lines its JSON log lines unfold into.
+  A binary log is refused once its first :data:`SNIFF` bytes are read (``/dev/zero`` never ends).
 * Text: a log whose first :data:`SNIFF` bytes hold more than 1% (and more than 8) of control bytes (other than tab,
   line feed, carriage return, escape) or of bytes that are not UTF-8 is refused (a compressed archive, a core dump). NUL bytes are
   dropped (torch's bus error handler writes one after its message).
@@ -16,11 +16,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections import deque
 import sys
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 from ..errors import Finding, Location, ProfileError
 
@@ -132,10 +134,26 @@ def _read(file: str, stream: BinaryIO) -> LogText:
             first = first[:-1]  # the line feed ends its last line: no empty line after it
         out.notes.append(f"read the first {HEAD_LINES} and the last {TAIL_LINES} of its {total} lines" if not skipped
                          else f"read at most the first {HEAD_LINES} and the last {TAIL_LINES} lines of those")
-    _lines(first, 1, out)
-    if last:
-        _lines(last, 1 + after, out)
+    _keep(out, first, last, after)
     return out
+
+
+def _keep(out: LogText, first: bytes, last: bytes, after: int) -> None:
+    """Add the lines of ``first`` (from line 1) and of ``last`` (from line ``after + 1``) to ``out``, JSON lines
+    unfolded: the first :data:`HEAD_LINES` and the last :data:`TAIL_LINES` of them."""
+    # past the first HEAD_LINES: a JSON line unfolds into many; one more for the empty line after a last line feed
+    kept: deque[tuple[int, str]] = deque(maxlen=TAIL_LINES + 1)
+    dropped = 0
+    for entry in itertools.chain(_lines(first, 1), _lines(last, 1 + after) if last else ()):
+        if len(out.lines) < HEAD_LINES:
+            out.lines.append(entry)
+        else:
+            dropped += len(kept) == kept.maxlen
+            kept.append(entry)
+    out.lines += kept
+    if dropped:
+        out.notes.append(f"kept the first {HEAD_LINES} and the last {TAIL_LINES} of the {len(out.lines) + dropped} "
+                         "lines of its JSON lines' messages")
 
 
 def _first_lines(data: bytes, count: int) -> bytes:
@@ -177,11 +195,12 @@ def _binary(sample: bytes) -> str | None:
     return None
 
 
-def _lines(data: bytes, number: int, out: LogText) -> None:
-    """Append the lines of ``data`` (its first line numbered ``number``) to ``out``."""
+def _lines(data: bytes, number: int) -> Iterator[tuple[int, str]]:
+    """The lines of ``data`` (its first line numbered ``number``), JSON lines unfolded."""
     for offset, raw in enumerate(data.decode("utf-8", "replace").split("\n")):
         text = _CRI.sub("", raw.replace("\x00", "").rstrip("\r"), count=1)
-        out.lines += [(number + offset, line) for line in _unfold(text)]
+        for line in _unfold(text):
+            yield number + offset, line
 
 
 def _unfold(text: str) -> list[str]:
