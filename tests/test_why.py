@@ -361,3 +361,13 @@ def test_the_lines_a_log_s_json_lines_unfold_into_are_bounded_too():
     assert log.lines[0] == (1, "a") and log.lines[-2:] == [(3, "RendezvousTimeoutError"), (4, "")]
     assert log.notes == [f"kept the first {HEAD_LINES} and the last {TAIL_LINES} of the 1200004 lines of its JSON "
                          "lines' messages"]
+
+
+@pytest.mark.parametrize("pod", ['"x"', '{"shm": "x"}', '{"limits": {"memory": 3}}', '{"env": {"A": {"value": 1}}}'])
+def test_a_kfdefaults_elastic_of_the_wrong_shape_in_a_log_gives_no_values(tmp_path, pod):
+    log = tmp_path / "describe.txt"
+    log.write_text(f'      KFDEFAULTS_ELASTIC:  {{"elastic": {{}}, "pod": {pod}}}\n      Reason:       OOMKilled\n'
+                   "DataLoader worker (pid 3) is killed by signal: Bus error\nexitcode  : -9\n")
+    result = answer(log)
+    assert result["values"] is None
+    assert [f["name"] for f in result["failures"]] == ["shm-bus-error", "oom-killed"]

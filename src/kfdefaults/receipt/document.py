@@ -122,12 +122,17 @@ def receipt_problem(data: Any) -> str | None:
     for key in ("profile", "target", "digest", "lock", "task"):
         if data.get(key) is not None and not isinstance(data.get(key), str):
             return f"{key} must be a string"
-    for key, shape in (("registered.pod", _POD), ("observed", _OBSERVED), ("differences", _DIFFERENCES)):
-        node = registered.get("pod") if key == "registered.pod" else data.get(key)
-        problem = _shape_problem(node, shape, key)
+    for key, shape in (("observed", _OBSERVED), ("differences", _DIFFERENCES)):
+        problem = _shape_problem(data.get(key), shape, key)
         if problem:
             return problem
-    return None
+    return pod_problem(registered.get("pod"), "registered.pod")
+
+
+def pod_problem(pod: Any, where: str = "pod") -> str | None:
+    """Why ``pod`` is not the ``pod`` part of registered settings as :mod:`.expect` writes it, or ``None``
+    (``None`` for none: registered by an older kfdefaults)."""
+    return _shape_problem(pod, _POD, where)
 
 
 # What ``kfdefaults why`` and ``kfdefaults verify`` read of a receipt, as the task writes it (:mod:`.expect`,
