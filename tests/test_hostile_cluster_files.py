@@ -56,15 +56,18 @@ def kfdefaults(platform: Path, *args: str, stdin: int | None = subprocess.DEVNUL
 # --- what the facts' `nodes` may name -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["a pipe", "a device", "standard input"])
+@pytest.mark.parametrize("kind", ["a pipe", "a device", "standard input", "a folder"])
 def test_the_facts_node_list_is_a_regular_file_never_a_pipe_or_a_device(platform, kind):
     """`nodes:` names a file of the repository: a FIFO in its place (which no writer ever opens), a link to
     `/dev/zero` or to `/dev/stdin` (a pipe the CI step never closes) is refused at once, at the node list's first
-    line, as a profile in such a place is; only `--nodes` on the command line reads a pipe (`<(kubectl ...)`)."""
+    line, as a profile in such a place is; only `--nodes` on the command line reads a pipe (`<(kubectl ...)`). A
+    folder in its place is refused the same way, at its name."""
     target = platform / "_nodes.json"
     target.unlink()
     if kind == "a pipe":
         os.mkfifo(target)
+    elif kind == "a folder":
+        target.mkdir()
     else:
         target.symlink_to("/dev/zero" if kind == "a device" else "/dev/stdin")
     for command, status in ((["fit", "gpu-large"], 2), (["timeline", "gpu-large"], 1), (["validate"], 1),

@@ -295,3 +295,89 @@ def test_the_help_names_the_receipt_by_the_line_it_reads():
 
     assert f"the receipt the task printed in the log (its {MARKER} line)" in " ".join(_DESCRIPTION.split())
     assert "(kfdefaults.io/receipt)" not in _DESCRIPTION
+
+
+# --- hostile input: what a pod's log may hold that no task wrote ----------------------------------------------
+
+
+@pytest.mark.parametrize(("inside", "message"), [
+    ('"registered": {"elastic": {}, "pod": {"shm": "x"}}', "registered.pod.shm must be an object"),
+    ('"registered": {"elastic": {}, "pod": {"shm": {"size_limit": "1Gi"}}}',
+     "registered.pod.shm.volume must be a string"),
+    ('"registered": {"elastic": {}, "pod": {"limits": {"memory": {"set_by": "x"}}}}',
+     "registered.pod.limits.memory.value must be a string"),
+    ('"registered": {"elastic": {}}, "observed": {"shm": {"size": "64Mi"}}',
+     "observed.shm.size must be an integer or null"),
+    ('"registered": {"elastic": {}}, "observed": {"memory": {"limit": true}}',
+     "observed.memory.limit must be an integer or null"),
+    ('"registered": {"elastic": {}}, "observed": {"env": {"\\u001b[2J": 3}}', "observed.env.\\x1b[2J must be a string"),
+    ('"registered": {"elastic": {}}, "differences": [{"path": ["a"]}]', "differences[0].path must be a string or null"),
+])
+def test_a_forged_receipt_of_the_wrong_shape_is_bad_input_at_its_line(tmp_path, inside, message):
+    log = tmp_path / "task.log"
+    log.write_text("starting\nKFDEFAULTS_RECEIPT {\"kind\": \"Receipt\", " + inside + "}\nRendezvousTimeoutError\n"
+                   "DataLoader worker (pid 7) is killed by signal: Bus error\nOOMKilled\n")
+    done = why(log)
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.decode() == f"{log}:2:20: {message}\n"
+
+
+def test_a_number_longer_than_python_reads_is_no_value(tmp_path):
+    log = tmp_path / "task.log"
+    log.write_text(f"The client socket has timed out after {'9' * 5000}ms while trying to connect to (h, 1)\n"
+                   f"torch.distributed.elastic.multiprocessing.errors.ChildFailedError\n  exitcode  : {'9' * 5000}\n")
+    result = answer(log)
+    assert [f["name"] for f in result["failures"]] == ["store-unreachable", "worker-failed"]
+    assert not any("internal error" in c for f in result["failures"] for c in f["change"])
+
+
+def test_an_infinite_timeout_in_a_receipt_is_shown_not_computed(tmp_path):
+    log = tmp_path / "task.log"
+    log.write_text('KFDEFAULTS_RECEIPT {"kind": "Receipt", "registered": {"elastic": {"rdzv_configs": '
+                   '{"join_timeout": Infinity, "read_timeout": NaN}}}}\nRendezvousTimeoutError\n'
+                   "The client socket has timed out after 5ms while trying to connect to (h, 1)\n")
+    result = answer(log)
+    assert [f["name"] for f in result["failures"]] == ["rendezvous-timeout", "store-unreachable"]
+
+
+def test_an_endless_binary_stream_is_refused_once_its_start_is_read():
+    began = time.monotonic()
+    done = subprocess.run([KFDEFAULTS, "why", "/dev/zero"], env=env(), capture_output=True, timeout=60)
+    assert time.monotonic() - began < 30
+    assert done.returncode == 1 and done.stderr.decode().startswith("/dev/zero:1:1: not a text log: ")
+
+
+def test_a_log_of_empty_lines_keeps_a_bounded_number_of_them_and_their_numbers():
+    import io
+
+    from kfdefaults.why.logtext import HEAD_LINES, TAIL_LINES, read_log
+
+    count = HEAD_LINES + TAIL_LINES + 500_000
+    log = read_log("task.log", io.BytesIO(b"\n" * count + b"RendezvousTimeoutError\n"))
+    assert len(log.lines) <= HEAD_LINES + TAIL_LINES + 1
+    assert log.lines[-2] == (count + 1, "RendezvousTimeoutError")
+    assert log.lines[HEAD_LINES - 1] == (HEAD_LINES, "") and log.lines[HEAD_LINES][0] == count + 2 - TAIL_LINES
+    assert log.notes == [f"read the first {HEAD_LINES} and the last {TAIL_LINES} of its {count + 1} lines"]
+
+
+def test_the_lines_a_log_s_json_lines_unfold_into_are_bounded_too():
+    import io
+
+    from kfdefaults.why.logtext import HEAD_LINES, TAIL_LINES, read_log
+
+    message = json.dumps({"message": "a\n" * 600_000 + "b"})  # 1.8 MB: 600,001 lines of a message each
+    log = read_log("task.log", io.BytesIO(f"{message}\n{message}\nRendezvousTimeoutError\n".encode()))
+    assert len(log.lines) <= HEAD_LINES + TAIL_LINES + 1
+    assert log.lines[0] == (1, "a") and log.lines[-2:] == [(3, "RendezvousTimeoutError"), (4, "")]
+    assert log.notes == [f"kept the first {HEAD_LINES} and the last {TAIL_LINES} of the 1200004 lines of its JSON "
+                         "lines' messages"]
+
+
+@pytest.mark.parametrize("pod", ['"x"', '{"shm": "x"}', '{"limits": {"memory": 3}}', '{"env": {"A": {"value": 1}}}'])
+def test_a_kfdefaults_elastic_of_the_wrong_shape_in_a_log_gives_no_values(tmp_path, pod):
+    log = tmp_path / "describe.txt"
+    log.write_text(f'      KFDEFAULTS_ELASTIC:  {{"elastic": {{}}, "pod": {pod}}}\n      Reason:       OOMKilled\n'
+                   "DataLoader worker (pid 3) is killed by signal: Bus error\nexitcode  : -9\n")
+    result = answer(log)
+    assert result["values"] is None
+    assert [f["name"] for f in result["failures"]] == ["shm-bus-error", "oom-killed"]

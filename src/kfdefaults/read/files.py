@@ -84,10 +84,11 @@ def read_regular_file(file: str, limit: int, what: str = "file", inputs: Inputs 
         fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise error(file, 1, 1, f"cannot read the {what}: {e.strerror or e}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before open(): a folder's descriptor makes it raise IsADirectoryError
+        os.close(fd)
+        raise error(file, 1, 1, f"the {what} is {_kind_of(st.st_mode)}, not a regular file")
     with open(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise error(file, 1, 1, f"the {what} is {_kind_of(st.st_mode)}, not a regular file")
         try:
             raw = f.read(limit + 1)
         except OSError as e:

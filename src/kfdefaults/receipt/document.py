@@ -122,4 +122,74 @@ def receipt_problem(data: Any) -> str | None:
     for key in ("profile", "target", "digest", "lock", "task"):
         if data.get(key) is not None and not isinstance(data.get(key), str):
             return f"{key} must be a string"
+    for key, shape in (("observed", _OBSERVED), ("differences", _DIFFERENCES)):
+        problem = _shape_problem(data.get(key), shape, key)
+        if problem:
+            return problem
+    return pod_problem(registered.get("pod"), "registered.pod")
+
+
+def pod_problem(pod: Any, where: str = "pod") -> str | None:
+    """Why ``pod`` is not the ``pod`` part of registered settings as :mod:`.expect` writes it, or ``None``
+    (``None`` for none: registered by an older kfdefaults)."""
+    return _shape_problem(pod, _POD, where)
+
+
+# What ``kfdefaults why`` and ``kfdefaults verify`` read of a receipt, as the task writes it (:mod:`.expect`,
+# :func:`~kfdefaults.receipt.probe.observe`, :func:`~kfdefaults.receipt.compare.difference`): a type (a tuple of
+# them), an object of known keys (a dict of their shapes: other keys are not read), or an object of any keys
+# (``_Each``) or a list (``_List``) of one shape. ``None`` is allowed wherever a receipt may write it.
+class _Each:
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+
+class _List(_Each):
+    pass
+
+
+_TEXT = (str, type(None))
+_INT = (int, type(None))
+_ENTRY = {"value": (str,), "set_by": _TEXT}
+_POD = {"primary": _TEXT, "policy": _TEXT, "pod_memory_limit": _TEXT,
+        "shm": {"volume": (str,), "medium": _TEXT, "size_limit": _TEXT, "set_by": _TEXT, "kind": _TEXT},
+        "limits": _Each(_ENTRY), "env": _Each(_ENTRY), "labels": _Each(_ENTRY), "annotations": _Each(_ENTRY),
+        "elastic": _Each(_TEXT)}
+_OBSERVED = {"shm": {"path": _TEXT, "mount": (bool, type(None)), "fstype": _TEXT, "size": _INT},
+             "memory": {"limit": _INT, "source": _TEXT}, "cpu": {"limit_millis": _INT, "source": _TEXT},
+             "gpus": {"devices": _INT, "CUDA_VISIBLE_DEVICES": _TEXT, "NVIDIA_VISIBLE_DEVICES": _TEXT},
+             "env": _Each((str,)), "podinfo": {"path": _TEXT, "labels": _Each((str,)), "annotations": _Each((str,))},
+             "problems": _List((str,))}
+_DIFFERENCES = _List({k: _TEXT for k in ("what", "path", "registered", "observed", "set_by", "cause", "source")})
+
+
+def _shape_problem(node: Any, shape: Any, where: str) -> str | None:
+    """Why ``node`` at ``where`` does not have ``shape``, or ``None``. An object or a list may be ``null`` (absent);
+    a key of an object whose shape does not allow ``null`` must be there."""
+    if isinstance(shape, tuple):
+        if isinstance(node, shape) and not (isinstance(node, bool) and bool not in shape):
+            return None
+        names = {str: "a string", int: "an integer", bool: "true or false", type(None): "null"}
+        return printable(f"{where} must be {' or '.join(names[t] for t in shape)}")
+    if node is None:
+        return None
+    if isinstance(shape, _List):
+        if not isinstance(node, list):
+            return printable(f"{where} must be a list")
+        items = [(f"{where}[{i}]", v, shape.shape) for i, v in enumerate(node)]
+    elif not isinstance(node, dict):
+        return printable(f"{where} must be an object")
+    elif isinstance(shape, _Each):
+        items = [(f"{where}.{_key(k)}", v, shape.shape) for k, v in node.items()]
+    else:
+        items = [(f"{where}.{k}", node.get(k), s) for k, s in shape.items()
+                 if k in node or (isinstance(s, tuple) and type(None) not in s)]
+    for at, value, inner in items:
+        problem = _shape_problem(value, inner, at)
+        if problem:
+            return problem
     return None
+
+
+def _key(key: str) -> str:
+    return key if len(key) <= 60 else key[:60] + "…"

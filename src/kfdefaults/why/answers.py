@@ -5,6 +5,7 @@ nothing gives a number, the answer says what to measure instead.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -37,16 +38,22 @@ class Answer:
         return f" ({setting.value}{unit} now)"
 
 
+MAX_DIGITS = 18
+"""A number of the log with more digits is not read (Python reads at most 4300 into an int)."""
+
+
 def _number(found: Found, pattern: str) -> int | None:
     for _, text in found.evidence:
         match = re.search(pattern, text)
-        if match:
+        if match and len(match.group(1)) <= MAX_DIGITS:
             return int(match.group(1))
     return None
 
 
 def _seconds(setting: Setting, default: int) -> int:
     value = setting.value
+    if isinstance(value, float) and not math.isfinite(value):  # a receipt's JSON may hold Infinity and NaN
+        return default
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 

@@ -118,7 +118,7 @@ class Found:
     exit_codes: list[int] = field(default_factory=list)
 
 
-_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
+_EXIT = re.compile(r"exitcode\s*:\s*(-?\d{1,10})(?!\d)")  # an exit code; a longer number is none
 _ANY = re.compile("|".join(f"(?:{p.pattern})" for f in FAILURES for p in f.patterns + f.unless + f.requires))
 
 

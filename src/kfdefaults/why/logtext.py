@@ -2,7 +2,9 @@
 
 * Bounded: the first :data:`HEAD` bytes and the last :data:`TAIL` bytes of a longer log (a task's receipt is at its
   start, its failure at its end); the bytes between are read only to count their lines, so that every line keeps its
-  number in the file.
+  number in the file. Of a log of short lines (empty lines, say), at most the first :data:`HEAD_LINES` and the last
+  :data:`TAIL_LINES` lines are kept, counted the same way, and as many of the lines its JSON log lines unfold into.
+  A binary log is refused once its first :data:`SNIFF` bytes are read (``/dev/zero`` never ends).
 * Text: a log whose first :data:`SNIFF` bytes hold more than 1% (and more than 8) of control bytes (other than tab,
   line feed, carriage return, escape) or of bytes that are not UTF-8 is refused (a compressed archive, a core dump). NUL bytes are
   dropped (torch's bus error handler writes one after its message).
@@ -14,11 +16,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections import deque
 import sys
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 from ..errors import Finding, Location, ProfileError
 
@@ -30,6 +34,13 @@ TAIL = 16 << 20
 
 SNIFF = 64 << 10
 """Bytes looked at to tell text from binary data."""
+
+HEAD_LINES = 100_000
+"""Lines kept of the start of a log of more lines than this and :data:`TAIL_LINES`: a log whose lines are shorter
+than 20 bytes on average (each line read costs some hundred bytes and a few microseconds, whatever its length)."""
+
+TAIL_LINES = 800_000
+"""Lines kept of the end of such a log."""
 
 MAX_JSON_LINE = 4 << 20
 """A longer line is not read as JSON."""
@@ -77,6 +88,7 @@ def _read(file: str, stream: BinaryIO) -> LogText:
     head = bytearray()
     tail = bytearray()
     size = skipped = skipped_lines = 0
+    sniffed = False
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
@@ -86,15 +98,17 @@ def _read(file: str, stream: BinaryIO) -> LogText:
             take = HEAD - len(head)
             head += chunk[:take]
             chunk = chunk[take:]
+        if not sniffed and len(head) >= SNIFF:  # refused before the rest is read: /dev/zero, a 500 MB archive
+            _refuse_binary(file, bytes(head[:SNIFF]))
+            sniffed = True
         tail += chunk
         if len(tail) > 2 * TAIL:  # drop the oldest, counting its lines
             drop = len(tail) - TAIL
             skipped += drop
             skipped_lines += tail.count(b"\n", 0, drop)
             del tail[:drop]
-    problem = _binary(bytes(head[:SNIFF]))
-    if problem:
-        raise ProfileError([Finding(Location(file, 1, 1), "", f"not a text log: {problem}")])
+    if not sniffed:
+        _refuse_binary(file, bytes(head))
     if len(tail) > TAIL:
         drop = len(tail) - TAIL
         skipped += drop
@@ -103,11 +117,71 @@ def _read(file: str, stream: BinaryIO) -> LogText:
     out = LogText(file, size=size, skipped=skipped)
     if skipped:
         out.notes.append(f"read the first {len(head)} and the last {len(tail)} of {size} bytes")
-        _lines(bytes(head), 1, out)  # its last line, and the tail's first, are cut
-        _lines(bytes(tail), 1 + head.count(b"\n") + skipped_lines, out)
+        first, last = bytes(head), bytes(tail)  # the head's last line, and the tail's first, are cut
+        after = head.count(b"\n") + skipped_lines
     else:
-        _lines(bytes(head + tail), 1, out)
+        first, last, after = bytes(head + tail), b"", 0
+    if first.count(b"\n") + last.count(b"\n") > HEAD_LINES + TAIL_LINES:  # short lines: each costs far more kept
+        total = first.count(b"\n") + (not first.endswith(b"\n"))
+        kept = _first_lines(first, HEAD_LINES)
+        if not skipped:  # one piece: its first lines, and its last of the rest
+            first, last, after = kept, first[len(kept):], kept.count(b"\n")
+        elif len(kept) < len(first):
+            first = kept
+        last, dropped = _last_lines(last, TAIL_LINES)
+        after += dropped
+        if first is kept and first.endswith(b"\n"):
+            first = first[:-1]  # the line feed ends its last line: no empty line after it
+        out.notes.append(f"read the first {HEAD_LINES} and the last {TAIL_LINES} of its {total} lines" if not skipped
+                         else f"read at most the first {HEAD_LINES} and the last {TAIL_LINES} lines of those")
+    _keep(out, first, last, after)
     return out
+
+
+def _keep(out: LogText, first: bytes, last: bytes, after: int) -> None:
+    """Add the lines of ``first`` (from line 1) and of ``last`` (from line ``after + 1``) to ``out``, JSON lines
+    unfolded: the first :data:`HEAD_LINES` and the last :data:`TAIL_LINES` of them."""
+    # past the first HEAD_LINES: a JSON line unfolds into many; one more for the empty line after a last line feed
+    kept: deque[tuple[int, str]] = deque(maxlen=TAIL_LINES + 1)
+    dropped = 0
+    for entry in itertools.chain(_lines(first, 1), _lines(last, 1 + after) if last else ()):
+        if len(out.lines) < HEAD_LINES:
+            out.lines.append(entry)
+        else:
+            dropped += len(kept) == kept.maxlen
+            kept.append(entry)
+    out.lines += kept
+    if dropped:
+        out.notes.append(f"kept the first {HEAD_LINES} and the last {TAIL_LINES} of the {len(out.lines) + dropped} "
+                         "lines of its JSON lines' messages")
+
+
+def _first_lines(data: bytes, count: int) -> bytes:
+    """The first ``count`` lines of ``data``, each with its line feed."""
+    end = -1
+    for _ in range(count):
+        end = data.find(b"\n", end + 1)
+        if end < 0:
+            return data
+    return data[:end + 1]
+
+
+def _last_lines(data: bytes, count: int) -> tuple[bytes, int]:
+    """The last ``count`` lines of ``data``, and how many line feeds come before them."""
+    start = len(data)
+    if data.endswith(b"\n"):
+        start -= 1  # the empty line after a final line feed is not one of them
+    for _ in range(count):
+        start = data.rfind(b"\n", 0, start)
+        if start < 0:
+            return data, 0
+    return data[start + 1:], data.count(b"\n", 0, start + 1)
+
+
+def _refuse_binary(file: str, sample: bytes) -> None:
+    problem = _binary(sample)
+    if problem:
+        raise ProfileError([Finding(Location(file, 1, 1), "", f"not a text log: {problem}")])
 
 
 def _binary(sample: bytes) -> str | None:
@@ -121,11 +195,12 @@ def _binary(sample: bytes) -> str | None:
     return None
 
 
-def _lines(data: bytes, number: int, out: LogText) -> None:
-    """Append the lines of ``data`` (its first line numbered ``number``) to ``out``."""
+def _lines(data: bytes, number: int) -> Iterator[tuple[int, str]]:
+    """The lines of ``data`` (its first line numbered ``number``), JSON lines unfolded."""
     for offset, raw in enumerate(data.decode("utf-8", "replace").split("\n")):
         text = _CRI.sub("", raw.replace("\x00", "").rstrip("\r"), count=1)
-        out.lines += [(number + offset, line) for line in _unfold(text)]
+        for line in _unfold(text):
+            yield number + offset, line
 
 
 def _unfold(text: str) -> list[str]:

@@ -16,6 +16,7 @@ from ..merge.provenance import provenance
 from ..merge.result import Resolved
 from ..paths import Select, format_path
 from ..receipt.compare import byte_quantity
+from ..receipt.document import pod_problem
 from ..settings import RUNTIME_ENV
 
 DEFAULTS = {
@@ -165,7 +166,9 @@ _REGISTERED = re.compile(re.escape(RUNTIME_ENV) + r"""["']?\s*[:=]\s*'?(?=\{)"""
 
 def registered_in(lines: Iterable[tuple[int, str]]) -> tuple[int, dict[str, Any]] | None:
     """The settings registered with the task where the log shows the primary container's ``KFDEFAULTS_ELASTIC``
-    on one line (``kubectl describe pod``: ``KFDEFAULTS_ELASTIC:  {...}``): ``(line, settings)``, else ``None``."""
+    on one line (``kubectl describe pod``: ``KFDEFAULTS_ELASTIC:  {...}``): ``(line, settings)``, else ``None``.
+    Settings whose ``pod`` is not what registration writes (:func:`~kfdefaults.receipt.document.pod_problem`) are
+    passed over."""
     for number, text in lines:
         match = _REGISTERED.search(text)
         if match is None:
@@ -174,8 +177,8 @@ def registered_in(lines: Iterable[tuple[int, str]]) -> tuple[int, dict[str, Any]
             data, _ = json.JSONDecoder().raw_decode(text[match.end():])
         except (ValueError, RecursionError):
             continue
-        if isinstance(data, dict) and isinstance(data.get("elastic"), dict):
-            return number, data
+        if isinstance(data, dict) and isinstance(data.get("elastic"), dict) and pod_problem(data.get("pod")) is None:
+            return number, data  # else not what registration writes: a log may hold anything
     return None
 
 
