@@ -325,6 +325,18 @@ def test_a_pool_only_the_facts_describe_is_judged_on_what_they_state(cluster):
     assert at(h100["at"]) == ("_cluster-facts.yaml", 9)  # its name
 
 
+def test_a_pool_whose_nodes_allow_no_pods_says_so_in_words(cluster):
+    """A node list whose nodes state no `pods` (or 0) allows none: the reason says which, in a sentence."""
+    no_pods = {k: v for k, v in CPU.items() if k != "pods"}
+    write_node_list(cluster["nodes_file"], *pool_nodes("nopods", 1, no_pods), *pool_nodes("zero", 1, {**CPU, "pods": "0"}))
+    document, _ = fit(cluster, "cpu-small")
+    found = pools(document)
+    assert [(r["reason"], r["detail"]) for r in found["nopods"]["reasons"]] == [
+        ("Too many pods", "the pool's nodes allow no pods: their status.allocatable has no `pods`")]
+    assert [(r["reason"], r["detail"]) for r in found["zero"]["reasons"]] == [
+        ("Too many pods", "the pool's nodes allow no pods: their status.allocatable.pods is 0")]
+
+
 def test_with_the_clusters_template_the_pod_judged_is_the_backends(cluster, tmp_path):
     """Flyte's backend lays the cluster's PodTemplate under the task's pod: its nodeSelector is the pod's too."""
     template = tmp_path / "template.yaml"

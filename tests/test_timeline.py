@@ -368,3 +368,6 @@ def test_the_pool_option_s_help_says_which_pool_of_several_is_taken():
 
     help_text = " ".join(build("kfdefaults timeline").format_help().split())
     assert "(default: the one the profile fits; of several, the slowest to start)" in help_text
+    # and so does the description: the pool it fits, of several the slowest, not only when it fits one
+    assert ("The start times are those of --pool, else of the node pool the profile fits (of several, the slowest "
+            "to start), else the cluster's.") in help_text

@@ -619,3 +619,44 @@ def test_validate_of_a_folder_whose_profiles_are_one_level_down_says_where_they_
     assert proc.returncode == 1
     assert f"{tmp_path / 'repo'}: no profile files (*.yaml, *.yml, *.toml) in this folder; sub-folders are not " \
            "searched, and profiles/ holds profile files" in proc.stderr
+
+
+# --- the cluster's files given as PATHs --------------------------------------------------------------------------
+
+
+def test_a_path_naming_the_clusters_facts_is_checked_as_the_facts_not_as_a_profile(tmp_path):
+    """A hook given the changed files passes `_cluster-facts.yaml` as a PATH: it is the cluster's facts, checked as
+    --facts checks them (and used), never a profile of unknown fields `nodes`, `flyte` and `node_pools`."""
+    facts = write(tmp_path / "platform", "_cluster-facts.yaml", """\
+        description: the training cluster
+        flyte:
+          task_timout: 86400
+        node_pools:
+          small:
+            allocatable: {cpu: "4", memory: 16Gi}
+        """)
+    done = run("validate", facts)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0] == (f"{facts}:3:3: flyte.task_timout: unknown field `task_timout`; did you mean "
+                                           "`task_timeout`?")
+    assert "[team]" not in done.stderr
+    write(tmp_path / "platform", "_cluster-facts.yaml", """\
+        description: the training cluster
+        node_pools:
+          small:
+            allocatable: {cpu: "4", memory: 16Gi}
+        """)
+    team = write(tmp_path / "team", "cpu-small.yaml", """\
+        pod_template:
+          spec:
+            containers:
+              - name: primary
+                resources: {requests: {cpu: "8"}}
+        """)
+    done = run("validate", facts, team)  # the facts given count: cpu-small asks more than the pool has
+    assert done.returncode == 0
+    assert f"{team}:5:37: [team] " in done.stderr and "fits none of the 1 node pool" in done.stderr
+    assert done.stderr.endswith("kfdefaults validate: 2 files, 1 profile: 0 errors, 1 warning\n")
+    done = run("validate", facts, "--facts", "none")
+    assert done.returncode == 1
+    assert f"{facts}:1:1: the cluster's facts (not a profile), given beside --facts none: give one of the two" in done.stderr

@@ -125,6 +125,22 @@ def test_a_store_never_reached_is_answered_with_read_timeout_and_the_log_s_own_n
                                     "run, not the 60 s here")
 
 
+def test_a_read_timeout_already_at_join_timeout_is_not_to_be_raised_to_it():
+    """Raising read_timeout to join_timeout's value is no advice when it is there already: the answer says where to
+    look instead, and which, by whether the log's run had the profile's read_timeout."""
+    log = LOGS / "read-timeout-late-store-host.agent1.stderr"
+    sets = [*scenario_sets("read-timeout-late-store-host"), "--set", "elastic.rdzv_configs.join_timeout=2"]
+    [failure] = answer(log, "--profile", "cpu-small", *sets)["failures"]
+    assert failure["change"] == ["read_timeout (2 s now) already reaches join_timeout's 2 s: the job's first pod, which "
+                                 "serves the store, started later than that or never; its events say why (kubectl "
+                                 "describe pod)"]
+    [failure] = answer(log, "--profile", "gpu-large")["failures"]  # 900 s each: not the log's 2 s
+    assert failure["change"][-1] == ("read_timeout (900 s now) already reaches join_timeout's 900 s: the run had another "
+                                     "read_timeout than the profile's now: check that the pod ran on this profile "
+                                     "(kfdefaults verify)")
+    assert not any(c.startswith("raise read_timeout") for c in failure["change"])
+
+
 def test_a_killed_worker_is_answered_with_its_exit_code_and_the_memory_limit():
     [failure] = answer(LOGS / "worker-sigkill.agent1.stderr", "--profile", "cpu-small")["failures"]
     assert failure["name"] == "worker-failed"

@@ -15,12 +15,13 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 from . import check
 from .backend.cluster import load_cluster_template
 from .check.deprecation import NOTE
-from .check.folders import empty_folder_warnings, sub_folders_hint
+from .check.folders import empty_folder_warnings, given_cluster_files, given_files
 from .errors import Finding, Location, ProfileError, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
     Catalog,
     CLUSTER_FACTS,
+    CLUSTER_FILES,
     Folder,
     Project,
     discover_folders,
@@ -35,7 +36,6 @@ from .lock import Lock
 from .merge.result import Resolved
 from .pipeline import Pipeline
 from .pipeline.project import find_project, or_report, project_lock
-from .read import PROFILE_SUFFIXES, path_problem
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
 
@@ -195,7 +195,8 @@ def validate_paths(
 
     Args:
         paths: Profile files (``.yaml``, ``.yml``, ``.toml``) and folders of them (not searched recursively,
-            as the layers are not).
+            as the layers are not). A file named ``_cluster-facts.yaml`` (``.yml``, ``.toml``) or
+            ``_cluster-template.yaml`` is no profile: it is read as ``facts`` or ``cluster_template``.
         layer: The layer the given paths belong to: ``platform`` or ``team``.
         platform: Platform-layer folders to validate against (context, not reported on unless broken).
         team: Team-layer folders, likewise.
@@ -222,7 +223,12 @@ def validate_paths(
         KfdefaultsError: ``target`` names no target.
     """
     findings: list[Finding] = []
-    given = _given_files(paths, findings)
+    given = given_files(paths, findings)
+    cluster_files = [file for file in given if os.path.basename(file) in CLUSTER_FILES]
+    if cluster_files:  # the cluster's own files, not profiles: without other PATHs, as if none were given
+        given = [file for file in given if file not in cluster_files]
+        paths = [path for path in paths if path not in cluster_files]
+        cluster_template, facts = given_cluster_files(cluster_files, cluster_template, facts, findings)
     project = find_project(project)
     try:
         sources = _context_sources(platform, team, layer if paths else None, only, flags, project)
@@ -251,7 +257,7 @@ def validate_paths(
     own = {file for file, _ in checked}
     for name in names:  # each profile they define: duplicates, extends, the merge, and the merged result
         findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1, own_files=own))
-    return Report(sorted_findings(findings), [f for f, _ in checked], names)
+    return Report(sorted_findings(findings), [*cluster_files, *(f for f, _ in checked)], names)
 
 
 def _files_to_check(pipeline: Pipeline, given: Sequence[str] = (), layer: str = "team") -> list[tuple[str, str]]:
@@ -310,32 +316,6 @@ def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | 
     """
     upper = FOLDER_LAYERS[FOLDER_LAYERS.index(layer):] if layer is not None else ()
     return layer_sources(platform, team, only={*upper, *only}, flags=flags, project=project)
-
-
-def _given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
-    """The profile files ``paths`` name (a folder's files directly in it); what cannot be one goes to ``findings``."""
-    given: list[str] = []
-    for path in paths:
-        if not path:
-            findings.append(Finding(Location("''"), "", "an empty path names no file or folder"))
-        elif os.path.isdir(path):
-            problem = path_problem(path, "folder")
-            if problem is not None:
-                findings.append(Finding(Location(path), "", problem))
-                continue
-            files = [file for file, _ in folder_names(path)]
-            if not files:  # a CI job pointed at the wrong folder must not pass
-                findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"
-                                        + sub_folders_hint(path)))
-            given.extend(files)
-        elif path.endswith(PROFILE_SUFFIXES) and os.path.lexists(path):
-            given.append(path)  # reading it says what is wrong with it, if anything
-        elif os.path.isfile(path):
-            findings.append(Finding(Location(path, 1, 1), "", "not a profile file: profiles end in .yaml, .yml or .toml"))
-        else:
-            problem = path_problem(path, "file")
-            findings.append(Finding(Location(path), "", "no such file or folder" if problem == "no such file" else problem or ""))
-    return given
 
 
 def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool,

@@ -206,8 +206,10 @@ def _resource_cause(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, cluste
                     reason: str, source: str) -> Cause:
     if reason == "Too many pods":
         pods = node_allocatable(verdict.node).get("pods")
-        return Cause("NodeResourcesFit", reason, f"the pool's nodes take {amount_text('pods', pods)} pods", None,
-                     verdict.pool.location("allocatable", "pods"), source)
+        detail = ("the pool's nodes allow no pods: their status.allocatable has no `pods`" if pods is None else
+                  "the pool's nodes allow no pods: their status.allocatable.pods is 0" if pods == 0 else
+                  f"the pool's nodes allow {amount_text('pods', pods)} pods each")
+        return Cause("NodeResourcesFit", reason, detail, None, verdict.pool.location("allocatable", "pods"), source)
     resource = reason.removeprefix("Insufficient ")
     offered = node_allocatable(verdict.node).get(resource)
     detail = (f"the pod requests {amount_text(resource, pod.requests.get(resource))} {resource}, a node offers "

@@ -25,8 +25,8 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "of a multi-node start with a cold node, of a node that never arrives, of a lost peer and of a\n"
                      "hung collective: which clock fires first, when, with which error, and the worst case to a\n"
                      "clean failure. Every figure is traced to the FILE:LINE that set it, or to the named default.\n\n"
-                     "The start times are those of --pool, else of the one node pool the profile fits, else the\n"
-                     "cluster's. A fact the facts do not state is shown as unknown.")
+                     "The start times are those of --pool, else of the node pool the profile fits (of several, the\n"
+                     "slowest to start), else the cluster's. A fact the facts do not state is shown as unknown.")
     p.add_argument("name", metavar="NAME")
     add_layer_options(p)
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",

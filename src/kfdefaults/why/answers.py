@@ -90,9 +90,17 @@ def _store_unreachable(a: Answer, v: Values, facts: Any) -> None:
     read, join = v.elastic("rdzv_configs", "read_timeout"), v.elastic("rdzv_configs", "join_timeout")
     a.settings += [read, join]
     waited = _number(a.found, r"timed out after (\d+)ms")
-    if waited is not None and (not a.known or waited != _seconds(read, 60) * 1000):
+    other_run = waited is not None and (not a.known or waited != _seconds(read, 60) * 1000)
+    if other_run:
         a.change.append(f"the log's store client gave up each try after {waited} ms: read_timeout was "
                         f"{waited / 1000:g} s in that run" + (f", not the {_seconds(read, 60)} s here" if a.known else ""))
+    if a.known and _seconds(read, 60) >= _seconds(join, 600):
+        reached = f"read_timeout{a.now(read, ' s')} already reaches join_timeout's {_seconds(join, 600)} s: "
+        a.change.append(reached + ("the run had another read_timeout than the profile's now: check that the pod "
+                                   "ran on this profile (kfdefaults verify)" if other_run else
+                                   "the job's first pod, which serves the store, started later than that or never; "
+                                   "its events say why (kubectl describe pod)"))
+        return
     target = f"join_timeout's {_seconds(join, 600)} s" if a.known else "join_timeout's value"
     a.change.append(f"raise read_timeout{a.now(read, ' s')} to {target}: the store is served by the job's first pod, "
                     "which may be the slowest to start")
