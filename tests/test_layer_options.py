@@ -4,6 +4,7 @@ folder came from, and ``kfdefaults where`` lists every source searched."""
 from __future__ import annotations
 
 import json
+import os
 
 from cli_runner import invoke
 
@@ -81,3 +82,29 @@ def test_where_reports_a_missing_folder_without_failing(tmp_path):
     result = invoke(["where", "--team", str(tmp_path / "nope")])
     assert result.exit_code == 0
     assert "no such folder" in result.stdout
+
+
+def test_where_names_the_cluster_files_every_command_finds_and_what_named_them(tmp_path, monkeypatch):
+    root, _ = project(tmp_path)
+    monkeypatch.chdir(root)
+    platform, spare = os.path.join(root, "platform"), os.path.join(root, "spare")
+    for folder in (platform, spare):
+        os.mkdir(folder)
+        with open(os.path.join(folder, "_cluster-facts.yaml"), "w") as f:
+            f.write("node_start: {typical: 60, worst: 300}\n")
+    cluster = json.loads(invoke(["where", "-o", "json", "--platform", platform]).stdout)["cluster"]
+    assert cluster["facts"] == {"file": os.path.join(platform, "_cluster-facts.yaml"),
+                                "named_by": f"platform folder {platform} (from --platform)"}
+    assert cluster["pod_template"] is None
+    text = invoke(["where", "--platform", platform]).stdout
+    assert "  facts: platform/_cluster-facts.yaml (named by platform folder" in text
+    assert "  PodTemplate (Flyte 1 tasks): none found" in text
+    # the variable's "none" wins over the folder's file, as for every other command
+    monkeypatch.setenv("KFDEFAULTS_CLUSTER_FACTS", "none")
+    cluster = json.loads(invoke(["where", "-o", "json", "--platform", platform]).stdout)["cluster"]
+    assert cluster["facts"] == {"file": None, "named_by": "KFDEFAULTS_CLUSTER_FACTS"}
+    monkeypatch.delenv("KFDEFAULTS_CLUSTER_FACTS")
+    # two platform folders with facts: the error every command gives, said here without failing
+    result = invoke(["where", "--platform", platform, "--platform", spare])
+    assert result.exit_code == 0
+    assert "  facts: error: " in result.stdout and "two platform folders hold the cluster's facts" in result.stdout

@@ -15,8 +15,9 @@ from .common import run as run_body
 def build(prog: str) -> argparse.ArgumentParser:
     p = parser(prog, "Show where profiles come from: the project (the pyproject.toml every command reads), every\n"
                      "source of every layer, in the order they are read, with the folders each gave and the profiles\n"
-                     "in them; with NAME, the files that make NAME, lowest first (the parents of `extends` before the\n"
-                     "profile, each layer in turn).")
+                     "in them, and the files that state the cluster (its facts and PodTemplate) with what named them;\n"
+                     "with NAME, the files that make NAME, lowest first (the parents of `extends` before the profile,\n"
+                     "each layer in turn).")
     p.add_argument("name", metavar="NAME", nargs="?")
     add_layer_options(p)
     p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="text (the default) or json.")
@@ -41,6 +42,7 @@ def _where(args: argparse.Namespace) -> int:
                     "named_by": "--project" if args.project else "the working directory"},
         "layers": [{"layer": layer, "sources": [_source(source) for source in sources]}
                    for layer, sources in layer_sources(**layers).items()]}
+    report_["cluster"] = _cluster(layers)
     status = 0
     if args.name:
         try:
@@ -78,6 +80,30 @@ def _source(source: Any) -> dict[str, Any]:
             item["profiles"] = [name for _, name in folder_names(folder.path)]
         entry["folders"].append(item)
     return entry
+
+
+def _cluster(layers: dict[str, Any]) -> dict[str, Any]:
+    """The files that state the cluster, as every command finds them when not named (``--facts``,
+    ``--cluster-template``): each file and what named it, ``None`` for none, or why it could not be found."""
+    from ..errors import ProfileError
+    from ..layers import CLUSTER_FACTS, discover_folders, find_platform_file, layer_sources
+    from ..layers.cluster import CLUSTER_TEMPLATE, NONE
+
+    found: dict[str, Any] = {}
+    project = layers["project"]
+    folders = discover_folders(layer_sources(**layers), [], None).get("platform", [])
+    for key, kind in (("facts", CLUSTER_FACTS), ("pod_template", CLUSTER_TEMPLATE)):
+        try:
+            file = find_platform_file(kind, None, folders, project=project)
+        except ProfileError as e:  # two platform folders hold one, or pyproject.toml names it wrongly
+            found[key] = {"error": "; ".join(str(f) for f in e.findings)}
+            continue
+        said_none = [origin for value, origin in ((os.environ.get(kind.variable), kind.variable),
+                                                  (project.section.get(kind.key), project.pyproject))
+                     if isinstance(value, str) and value.strip().lower() == NONE]
+        found[key] = ({"file": file.path, "named_by": file.origin} if file is not None else
+                      {"file": None, "named_by": said_none[0]} if said_none else None)
+    return found
 
 
 def describe(source: Any) -> str:
@@ -137,6 +163,13 @@ def _text(data: dict[str, Any]) -> list[str]:
             for folder in source["folders"]:
                 said = folder.get("error") or _profiles(folder["profiles"])
                 lines.append(f"      {_short(folder['path'])}: {said}")
+    lines.append("cluster (the files --facts and --cluster-template find when not given)")
+    for key, what in (("facts", "facts"), ("pod_template", "PodTemplate (Flyte 1 tasks)")):
+        found = data["cluster"][key]
+        said = ("none found" if found is None else f"error: {found['error']}" if "error" in found
+                else f"none ({found['named_by']} says none)" if found["file"] is None
+                else f"{_short(found['file'])} (named by {found['named_by']})")
+        lines.append(f"  {what}: {said}")
     profile = data.get("profile")
     if profile:
         lines += ["", f"{profile['name']}, lowest first:"]
