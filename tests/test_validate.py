@@ -660,3 +660,22 @@ def test_a_path_naming_the_clusters_facts_is_checked_as_the_facts_not_as_a_profi
     done = run("validate", facts, "--facts", "none")
     assert done.returncode == 1
     assert f"{facts}:1:1: the cluster's facts (not a profile), given beside --facts none: give one of the two" in done.stderr
+
+
+def test_a_platform_folder_that_states_only_its_cluster_is_checked_not_refused_as_empty(tmp_path):
+    """A platform repository whose folder holds the cluster's facts and no profile yet: with ``--layer platform``
+    the facts are checked (and a mistake in them fails), as the layer's own folders are; as a team folder it is
+    refused as empty, saying that only a platform folder states a cluster."""
+    facts = write(tmp_path / "platform", "_cluster-facts.yaml", "node_start: {typical: 60, worst: 300}\n")
+    folder = os.path.dirname(facts)
+    done = run("validate", "--layer", "platform", folder)
+    assert done.returncode == 0, done.stderr
+    assert "no profile files" not in done.stderr
+    done = run("validate", folder)  # the team layer, by default
+    assert done.returncode == 1
+    assert (f"{folder}: no profile files (*.yaml, *.yml, *.toml) in this folder; _cluster-facts.yaml states a "
+            "cluster, which only a platform folder does: --layer platform") in done.stderr
+    write(tmp_path / "platform", "_cluster-facts.yaml", "node_start: {typical: 60, worst: 300}\nflyte: {task_timout: 1}\n")
+    done = run("validate", "--layer", "platform", folder)
+    assert done.returncode == 1
+    assert f"{facts}:2:9: flyte.task_timout: unknown field `task_timout`" in done.stderr

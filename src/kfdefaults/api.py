@@ -223,7 +223,7 @@ def validate_paths(
         KfdefaultsError: ``target`` names no target.
     """
     findings: list[Finding] = []
-    given = given_files(paths, findings)
+    given = given_files(paths, findings, layer)
     cluster_files = [file for file in given if os.path.basename(file) in CLUSTER_FILES]
     if cluster_files:  # the cluster's own files, not profiles: without other PATHs, as if none were given
         given = [file for file in given if file not in cluster_files]

@@ -53,8 +53,10 @@ def sub_folders_hint(folder: str, inputs: Inputs | None = None) -> str:
             "profile files: name that folder instead")
 
 
-def given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
-    """The profile files ``paths`` name (a folder's files directly in it); what cannot be one goes to ``findings``."""
+def given_files(paths: Sequence[str], findings: list[Finding], layer: str = "team") -> list[str]:
+    """The profile files ``paths`` name (a folder's files directly in it); what cannot be one goes to ``findings``.
+    A folder with no profile file is an error (a CI job pointed at the wrong folder must not pass), unless it is a
+    platform folder that states its cluster instead, as :func:`empty_folder_warnings` says."""
     given: list[str] = []
     for path in paths:
         if not path:
@@ -65,7 +67,12 @@ def given_files(paths: Sequence[str], findings: list[Finding]) -> list[str]:
                 findings.append(Finding(Location(path), "", problem))
                 continue
             files = [file for file, _ in folder_names(path)]
-            if not files:  # a CI job pointed at the wrong folder must not pass
+            cluster_files = [name for name in CLUSTER_FILES if os.path.isfile(os.path.join(path, name))]
+            if not files and cluster_files and layer != "platform":
+                findings.append(Finding(Location(path), "", f"no profile files (*.yaml, *.yml, *.toml) in this folder; "
+                                        f"{cluster_files[0]} states a cluster, which only a platform folder does: "
+                                        "--layer platform"))
+            elif not files and not cluster_files:
                 findings.append(Finding(Location(path), "", "no profile files (*.yaml, *.yml, *.toml) in this folder"
                                         + sub_folders_hint(path)))
             given.extend(files)
