@@ -37,6 +37,7 @@ import urllib.request
 from typing import Any
 
 from kfdefaults.escape import code_span, fenced
+from kfdefaults.layers.catalog import profile_file_names
 
 MARKER = "<!-- kfdefaults profile review -->"
 MAX_COMMENT = 65536
@@ -44,7 +45,6 @@ MAX_COMMENT = 65536
 BOT = "github-actions[bot]"
 """Who posts with the workflow's GITHUB_TOKEN: only a comment of this author is the review's, whatever another
 comment holds (a pull request's author could post the marker to have the bot edit their comment instead)."""
-SUFFIXES = (".yaml", ".yml", ".toml")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,10 +131,9 @@ def _checkout(base: str, folder: str, tmp: str) -> str:
 
 
 def _names(folder: str) -> set[str]:
-    try:
-        return {os.path.splitext(n)[0] for n in os.listdir(folder) if n.endswith(SUFFIXES) and not n.startswith(".")}
-    except OSError:
-        return set()
+    """The profiles of ``folder`` as kfdefaults finds them: not the cluster's PodTemplate or facts beside them
+    (``_cluster-template.yaml``, ``_cluster-facts.yaml``), nor a ``pyproject.toml``."""
+    return {os.path.splitext(n)[0] for n in profile_file_names(folder)}
 
 
 def _diff(command: str, name: str, old: str, new: str, layer: str) -> tuple[int, str]:
