@@ -63,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no --base, and no pull request in GITHUB_EVENT_PATH")
     sections, trouble, unchanged = [], [], 0
     with tempfile.TemporaryDirectory() as tmp:
+        nothing = os.path.join(tmp, "nothing")
+        os.mkdir(nothing)
         for folder in args.folder:
             old = _checkout(base, folder, tmp)
             for name in sorted(_names(old) | _names(folder)):
-                code, text = _diff(args.kfdefaults, name, old, folder, args.layer)
+                code, text = _diff(args.kfdefaults, name, old, folder, args.layer, nothing)
                 if code == 0:
                     unchanged += 1
                 elif code == 1:
@@ -136,11 +138,16 @@ def _names(folder: str) -> set[str]:
     return {os.path.splitext(n)[0] for n in profile_file_names(folder)}
 
 
-def _diff(command: str, name: str, old: str, new: str, layer: str) -> tuple[int, str]:
+def _diff(command: str, name: str, old: str, new: str, layer: str, nothing: str) -> tuple[int, str]:
     """``kfdefaults diff NAME`` of the two folders: ``(exit status, the Markdown, or the error text)``. The name,
-    a file's, comes after ``--``: a file named ``-h.yaml`` is not asking for the usage."""
-    proc = subprocess.run([command, "diff", f"--{layer}", old, f"--{layer}-against", new, "--format", "markdown",
-                           "--", name], capture_output=True, text=True, errors="replace")
+    a file's, comes after ``--``: a file named ``-h.yaml`` is not asking for the usage.
+
+    A platform folder is compared with no team layer on top (``nothing``, an empty folder, on both sides), as
+    ``validate --layer platform`` checks it: the repository's own team folders (its ``pyproject.toml``'s, which the
+    pull request writes) would lie over both sides and hide what the change does to the platform's values."""
+    above = ["--team", nothing, "--team-against", nothing] if layer == "platform" else []
+    proc = subprocess.run([command, "diff", f"--{layer}", old, f"--{layer}-against", new, *above, "--format",
+                           "markdown", "--", name], capture_output=True, text=True, errors="replace")
     return proc.returncode, proc.stdout if proc.returncode in (0, 1) else proc.stderr or proc.stdout
 
 

@@ -387,3 +387,29 @@ def test_the_cluster_files_beside_a_platform_folder_s_profiles_are_not_compared_
     assert proc.returncode == 0, proc.stdout
     assert "could not be compared" not in proc.stdout and "_cluster" not in proc.stdout
     assert "| ~ | `elastic.nnodes` | `2` | `4` |" in proc.stdout
+
+
+def test_a_platform_change_is_not_hidden_by_team_folders_the_pull_request_declares(tmp_path):
+    """The head adds a team folder to the repository's pyproject.toml whose profile sets back every value the
+    platform change sets: laid over both sides, it made the change look like none. A platform folder is compared
+    without the team layer, as ``validate --layer platform`` checks it."""
+    repo = tmp_path / "repo"
+    (repo / "platform").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+    (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 2, max_restarts: 3}\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 16, max_restarts: 100}\n", encoding="utf-8")
+    (repo / "mask").mkdir()
+    (repo / "mask" / "a.yaml").write_text("elastic: {nnodes: 2, max_restarts: 3}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nteam = ["mask"]\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "platform", "--layer", "platform", "--kfdefaults",
+                           KFDEFAULTS, "--base", base, "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout
+    assert "No profile's merged result changes" not in proc.stdout
+    assert "| ~ | `elastic.nnodes` | `2` | `16` | platform `platform/a.yaml:1` |" in proc.stdout
+    assert "| ~ | `elastic.max_restarts` | `3` | `100` |" in proc.stdout
