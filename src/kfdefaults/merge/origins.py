@@ -17,7 +17,7 @@ from ..paths import PathT, Select, format_path
 from ..targets import Target
 from ..validate.fragment import Fragment
 from ..validate.task_layer import task_label
-from .leaves import directive_only, same, value_at
+from .leaves import directive_only, item_index, value_at
 
 DEFAULT_LAYER = "default"
 """The layer of values no profile set: the target plugin's ``Elastic`` defaults, the SDK's primary container name."""
@@ -93,7 +93,7 @@ def _walk(data: Any, path: PathT, *, stop_at_index: bool = False) -> list[tuple[
         if isinstance(part, Select):
             if not isinstance(node, list):
                 break
-            index = _item_index(node, part)
+            index = item_index(node, part)
             if index is None:
                 break
             node, file_path = node[index], file_path + (index,)
@@ -109,31 +109,6 @@ def _walk(data: Any, path: PathT, *, stop_at_index: bool = False) -> list[tuple[
             node, file_path = node[part], file_path + (part,)
         trail.append((file_path, node))
     return trail
-
-
-_KEYED: dict[int, tuple[list, str, int, dict[str, int]]] = {}
-"""The merge-keyed lists last looked into, by ``id`` (the list kept, so that the id stays its own): the list, its
-merge key and length, and its items' indexes by their text merge key (:func:`_item_index`)."""
-
-
-def _item_index(items: list, select: Select) -> int | None:
-    """The index of the first item of ``items`` whose ``select.key`` is :func:`same` as ``select.value``. A text
-    value (a name, a mount path) is looked up in an index of the list, built once: each leaf's origin is looked for
-    in its list, and searched item by item, a merged list of thousands of items made ``render --explain`` and
-    ``diff`` take minutes."""
-    if type(select.value) is not str:
-        return next((i for i, item in enumerate(items) if isinstance(item, Mapping) and select.key in item
-                     and same(item[select.key], select.value)), None)
-    cached = _KEYED.get(id(items))
-    if cached is None or cached[0] is not items or cached[1] != select.key or cached[2] != len(items):
-        if len(_KEYED) >= 256:
-            _KEYED.clear()
-        index: dict[str, int] = {}
-        for i, item in enumerate(items):
-            if isinstance(item, Mapping) and type(item.get(select.key)) is str:
-                index.setdefault(item[select.key], i)
-        cached = _KEYED[id(items)] = (items, select.key, len(items), index)
-    return cached[3].get(select.value)
 
 
 def _origin(fragment: Fragment, location: Location) -> Origin:
