@@ -37,6 +37,7 @@ import urllib.request
 from typing import Any
 
 from kfdefaults.escape import code_span, fenced
+from kfdefaults.layers.catalog import profile_file_names
 
 MARKER = "<!-- kfdefaults profile review -->"
 MAX_COMMENT = 65536
@@ -44,7 +45,6 @@ MAX_COMMENT = 65536
 BOT = "github-actions[bot]"
 """Who posts with the workflow's GITHUB_TOKEN: only a comment of this author is the review's, whatever another
 comment holds (a pull request's author could post the marker to have the bot edit their comment instead)."""
-SUFFIXES = (".yaml", ".yml", ".toml")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no --base, and no pull request in GITHUB_EVENT_PATH")
     sections, trouble, unchanged = [], [], 0
     with tempfile.TemporaryDirectory() as tmp:
+        nothing = os.path.join(tmp, "nothing")
+        os.mkdir(nothing)
         for folder in args.folder:
             old = _checkout(base, folder, tmp)
             for name in sorted(_names(old) | _names(folder)):
-                code, text = _diff(args.kfdefaults, name, old, folder, args.layer)
+                code, text = _diff(args.kfdefaults, name, old, folder, args.layer, nothing)
                 if code == 0:
                     unchanged += 1
                 elif code == 1:
@@ -131,17 +133,21 @@ def _checkout(base: str, folder: str, tmp: str) -> str:
 
 
 def _names(folder: str) -> set[str]:
-    try:
-        return {os.path.splitext(n)[0] for n in os.listdir(folder) if n.endswith(SUFFIXES) and not n.startswith(".")}
-    except OSError:
-        return set()
+    """The profiles of ``folder`` as kfdefaults finds them: not the cluster's PodTemplate or facts beside them
+    (``_cluster-template.yaml``, ``_cluster-facts.yaml``), nor a ``pyproject.toml``."""
+    return {os.path.splitext(n)[0] for n in profile_file_names(folder)}
 
 
-def _diff(command: str, name: str, old: str, new: str, layer: str) -> tuple[int, str]:
+def _diff(command: str, name: str, old: str, new: str, layer: str, nothing: str) -> tuple[int, str]:
     """``kfdefaults diff NAME`` of the two folders: ``(exit status, the Markdown, or the error text)``. The name,
-    a file's, comes after ``--``: a file named ``-h.yaml`` is not asking for the usage."""
-    proc = subprocess.run([command, "diff", f"--{layer}", old, f"--{layer}-against", new, "--format", "markdown",
-                           "--", name], capture_output=True, text=True, errors="replace")
+    a file's, comes after ``--``: a file named ``-h.yaml`` is not asking for the usage.
+
+    A platform folder is compared with no team layer on top (``nothing``, an empty folder, on both sides), as
+    ``validate --layer platform`` checks it: the repository's own team folders (its ``pyproject.toml``'s, which the
+    pull request writes) would lie over both sides and hide what the change does to the platform's values."""
+    above = ["--team", nothing, "--team-against", nothing] if layer == "platform" else []
+    proc = subprocess.run([command, "diff", f"--{layer}", old, f"--{layer}-against", new, *above, "--format",
+                           "markdown", "--", name], capture_output=True, text=True, errors="replace")
     return proc.returncode, proc.stdout if proc.returncode in (0, 1) else proc.stderr or proc.stdout
 
 

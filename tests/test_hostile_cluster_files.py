@@ -131,6 +131,28 @@ def test_a_node_list_of_more_pools_than_any_cluster_has_is_refused_at_the_first_
     assert proc.returncode == 2 and proc.stderr.startswith("platform/_cluster-facts.yaml:3:3: "), proc.stderr
 
 
+def test_pools_of_many_taints_against_a_pod_of_many_tolerations_are_judged_in_seconds(platform):
+    """1,000 pools of 200 taints each, and a profile of 1,000 tolerations that tolerate all but each node's last
+    taint: tried pair by pair, one ``fit`` took minutes (pools x taints x tolerations); the tolerations are
+    indexed, and the answer is the scheduler's, at the last taint."""
+    nodes = copies(1_000, 1_000)
+    taints = [{"key": f"t{j}.example.com/x", "value": "v", "effect": "NoSchedule"} for j in range(200)]
+    for node in nodes:
+        node["spec"]["taints"] = taints
+    text = write_node_list(platform / "_nodes.json", *nodes)
+    tolerations = [f"{{key: other{j}.example.com/x, value: v}}" for j in range(801)] + [
+        f"{{key: t{j}.example.com/x, operator: Equal, value: v, effect: NoSchedule}}" for j in range(199)]
+    (platform.parent / "team" / "tolerant.yaml").write_text(
+        "pod_template:\n  spec:\n    tolerations:\n" + "".join(f"      - {t}\n" for t in tolerations))
+    proc = kfdefaults(platform, "fit", "tolerant", "-o", "json", timeout=90)
+    assert proc.returncode == 1, proc.stderr
+    pools = json.loads(proc.stdout)["pools"]
+    assert len(pools) == 1_000 and not any(p["fits"] for p in pools)
+    [reason] = [r for r in pools[0]["reasons"] if r["plugin"] == "TaintToleration"]
+    assert reason["reason"] == "node(s) had untolerated taint {t199.example.com/x: v}"
+    assert reason["pool"]["line"] == line_of(text, '"t199.example.com/x"') - 1  # the taint's opening brace
+
+
 # --- what a node list may say, and how it is quoted ------------------------------------------------------------------
 
 ESCAPES = "a\x1b]52;c;SGVsbG8=\x07\u202e<img src=x onerror=alert(1)>@security-team\n::error::pwned"

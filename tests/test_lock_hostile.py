@@ -112,6 +112,18 @@ def test_a_profile_the_code_names_that_no_layer_defines_is_an_error_at_the_call(
             "mean 'gpu-large'?") in result.stderr
 
 
+def test_a_profile_used_through_an_imported_name_is_not_missed_by_the_check(project):
+    """``from kfdefaults import Elastic as E``: registration requires the profile locked; ``lock --check`` said the
+    lock was up to date, and the task then failed to register."""
+    (project / "profiles" / "extra.yaml").write_text("elastic: {nnodes: 2}\n")
+    (project / "wf" / "alias.py").write_text('from kfdefaults.flyte2 import Elastic as E\nc = E(profile="extra")\n')
+    result = invoke(["lock", "--check"])
+    assert result.exit_code == 1, result.output
+    assert "profile 'extra' is not in kfdefaults.lock" in result.stderr
+    assert [(u.file, u.line, u.profile) for u in profiles_used(str(project))] == [
+        ("wf/alias.py", 2, "extra"), ("wf/train.py", 3, "gpu-large")]
+
+
 def test_two_lock_runs_at_once_keep_both_profiles(project):
     names = ["cpu-small", "nccl-fail-fast", "elastic-gpu-default"]
     procs: list[subprocess.CompletedProcess] = []

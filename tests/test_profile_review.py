@@ -361,3 +361,55 @@ def test_a_review_longer_than_github_takes_is_cut_to_fit_and_says_so(repo, githu
     assert len(body) <= 65536 < len(summary)
     assert re.search(r"\d+ more profiles changed or could not be compared: the job's summary lists every one", body)
     assert summary.count("**kfdefaults diff**") == 6 > body.count("**kfdefaults diff**") >= 1
+
+
+def test_the_cluster_files_beside_a_platform_folder_s_profiles_are_not_compared_as_profiles(tmp_path):
+    """A platform folder holds the cluster's PodTemplate and facts beside its profiles (and a team folder may be
+    the project's, with its pyproject.toml): they are no profiles, and comparing them as such failed every review
+    of a platform repository."""
+    repo = tmp_path / "repo"
+    (repo / "platform").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+    (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "platform" / "_cluster-facts.yaml").write_text("node_start: {typical: 90, worst: 600}\n")
+    (repo / "platform" / "_cluster-template.yaml").write_text(
+        "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t}\ntemplate:\n  spec:\n"
+        "    containers: [{name: default, image: x}]\n", encoding="utf-8")
+    (repo / "platform" / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 4}\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "platform", "--layer", "platform", "--kfdefaults",
+                           KFDEFAULTS, "--base", base, "--dry-run"], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+    assert "could not be compared" not in proc.stdout and "_cluster" not in proc.stdout
+    assert "| ~ | `elastic.nnodes` | `2` | `4` |" in proc.stdout
+
+
+def test_a_platform_change_is_not_hidden_by_team_folders_the_pull_request_declares(tmp_path):
+    """The head adds a team folder to the repository's pyproject.toml whose profile sets back every value the
+    platform change sets: laid over both sides, it made the change look like none. A platform folder is compared
+    without the team layer, as ``validate --layer platform`` checks it."""
+    repo = tmp_path / "repo"
+    (repo / "platform").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+    (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 2, max_restarts: 3}\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 16, max_restarts: 100}\n", encoding="utf-8")
+    (repo / "mask").mkdir()
+    (repo / "mask" / "a.yaml").write_text("elastic: {nnodes: 2, max_restarts: 3}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nteam = ["mask"]\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "platform", "--layer", "platform", "--kfdefaults",
+                           KFDEFAULTS, "--base", base, "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout
+    assert "No profile's merged result changes" not in proc.stdout
+    assert "| ~ | `elastic.nnodes` | `2` | `16` | platform `platform/a.yaml:1` |" in proc.stdout
+    assert "| ~ | `elastic.max_restarts` | `3` | `100` |" in proc.stdout

@@ -105,6 +105,29 @@ def gpus(text: str) -> int:
 # --- the lock file and its temporary file --------------------------------------------------------------------
 
 
+def test_a_chain_of_profiles_of_long_lists_is_explained_and_compared_in_seconds(tmp_path: Path) -> None:
+    """Four profiles, each extending the last and adding 1,400 environment variables (each file under the size cap):
+    the item of each leaf was searched for item by item in its list, and the order of each list's items compared
+    the same way, so `diff --format markdown` of the pull request's review took two minutes, `render --as flyte`
+    25 s (a chain of 32 such files, hours). The items are looked up in an index."""
+    team = tmp_path / "team"
+    team.mkdir()
+    for k in range(4):
+        env = "".join(f"          - {{name: V{k}_{i}, value: x}}\n" for i in range(1400))
+        (team / f"p{k}.yaml").write_text((f"extends: p{k - 1}\n" if k else "") + "pod_template:\n  spec:\n"
+                                         "    containers:\n      - name: primary\n        env:\n" + env)
+    (team / "q.yaml").write_text("extends: p3\nelastic: {nnodes: 2}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    env.update(KFDEFAULTS_CACHE_DIR=str(tmp_path / "cache"), KFDEFAULTS_NO_ENTRY_POINTS="1")
+    for args, status in ((["diff", "p3", "q", "--format", "markdown"], 1), (["render", "p3", "--as", "flyte"], 0),
+                         (["render", "p3", "--explain"], 0)):
+        proc = subprocess.run([KFDEFAULTS, *args, "--team", str(team)], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=20)
+        assert proc.returncode == status, proc.stderr
+    [line] = [line for line in proc.stdout.splitlines() if "env[name=V3_1399].value" in line]
+    assert line.endswith(f"{team / 'p3.yaml'}:1406"), line
+
+
 def test_a_link_at_the_old_temporary_name_is_not_written_through(project: Path, tmp_path: Path) -> None:
     """``.kfdefaults.lock.tmp -> ~/.bashrc``, shipped by the repository: kfdefaults once wrote the lock's text
     through it and renamed the link to ``kfdefaults.lock``."""

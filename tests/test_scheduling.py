@@ -50,8 +50,8 @@ from kfdefaults.k8s.scheduling import (
     node_unschedulable,
     pod_requests,
     taint_toleration,
-    tolerates,
 )
+from kfdefaults.k8s.tolerations import Tolerations, tolerates
 from kfdefaults.validate.nodes import read_nodes
 
 plain = ApiClient().sanitize_for_serialization
@@ -152,6 +152,31 @@ TOLERATES_CASES = [
 @pytest.mark.parametrize("toleration, taint, gate, expected", TOLERATES_CASES)
 def test_tolerates_taint_as_k8s_api_tests_it(toleration, taint, gate, expected):
     assert tolerates(toleration, taint, comparison_operators=gate) is expected
+
+
+@pytest.mark.parametrize("gate", [False, True])
+def test_the_indexed_tolerations_tolerate_exactly_what_each_toleration_tolerates(gate):
+    """:class:`Tolerations` (indexed, so that thousands of tolerations against thousands of taints take no
+    minutes) answers as :func:`tolerates` tried on each, for every combination of empty, equal, other and non-text
+    keys, values, effects and operators."""
+    import itertools
+
+    keys, values, effects = ["", "k", "j", None, 5], ["", "v", "10", None, ["v"]], ["", "NoSchedule", "NoExecute", None, 1]
+    operators = ["", "Equal", "Exists", "Gt", "Lt", "Bogus", None, ["Exists"]]
+    taint_values = ["", "v", "20", 7]
+    if gate:  # Gt and Lt compare text only (Kubernetes' types say so: tolerates() reads nothing else with them)
+        values, taint_values = [v for v in values if isinstance(v, str) or v is None], taint_values[:-1]
+    tolerations = [{"key": k, "operator": o, "value": v, "effect": e}
+                   for k, o, v, e in itertools.product(keys, operators, values, effects)] + ["not a toleration", None]
+    taints = [{"key": k, "value": v, "effect": e} for k, v, e in itertools.product(keys, taint_values, effects)]
+    for toleration in tolerations:
+        for taint in taints:
+            one = Tolerations([toleration], gate).tolerate(taint)
+            assert one is tolerates(toleration if isinstance(toleration, dict) else {}, taint,
+                                    comparison_operators=gate), (toleration, taint)
+    for taint in taints:
+        assert Tolerations(tolerations[::7], gate).tolerate(taint) is any(
+            tolerates(t if isinstance(t, dict) else {}, taint, comparison_operators=gate) for t in tolerations[::7])
 
 
 def test_only_the_first_untolerated_taint_is_named_and_prefer_no_schedule_only_lowers_the_score():

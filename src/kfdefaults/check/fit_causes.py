@@ -20,8 +20,8 @@ from ..backend.cluster import ClusterTemplate
 from ..backend.registered import PYTORCH_CONTAINER
 from ..errors import Finding, Location
 from ..k8s.quantity import quantity_value
-from ..k8s.scheduling import (BLOCKING_EFFECTS, node_allocatable, required_node_affinity_matches, taint_string,
-                              tolerates)
+from ..k8s.scheduling import BLOCKING_EFFECTS, node_allocatable, required_node_affinity_matches, taint_string
+from ..k8s.tolerations import Tolerations, tolerates
 from ..merge.origins import Setter, pod_leaf, written_by
 from ..merge.result import Resolved
 from ..paths import format_path
@@ -138,10 +138,10 @@ def _pool_location(verdict: PoolFit, *fact: Any) -> Location:
 
 def _taint_cause(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, cluster: ClusterTemplate | None,
                  reason: str, source: str) -> Cause:
-    tolerations = [t for t in pod.spec.get("tolerations") or [] if isinstance(t, dict)]
+    tolerations = Tolerations([t for t in pod.spec.get("tolerations") or [] if isinstance(t, dict)])
     taints = (verdict.node.get("spec") or {}).get("taints") or []
     index = next((i for i, t in enumerate(taints) if t.get("effect") in BLOCKING_EFFECTS
-                  and not any(tolerates(x, t) for x in tolerations)), 0)
+                  and not tolerations.tolerate(t)), 0)
     taint = taints[index] if taints else {}
     setter = _setter(resolved, _TOLERATIONS)
     detail = f"no toleration of the pod tolerates the pool's taint `{taint_string(taint)}`"

@@ -8,7 +8,7 @@ scheduler's ``FailedScheduling`` event. The rules follow Kubernetes 1.3x, file b
 * NodeUnschedulable: pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go ``Filter``.
 * TaintToleration: pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go ``Filter``, through
   k8s.io/component-helpers scheduling/corev1/helpers.go ``FindMatchingUntoleratedTaint`` and k8s.io/api
-  core/v1/toleration.go ``(*Toleration).ToleratesTaint``.
+  core/v1/toleration.go ``(*Toleration).ToleratesTaint`` (:mod:`.tolerations`).
 * NodeAffinity: pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go ``Filter``, through
   component-helpers scheduling/corev1/nodeaffinity/nodeaffinity.go ``GetRequiredNodeAffinity`` and
   ``LazyErrorNodeSelector.Match``, and apimachinery pkg/labels/selector.go ``NewRequirement`` and
@@ -36,6 +36,7 @@ from typing import Any, Mapping
 from .names import (HUGEPAGES_PREFIX, NATIVE_RESOURCE_MARK, is_extended_resource, label_value_problem,
                     qualified_name_problem)
 from .quantity import quantity_value
+from .tolerations import Tolerations
 
 FILTER_ORDER = ("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit")
 """The filter plugins this module decides, in the order kube-scheduler runs them."""
@@ -104,45 +105,9 @@ def _parse_int64(text: Any) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-def _decimal_integer(text: str) -> int | None:
-    """apimachinery pkg/api/validate/content ``IsDecimalInteger`` then ``ParseInt``: canonical form only (no sign
-    ``+``, no leading zero), as toleration.go ``compareNumericValues`` reads both values."""
-    if not re.fullmatch(r"0|-?[1-9][0-9]*", text):
-        return None
-    return _parse_int64(text)
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any], *, comparison_operators: bool = False) -> bool:
-    """Whether ``toleration`` tolerates ``taint`` (k8s.io/api core/v1/toleration.go ``ToleratesTaint``).
-
-    An empty ``effect`` matches every effect; an empty ``key`` matches every key (with ``Exists``); ``Exists``
-    matches every value, ``Equal`` (or no operator) the equal value. ``Gt`` and ``Lt`` compare the values as
-    integers only with ``comparison_operators`` (the alpha feature gate ``TaintTolerationComparisonOperators``,
-    off by default); otherwise, like any other operator, they tolerate nothing.
-    """
-    effect, key = toleration.get("effect") or "", toleration.get("key") or ""
-    if effect and effect != (taint.get("effect") or ""):
-        return False
-    if key and key != (taint.get("key") or ""):
-        return False
-    operator = toleration.get("operator") or ""
-    value, taint_value = toleration.get("value") or "", taint.get("value") or ""
-    if operator in ("", "Equal"):
-        return value == taint_value
-    if operator == "Exists":
-        return True
-    if operator in ("Gt", "Lt") and comparison_operators:
-        mine, theirs = _decimal_integer(value), _decimal_integer(taint_value)
-        if mine is None or theirs is None:
-            return False
-        return theirs > mine if operator == "Gt" else theirs < mine
-    return False
-
-
 def _tolerated(spec: Mapping[str, Any], taint: Mapping[str, Any], comparison_operators: bool) -> bool:
     """component-helpers ``TolerationsTolerateTaint``: some toleration of the pod tolerates ``taint``."""
-    return any(tolerates(_mapping(t), taint, comparison_operators=comparison_operators)
-               for t in _list(spec.get("tolerations")))
+    return Tolerations(spec.get("tolerations"), comparison_operators).tolerate(taint)
 
 
 def taint_string(taint: Mapping[str, Any]) -> str:
@@ -170,8 +135,9 @@ def taint_toleration(spec: Mapping[str, Any], node: Mapping[str, Any], *,
     ``PreferNoSchedule`` taints are :attr:`Verdict.preferences`: they only lower the node's score."""
     reasons: tuple[str, ...] = ()
     preferences = []
+    tolerations = Tolerations(spec.get("tolerations"), comparison_operators)
     for taint in (_mapping(t) for t in _list(_get(node, "spec", "taints"))):
-        if _tolerated(spec, taint, comparison_operators):
+        if tolerations.tolerate(taint):
             continue
         if taint.get("effect") in BLOCKING_EFFECTS and not reasons:
             reasons = (f"node(s) had untolerated taint {{{taint.get('key') or ''}: {taint.get('value') or ''}}}",)

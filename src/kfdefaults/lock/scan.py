@@ -37,7 +37,8 @@ data) is skipped, with a warning."""
 
 def profiles_used(root: str, skipped: list[tuple[str, str]] | None = None) -> list[Use]:
     """Every ``Elastic(...)`` call (``Elastic``, ``kfdefaults.Elastic``, ``kfdefaults.flyte2.Elastic``, any
-    ``x.Elastic``) in the ``*.py`` files under ``root``, in file and line order.
+    ``x.Elastic``, and a name it is imported as: ``from kfdefaults import Elastic as E``) in the ``*.py`` files
+    under ``root``, in file and line order.
 
     Only regular files of at most :data:`MAX_SOURCE_BYTES` that mention ``Elastic`` are parsed, each opened
     without waiting (a FIFO in a source folder never blocks the scan). A file that cannot be read, is too large,
@@ -62,8 +63,9 @@ def profiles_used(root: str, skipped: list[tuple[str, str]] | None = None) -> li
             if skipped is not None and not isinstance(e, SyntaxError):
                 skipped.append((relative, f"Python's parser cannot read it ({type(e).__name__})"))
             continue
+        names = _elastic_names(tree)
         for node in ast.walk(tree):
-            if _is_elastic_call(node):
+            if _is_elastic_call(node, names):
                 found, profile = _profile_of(node)
                 if found:
                     out.append(Use(relative, node.lineno, node.col_offset + 1, profile))
@@ -78,11 +80,17 @@ def _python_files(root: str) -> Iterator[str]:
                 yield os.path.join(folder, name)
 
 
-def _is_elastic_call(node: ast.AST) -> bool:
+def _elastic_names(tree: ast.AST) -> frozenset[str]:
+    """The names ``Elastic`` goes by in a module: itself, and each ``from ... import Elastic as NAME``."""
+    return frozenset({"Elastic"} | {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                                    for alias in node.names if alias.name == "Elastic" and alias.asname})
+
+
+def _is_elastic_call(node: ast.AST, names: frozenset[str]) -> bool:
     if not isinstance(node, ast.Call):
         return False
     func = node.func
-    return (isinstance(func, ast.Name) and func.id == "Elastic") or (isinstance(func, ast.Attribute) and func.attr == "Elastic")
+    return (isinstance(func, ast.Name) and func.id in names) or (isinstance(func, ast.Attribute) and func.attr == "Elastic")
 
 
 def _profile_of(call: ast.Call) -> tuple[bool, str | None]:

@@ -17,7 +17,7 @@ from ..paths import PathT, Select, format_path
 from ..targets import Target
 from ..validate.fragment import Fragment
 from ..validate.task_layer import task_label
-from .leaves import directive_only, same, value_at
+from .leaves import directive_only, item_index, value_at
 
 DEFAULT_LAYER = "default"
 """The layer of values no profile set: the target plugin's ``Elastic`` defaults, the SDK's primary container name."""
@@ -93,8 +93,7 @@ def _walk(data: Any, path: PathT, *, stop_at_index: bool = False) -> list[tuple[
         if isinstance(part, Select):
             if not isinstance(node, list):
                 break
-            index = next((i for i, item in enumerate(node) if isinstance(item, Mapping) and part.key in item
-                          and same(item[part.key], part.value)), None)
+            index = item_index(node, part)
             if index is None:
                 break
             node, file_path = node[index], file_path + (index,)

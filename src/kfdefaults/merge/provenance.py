@@ -275,11 +275,11 @@ def _moved_lists(prev: Mapping[PathT, Any], cur: Mapping[PathT, Any]) -> set[Pat
     in order, :func:`~.leaves.same`): a ``$setElementOrder`` directive moves items without changing a leaf."""
     orders = []
     for leaves in (prev, cur):
-        order: dict[PathT, list[Select]] = {}
+        order: dict[PathT, dict[Select, None]] = {}  # each list's items in order, as a dict: found in one lookup
         for path in leaves:
             for i, part in enumerate(path):
-                if isinstance(part, Select) and part not in order.setdefault(path[:i], []):
-                    order[path[:i]].append(part)
+                if isinstance(part, Select):
+                    order.setdefault(path[:i], {}).setdefault(part, None)
         orders.append(order)
     old, new = orders
     return {p for p in old.keys() & new.keys() if [s for s in old[p] if s in new[p]] != [s for s in new[p] if s in old[p]]}
