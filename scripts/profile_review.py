@@ -34,7 +34,7 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Sequence
 
 from kfdefaults.escape import code_span, fenced
 from kfdefaults.layers.catalog import profile_file_names
@@ -75,27 +75,36 @@ def main(argv: list[str] | None = None) -> int:
                     sections.append(text)
                 else:
                     trouble.append(f"{code_span(name)} could not be compared:\n\n{fenced(text.strip())}\n")
-    body = comment(sections, trouble, unchanged, base)
+    notes = []
+    under = shared_inputs_changed(args.kfdefaults, base, args.folder, args.layer)
+    if under:
+        notes.append("**Not in the differences below**: this change also edits what both sides are compared under "
+                     "(the project's `[tool.kfdefaults]`, the platform layer's folders, the cluster's files), so "
+                     "what that does to the tasks is in neither side: "
+                     + ", ".join(code_span(path) for path in under) + ".\n")
+    body = comment(sections, trouble, unchanged, base, notes=notes)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as f:
             f.write(body + "\n")
-    body = comment(sections, trouble, unchanged, base, limit=MAX_COMMENT)
+    body = comment(sections, trouble, unchanged, base, limit=MAX_COMMENT, notes=notes)
     if args.dry_run:
         sys.stdout.write(body + "\n")
     else:
-        post(body, event, quiet=not sections and not trouble, bot=args.bot)
+        post(body, event, quiet=not sections and not trouble and not notes, bot=args.bot)
     return 1 if trouble else 0
 
 
-def comment(sections: list[str], trouble: list[str], unchanged: int, base: str, limit: int | None = None) -> str:
-    """The comment: a marker to find it again, then each profile's differences, the failures, and a count.
+def comment(sections: list[str], trouble: list[str], unchanged: int, base: str, limit: int | None = None,
+            notes: Sequence[str] = ()) -> str:
+    """The comment: a marker to find it again, the notes (what the differences cannot show), then each profile's
+    differences, the failures, and a count.
 
     With ``limit``, as many profiles as fit in that many characters (failures first), then how many more there
     are: the job's summary (written whole) lists them all."""
     parts = trouble + [s.rstrip() + "\n" for s in sections]
     while True:
-        lines = [MARKER, "### What this change does to the tasks", ""]
+        lines = [MARKER, "### What this change does to the tasks", "", *notes]
         if not sections and not trouble:
             lines.append("No profile's merged result changes.")
         lines += parts
@@ -149,6 +158,64 @@ def _diff(command: str, name: str, old: str, new: str, layer: str, nothing: str)
     proc = subprocess.run([command, "diff", f"--{layer}", old, f"--{layer}-against", new, *above, "--format",
                            "markdown", "--", name], capture_output=True, text=True, errors="replace")
     return proc.returncode, proc.stdout if proc.returncode in (0, 1) else proc.stderr or proc.stdout
+
+
+def shared_inputs_changed(command: str, base: str, folders: list[str], layer: str) -> list[str]:
+    """The files of the repository that both sides of every comparison read, and that the change edits since
+    ``base``: the project's ``pyproject.toml``, the cluster's facts and PodTemplate it finds, and for a team folder,
+    the platform layer's folders; as ``kfdefaults where`` finds them, outside the compared ``folders``.
+
+    ``diff`` reads these as they are now on both sides: a pull request that edits them (a platform folder its
+    ``pyproject.toml`` adds, a team profile ``extends``) changes tasks while every profile compared looks unchanged.
+    """
+    proc = subprocess.run([command, "where", "-o", "json"], capture_output=True, text=True, errors="replace")
+    try:
+        found = json.loads(proc.stdout)
+    except ValueError:  # where failed: its error is the diff's too, already in the comment
+        return []
+    paths = [found["project"]["pyproject"]] if found["project"]["pyproject"] else []
+    paths += [item["file"] for item in found.get("cluster", {}).values() if item and item.get("file")]
+    if layer == "team":  # a platform folder's review reads no other layer (see _diff)
+        paths += [folder["path"] for entry in found["layers"] if entry["layer"] == "platform"
+                  for source in entry["sources"] for folder in source["folders"]]
+    top = os.path.realpath(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+                           .stdout.strip() or ".")
+    compared = [os.path.realpath(folder) for folder in folders]
+    inside = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, top]) == top and not any(os.path.commonpath([real, c]) == c for c in compared):
+            inside.append(os.path.relpath(real, top))
+    if not inside:
+        return []
+    changed = subprocess.run(["git", "diff", "--name-only", "-z", base, "--", *(f":(top,literal){p}" for p in inside)],
+                             capture_output=True, text=True, errors="replace")
+    return sorted(name for name in changed.stdout.split("\0") if name
+                  and not (os.path.basename(name) == "pyproject.toml" and _same_settings(base, top, name)))
+
+
+def _same_settings(base: str, top: str, name: str) -> bool:
+    """Whether ``pyproject.toml`` ``name`` holds the same ``[tool.kfdefaults]`` at ``base`` as now: an edit
+    elsewhere in it (a dependency's version) changes nothing kfdefaults reads."""
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover - Python before 3.11
+        import tomli as tomllib
+
+    def settings(text: str | None) -> Any:
+        try:
+            return (tomllib.loads(text).get("tool") or {}).get("kfdefaults") if text is not None else None
+        except (tomllib.TOMLDecodeError, AttributeError):
+            return "unreadable"  # differs from what a readable file holds, and a broken file is an edit to show
+
+    old = subprocess.run(["git", "show", f"{base}:{name}"], capture_output=True, text=True, errors="replace")
+    try:
+        with open(os.path.join(top, name), encoding="utf-8", errors="replace") as f:
+            now: str | None = f.read()
+    except OSError:
+        now = None
+    before = settings(old.stdout if old.returncode == 0 else None)
+    return before != "unreadable" and before == settings(now)
 
 
 def post(body: str, event: dict[str, Any], *, quiet: bool, bot: str = BOT) -> None:

@@ -413,3 +413,44 @@ def test_a_platform_change_is_not_hidden_by_team_folders_the_pull_request_declar
     assert "No profile's merged result changes" not in proc.stdout
     assert "| ~ | `elastic.nnodes` | `2` | `16` | platform `platform/a.yaml:1` |" in proc.stdout
     assert "| ~ | `elastic.max_restarts` | `3` | `100` |" in proc.stdout
+
+
+def test_what_both_sides_are_compared_under_is_named_when_the_change_edits_it(tmp_path):
+    """The head adds a platform folder through the project's `[tool.kfdefaults]`, raising what the team's profile
+    extends: `diff` reads the project as it is now on both sides, so the team folder's profiles compare equal. The
+    comment names the files both sides were compared under that the change edits; an edit of `pyproject.toml`
+    outside `[tool.kfdefaults]` is not one."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\nelastic: {max_restarts: 1}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '1'\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+
+    def review() -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
+        env["KFDEFAULTS_NO_ENTRY_POINTS"] = "1"
+        return subprocess.run([sys.executable, str(SCRIPT), "--folder", "profiles", "--kfdefaults", KFDEFAULTS,
+                               "--base", base, "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
+
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '2'\n", encoding="utf-8")
+    git(repo, "commit", "-qam", "a version")
+    proc = review()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Not in the differences below" not in proc.stdout and "No profile's merged result changes." in proc.stdout
+    (repo / "shared").mkdir()
+    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '2'\n\n[tool.kfdefaults]\n"
+                                         'platform = ["shared"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a platform of our own")
+    proc = review()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No profile's merged result changes." in proc.stdout  # both sides read the new platform
+    assert ("**Not in the differences below**: this change also edits what both sides are compared under (the "
+            "project's `[tool.kfdefaults]`, the platform layer's folders, the cluster's files), so what that does to "
+            "the tasks is in neither side: `pyproject.toml`, `shared/gpu-large.yaml`.") in proc.stdout
