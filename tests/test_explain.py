@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import yaml
@@ -411,3 +412,52 @@ def test_values_are_written_as_set_reads_them(value, text):
 
     assert format_value(value) == text
     assert parse_value(text) == value
+
+
+def test_who_set_or_removed_anything_holding_leaves_is_the_highest_layer_under_it(tmp_path):
+    """``setter`` and ``remover`` of a path that holds leaves (a list item, a mapping, the profile itself) answer
+    from an index of every path's prefixes: the same as the highest of the setters (removers) of the path and
+    every path under it, the first of several as high, for every prefix of every leaf of a profile whose layers
+    set, replace and remove values."""
+    from kfdefaults.merge.provenance import Provenance, highest, provenance
+    from kfdefaults.merge.result import Resolved
+    from kfdefaults.merge.step import merge_step
+    from kfdefaults.pipeline import Pipeline
+
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "probe.yaml").write_text(textwrap.dedent("""\
+        extends: gpu-large
+        elastic: {nnodes: 3, rdzv_configs: {read_timeout: null}}
+        pod_template:
+          labels: {team: null, stage: test}
+          spec:
+            tolerations: [{key: dedicated, operator: Exists}]
+            containers:
+              - name: primary
+                env:
+                  - {name: NCCL_DEBUG, $patch: delete}
+                  - {name: EXTRA, value: "1"}
+              - {name: log-shipper, $patch: delete}
+        """), encoding="utf-8")
+    resolved = Pipeline.discover([PLATFORM], [TEAM, str(team)]).resolve("probe")
+
+    def holds_to_the_walk(record: Provenance) -> None:
+        paths = {p[:i] for table in (record.setters, record.removers) for p in table for i in range(len(p) + 1)}
+        for path in paths:
+            under = highest(s for p, s in record.setters.items() if p[:len(path)] == path)
+            if path not in record.setters:  # a leaf's own setter is looked up, not worked out
+                found = record.setter(path)
+                assert (found.index if found else None) == (under.index if under and under.index >= 0 else None), path
+            assert record.remover(path) == highest(s for p, s in record.removers.items() if p[:len(path)] == path), path
+
+    # asked after each step, as the locks ask during the merge, and after the last
+    record = Provenance(Resolved.initial(resolved.name, target=resolved.target,
+                                         kubernetes_version=resolved.kubernetes_version))
+    for fragment in resolved.fragments:
+        record.apply(merge_step(record.state, fragment), fragment)
+        holds_to_the_walk(record)
+    record.finish()
+    holds_to_the_walk(record)
+    assert record.removers, "the layers remove values: the case asks the removers too"
+    assert record.setters == provenance(resolved).setters

@@ -276,6 +276,10 @@ class _TemplateComparison:
         live_items = live if isinstance(live, list) else []
         elem = schema.items() if schema is not None and schema.kind == "slice" else None
         key = merge_key_of(items, meta)
+        by_text: dict[str, int] = {}  # the live items by a text merge key (a name, a path), the last of each
+        for i, candidate in enumerate(live_items if key is not None else ()):
+            if isinstance(candidate, dict) and type(candidate.get(key)) is str:
+                by_text[candidate[key]] = i
         for index, item in enumerate(items):
             if key is None:
                 if not any(self._covers(item, candidate, elem, at + (i,) if at is not None else None)
@@ -285,13 +289,16 @@ class _TemplateComparison:
             wanted = item[key]
             if path == ("pod_template", "spec", "containers") and wanted == self.primary:
                 wanted = self.live_primary
-            match = [i for i, c in enumerate(live_items) if isinstance(c, dict)
-                     and equal_values(wanted, c.get(key, ABSENT))]
-            if not match:
+            if type(wanted) is str:  # same() holds a text only to the same text: found in one lookup
+                last = by_text.get(wanted)
+            else:
+                last = next((i for i in reversed(range(len(live_items))) if isinstance(live_items[i], dict)
+                             and equal_values(wanted, live_items[i].get(key, ABSENT))), None)
+            if last is None:
                 self._add(path + (Select(key, item[key]),), ABSENT, item)
             else:
-                self._node(item, live_items[match[-1]], path + (Select(key, item[key]),), elem, skip=key,
-                           at=at + (match[-1],) if at is not None else None)
+                self._node(item, live_items[last], path + (Select(key, item[key]),), elem, skip=key,
+                           at=at + (last,) if at is not None else None)
 
     def _covers(self, item: Any, candidate: Any, schema: Any, at: tuple | None) -> bool:
         """Whether a live item of an atomic list holds every value of the profile's item."""
