@@ -93,14 +93,27 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
 
 
+def init(repo: Path) -> None:
+    """A new git repository at ``repo``, with an author for its commits."""
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "CI")
+
+
+def dry_run(repo: Path, base: str, *args: str) -> subprocess.CompletedProcess:
+    """The review of ``repo`` against ``base`` (``--dry-run``: the comment printed), as the Action runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
+    env["KFDEFAULTS_NO_ENTRY_POINTS"] = "1"
+    return subprocess.run([sys.executable, str(SCRIPT), *args, "--kfdefaults", KFDEFAULTS, "--base", base,
+                           "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
+
+
 @pytest.fixture
 def repo(tmp_path) -> tuple[Path, str]:
     """A team repository with two commits: the base, and a change to gpu-large that also changes its child."""
     repo = tmp_path / "repo"
     (repo / "profiles").mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "ci@example.com")
-    git(repo, "config", "user.name", "CI")
+    init(repo)
     (repo / "profiles" / "gpu-large.yaml").write_text("pod_template:\n  labels: {team: vision}\n", encoding="utf-8")
     (repo / "profiles" / "child.yaml").write_text("extends: gpu-large\nelastic: {nnodes: 1, run_policy: null}\n")
     (repo / "profiles" / "quiet.yaml").write_text("elastic: {max_restarts: 1}\n", encoding="utf-8")
@@ -228,9 +241,7 @@ def hostile(tmp_path) -> tuple[Path, str]:
     repo = tmp_path / "repo"
     profiles = repo / "profiles"
     profiles.mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "ci@example.com")
-    git(repo, "config", "user.name", "CI")
+    init(repo)
     (profiles / "hostile.yaml").write_text("pod_template:\n  annotations:\n    note: base\n", encoding="utf-8")
     (profiles / "broken.yaml").write_text("elastic: {nnodes: 1}\n", encoding="utf-8")
     for name in HOSTILE_FILES[:2]:
@@ -266,9 +277,7 @@ def test_a_hostile_pull_request_cannot_forge_the_comment(hostile, github):
     from markdown_it import MarkdownIt
 
     repo_path, base = hostile
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "profiles", "--kfdefaults", KFDEFAULTS,
-                           "--base", base, "--dry-run"], cwd=repo_path, capture_output=True, text=True,
-                          env={k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))})
+    proc = dry_run(repo_path, base, "--folder", "profiles")
     assert proc.returncode == 1, proc.stderr  # the broken key and the file names are errors
     body = proc.stdout
     assert github.requests == []
@@ -369,9 +378,7 @@ def test_the_cluster_files_beside_a_platform_folder_s_profiles_are_not_compared_
     of a platform repository."""
     repo = tmp_path / "repo"
     (repo / "platform").mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "ci@example.com")
-    git(repo, "config", "user.name", "CI")
+    init(repo)
     (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
     (repo / "platform" / "_cluster-facts.yaml").write_text("node_start: {typical: 90, worst: 600}\n")
     (repo / "platform" / "_cluster-template.yaml").write_text(
@@ -382,8 +389,7 @@ def test_the_cluster_files_beside_a_platform_folder_s_profiles_are_not_compared_
     git(repo, "commit", "-qm", "base")
     base = git(repo, "rev-parse", "HEAD")
     (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 4}\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "platform", "--layer", "platform", "--kfdefaults",
-                           KFDEFAULTS, "--base", base, "--dry-run"], cwd=repo, capture_output=True, text=True)
+    proc = dry_run(repo, base, "--folder", "platform", "--layer", "platform")
     assert proc.returncode == 0, proc.stdout
     assert "could not be compared" not in proc.stdout and "_cluster" not in proc.stdout
     assert "| ~ | `elastic.nnodes` | `2` | `4` |" in proc.stdout
@@ -395,9 +401,7 @@ def test_a_platform_change_is_not_hidden_by_team_folders_the_pull_request_declar
     without the team layer, as ``validate --layer platform`` checks it."""
     repo = tmp_path / "repo"
     (repo / "platform").mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "ci@example.com")
-    git(repo, "config", "user.name", "CI")
+    init(repo)
     (repo / "platform" / "a.yaml").write_text("elastic: {nnodes: 2, max_restarts: 3}\n", encoding="utf-8")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
@@ -406,9 +410,7 @@ def test_a_platform_change_is_not_hidden_by_team_folders_the_pull_request_declar
     (repo / "mask").mkdir()
     (repo / "mask" / "a.yaml").write_text("elastic: {nnodes: 2, max_restarts: 3}\n", encoding="utf-8")
     (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nteam = ["mask"]\n', encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--folder", "platform", "--layer", "platform", "--kfdefaults",
-                           KFDEFAULTS, "--base", base, "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
+    proc = dry_run(repo, base, "--folder", "platform", "--layer", "platform")
     assert proc.returncode == 0, proc.stdout
     assert "No profile's merged result changes" not in proc.stdout
     assert "| ~ | `elastic.nnodes` | `2` | `16` | platform `platform/a.yaml:1` |" in proc.stdout
@@ -422,24 +424,16 @@ def test_what_both_sides_are_compared_under_is_named_when_the_change_edits_it(tm
     outside `[tool.kfdefaults]` is not one."""
     repo = tmp_path / "repo"
     (repo / "profiles").mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "ci@example.com")
-    git(repo, "config", "user.name", "CI")
+    init(repo)
     (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\nelastic: {max_restarts: 1}\n", encoding="utf-8")
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '1'\n", encoding="utf-8")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
     base = git(repo, "rev-parse", "HEAD")
 
-    def review() -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
-        env["KFDEFAULTS_NO_ENTRY_POINTS"] = "1"
-        return subprocess.run([sys.executable, str(SCRIPT), "--folder", "profiles", "--kfdefaults", KFDEFAULTS,
-                               "--base", base, "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
-
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '2'\n", encoding="utf-8")
     git(repo, "commit", "-qam", "a version")
-    proc = review()
+    proc = dry_run(repo, base, "--folder", "profiles")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Not in the differences below" not in proc.stdout and "No profile's merged result changes." in proc.stdout
     (repo / "shared").mkdir()
@@ -448,7 +442,7 @@ def test_what_both_sides_are_compared_under_is_named_when_the_change_edits_it(tm
                                          'platform = ["shared"]\n', encoding="utf-8")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "a platform of our own")
-    proc = review()
+    proc = dry_run(repo, base, "--folder", "profiles")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "No profile's merged result changes." in proc.stdout  # both sides read the new platform
     assert ("**Not in the differences below**: this change also edits what both sides are compared under (the "
