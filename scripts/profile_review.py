@@ -196,26 +196,28 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
 
 def _same_settings(base: str, top: str, name: str) -> bool:
     """Whether ``pyproject.toml`` ``name`` holds the same ``[tool.kfdefaults]`` at ``base`` as now: an edit
-    elsewhere in it (a dependency's version) changes nothing kfdefaults reads."""
-    try:
-        import tomllib
-    except ImportError:  # pragma: no cover - Python before 3.11
-        import tomli as tomllib
+    elsewhere in it (a dependency's version) changes nothing kfdefaults reads. Each side is read as kfdefaults reads
+    a project (a pipe or device in its place, a huge or deeply nested file bounded)."""
+    from kfdefaults.errors import ProfileError
+    from kfdefaults.layers.pyproject import kfdefaults_section
 
-    def settings(text: str | None) -> Any:
+    def settings(path: str | None) -> Any:
         try:
-            return (tomllib.loads(text).get("tool") or {}).get("kfdefaults") if text is not None else None
-        except (tomllib.TOMLDecodeError, AttributeError):
+            found = kfdefaults_section(path) if path is not None else None
+        except ProfileError:
             return "unreadable"  # differs from what a readable file holds, and a broken file is an edit to show
+        return found[1] if found else None
 
-    old = subprocess.run(["git", "show", f"{base}:{name}"], capture_output=True, text=True, errors="replace")
-    try:
-        with open(os.path.join(top, name), encoding="utf-8", errors="replace") as f:
-            now: str | None = f.read()
-    except OSError:
-        now = None
-    before = settings(old.stdout if old.returncode == 0 else None)
-    return before != "unreadable" and before == settings(now)
+    old = subprocess.run(["git", "show", f"{base}:{name}"], capture_output=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        before = None
+        if old.returncode == 0:
+            before = os.path.join(tmp, "pyproject.toml")
+            with open(before, "wb") as f:
+                f.write(old.stdout)
+        before = settings(before)
+    now = os.path.join(top, name)
+    return before != "unreadable" and before == settings(now if os.path.lexists(now) else None)
 
 
 def post(body: str, event: dict[str, Any], *, quiet: bool, bot: str = BOT) -> None:

@@ -101,11 +101,12 @@ def init(repo: Path) -> None:
 
 
 def dry_run(repo: Path, base: str, *args: str) -> subprocess.CompletedProcess:
-    """The review of ``repo`` against ``base`` (``--dry-run``: the comment printed), as the Action runs it."""
+    """The review of ``repo`` against ``base`` (``--dry-run``: the comment printed), as the Action runs it; a
+    review that hangs fails the test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
     env["KFDEFAULTS_NO_ENTRY_POINTS"] = "1"
     return subprocess.run([sys.executable, str(SCRIPT), *args, "--kfdefaults", KFDEFAULTS, "--base", base,
-                           "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
+                           "--dry-run"], cwd=repo, capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.fixture
@@ -448,3 +449,34 @@ def test_what_both_sides_are_compared_under_is_named_when_the_change_edits_it(tm
     assert ("**Not in the differences below**: this change also edits what both sides are compared under (the "
             "project's `[tool.kfdefaults]`, the platform layer's folders, the cluster's files), so what that does to "
             "the tasks is in neither side: `pyproject.toml`, `shared/gpu-large.yaml`.") in proc.stdout
+
+
+@pytest.mark.parametrize("hostile", ["pipe", "nested"])
+def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_path, hostile):
+    """Whether an edited ``pyproject.toml`` changes ``[tool.kfdefaults]`` is read as kfdefaults reads a project: a
+    link named ``pyproject.toml`` in a platform folder to a pipe (or ``/dev/zero``) hung the review, and values
+    nested past what Python's TOML reader recurses through ended it with a traceback."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    if hostile == "pipe":
+        os.mkfifo(tmp_path / "pipe")
+        (repo / "shared" / "pyproject.toml").symlink_to(tmp_path / "pipe")
+    else:
+        (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\nx = ' + "[" * 5000
+                                             + "]" * 5000 + "\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "hostile")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stdout + proc.stderr
+    if hostile == "pipe":  # no project file kfdefaults reads: a profile folder's pyproject.toml is none
+        assert proc.returncode == 0 and "No profile's merged result changes." in proc.stdout, proc.stderr
+    else:  # a broken [tool.kfdefaults] is an edit to show
+        assert "**Not in the differences below**" in proc.stdout and "values nest deeper than" in proc.stdout
