@@ -78,10 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     under = shared_inputs_changed(args.kfdefaults, base, args.folder, args.layer)
     if under:
+        shown = []  # as many as fit in a quarter of the comment: a change may edit thousands of a folder's files
+        for span in map(code_span, under):
+            if sum(len(s) + 2 for s in shown) + len(span) > MAX_COMMENT // 4:
+                break
+            shown.append(span)
+        more = len(under) - len(shown)
         notes.append("**Not in the differences below**: this change also edits what both sides are compared under "
                      "(the project's `[tool.kfdefaults]`, the platform layer's folders, the cluster's files), so "
-                     "what that does to the tasks is in neither side: "
-                     + ", ".join(code_span(path) for path in under) + ".\n")
+                     "what that does to the tasks is in neither side: " + ", ".join(shown)
+                     + (f"{' and' if shown else ''} {more} more file{'s' * (more != 1)}" if more else "") + ".\n")
     body = comment(sections, trouble, unchanged, base, notes=notes)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:

@@ -480,3 +480,29 @@ def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_
         assert proc.returncode == 0 and "No profile's merged result changes." in proc.stdout, proc.stderr
     else:  # a broken [tool.kfdefaults] is an edit to show
         assert "**Not in the differences below**" in proc.stdout and "values nest deeper than" in proc.stdout
+
+
+def test_a_change_that_edits_thousands_of_shared_files_still_fits_in_a_comment(tmp_path):
+    """The note names each file both sides are compared under that the change edits, and a platform folder may hold
+    thousands: named whole, the comment was longer than GitHub takes and the review was lost. It names what fits
+    and counts the rest."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    for i in range(2000):
+        (repo / "shared" / f"notes-{'x' * 40}-{i:04d}.txt").write_text("\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "many files")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    body = proc.stdout.rstrip("\n")
+    assert len(body) <= 65536
+    assert re.search(r"`shared/notes-x+-\d{4}\.txt` and \d+ more files\.\n", body)
+    assert "No profile's merged result changes." in body
