@@ -188,8 +188,7 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
                            .stdout.strip() or ".")
     compared = [os.path.realpath(folder) for folder in folders]
     inside = []
-    for path in paths:
-        real = os.path.realpath(path)
+    for real in (link for path in paths for link in _followed(path)):
         if os.path.commonpath([real, top]) == top and not any(os.path.commonpath([real, c]) == c for c in compared):
             inside.append(os.path.relpath(real, top))
     if not inside:
@@ -198,6 +197,21 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
                              capture_output=True, text=True, errors="replace")
     return sorted(name for name in changed.stdout.split("\0") if name
                   and not (os.path.basename(name) == "pyproject.toml" and _same_settings(base, top, name)))
+
+
+def _followed(path: str) -> list[str]:
+    """Each link met on the way from ``path`` to what it names, then that file or folder: a change that points a
+    link elsewhere changes what is read through a name whose target it leaves alone."""
+    met, here = [], os.path.abspath(path)
+    for _ in range(40):  # as the kernel's, a loop of links ends
+        parts = here.split(os.sep)
+        at = next((i for i in range(2, len(parts) + 1) if os.path.islink(os.sep.join(parts[:i]))), None)
+        if at is None:
+            break
+        link = os.sep.join(parts[:at])
+        met.append(link)
+        here = os.path.normpath(os.path.join(os.path.dirname(link), os.readlink(link), *parts[at:]))
+    return met + [os.path.realpath(path)]
 
 
 def _same_settings(base: str, top: str, name: str) -> bool:

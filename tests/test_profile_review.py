@@ -506,3 +506,29 @@ def test_a_change_that_edits_thousands_of_shared_files_still_fits_in_a_comment(t
     assert len(body) <= 65536
     assert re.search(r"`shared/notes-x+-\d{4}\.txt` and \d+ more files\.\n", body)
     assert "No profile's merged result changes." in body
+
+
+@pytest.mark.parametrize("links", [["plat"], ["plat", "mid"]])
+def test_a_link_the_change_points_elsewhere_is_named(tmp_path, links):
+    """The project's platform folder is a link (or a link to a link) the change points at another folder: the file
+    it reaches is unchanged, the link is what is edited, and the review said no profile changed with no note."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    for folder, nnodes in (("small", 2), ("large", 16)):
+        (repo / folder).mkdir()
+        (repo / folder / "gpu-large.yaml").write_text(f"elastic: {{nnodes: {nnodes}}}\n", encoding="utf-8")
+    for link, target in zip(links, links[1:] + ["small"]):
+        (repo / link).symlink_to(target)
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["plat"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / links[-1]).unlink()
+    (repo / links[-1]).symlink_to("large")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "another platform through the same name")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    assert f"so what that does to the tasks is in neither side: `{links[-1]}`." in proc.stdout
