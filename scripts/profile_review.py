@@ -37,6 +37,7 @@ import urllib.request
 from typing import Any, Sequence
 
 from kfdefaults.escape import code_span, fenced
+from kfdefaults.layers import CLUSTER_FILES
 from kfdefaults.layers.catalog import profile_file_names
 
 MARKER = "<!-- kfdefaults profile review -->"
@@ -169,7 +170,8 @@ def _diff(command: str, name: str, old: str, new: str, layer: str, nothing: str)
 def shared_inputs_changed(command: str, base: str, folders: list[str], layer: str) -> list[str]:
     """The files of the repository that both sides of every comparison read, and that the change edits since
     ``base``: the project's ``pyproject.toml``, the cluster's facts and PodTemplate it finds, and for a team folder,
-    the platform layer's folders; as ``kfdefaults where`` finds them, outside the compared ``folders``.
+    the platform layer's folders; as ``kfdefaults where`` finds them, but for a compared platform folder's own
+    cluster files (each side reads its copy).
 
     ``diff`` reads these as they are now on both sides: a pull request that edits them (a platform folder its
     ``pyproject.toml`` adds, a team profile ``extends``) changes tasks while every profile compared looks unchanged.
@@ -186,10 +188,13 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
                   for source in entry["sources"] for folder in source["folders"]]
     top = os.path.realpath(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
                            .stdout.strip() or ".")
-    compared = [os.path.realpath(folder) for folder in folders]
+    # what each side reads from its own copy of a compared folder: its profiles, and a platform folder's cluster
+    # files; anything else under it (a platform folder inside, the project's pyproject.toml) is read as it is now
+    compared = {os.path.realpath(folder) for folder in folders} if layer == "platform" else set()
     inside = []
     for real in (link for path in paths for link in _followed(path)):
-        if os.path.commonpath([real, top]) == top and not any(os.path.commonpath([real, c]) == c for c in compared):
+        own = os.path.dirname(real) in compared and os.path.basename(real) in CLUSTER_FILES
+        if os.path.commonpath([real, top]) == top and not own:
             inside.append(os.path.relpath(real, top))
     if not inside:
         return []

@@ -532,3 +532,30 @@ def test_a_link_the_change_points_elsewhere_is_named(tmp_path, links):
     proc = dry_run(repo, base, "--folder", "profiles")
     assert proc.returncode == 0, proc.stderr
     assert f"so what that does to the tasks is in neither side: `{links[-1]}`." in proc.stdout
+
+
+@pytest.mark.parametrize("compared", ["profiles", "."])
+def test_what_both_sides_read_inside_a_compared_team_folder_is_named(tmp_path, compared):
+    """Each side reads only the profiles of its own copy of a compared team folder: a platform folder inside it, or
+    the project's pyproject.toml when the team folder is the repository's top, is read as the change leaves it on
+    both sides, and was left out of the note as if compared."""
+    repo = tmp_path / "repo"
+    shared = "profiles/shared" if compared == "profiles" else "shared"
+    (repo / shared).mkdir(parents=True)
+    init(repo)
+    (repo / compared / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / shared / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text(f'[tool.kfdefaults]\nplatform = ["{shared}"]\n' if compared == "profiles"
+                                         else "[project]\nname = 'x'\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    if compared == "profiles":
+        (repo / shared / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
+    else:
+        (repo / "pyproject.toml").write_text(f'[tool.kfdefaults]\nplatform = ["{shared}"]\n', encoding="utf-8")
+    git(repo, "commit", "-qam", "a platform change")
+    proc = dry_run(repo, base, "--folder", compared)
+    assert proc.returncode == 0, proc.stderr
+    named = "profiles/shared/gpu-large.yaml" if compared == "profiles" else "pyproject.toml"
+    assert f"so what that does to the tasks is in neither side: `{named}`." in proc.stdout
