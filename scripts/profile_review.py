@@ -169,9 +169,9 @@ def _diff(command: str, name: str, old: str, new: str, layer: str, nothing: str)
 
 def shared_inputs_changed(command: str, base: str, folders: list[str], layer: str) -> list[str]:
     """The files of the repository that both sides of every comparison read, and that the change edits since
-    ``base``: the project's ``pyproject.toml``, the cluster's facts and PodTemplate it finds, and for a team folder,
-    the platform layer's folders; as ``kfdefaults where`` finds them, but for a compared platform folder's own
-    cluster files (each side reads its copy).
+    ``base``: the project's ``pyproject.toml`` (and one it deletes where the project is looked for), the cluster's
+    facts and PodTemplate it finds, and for a team folder, the platform layer's folders; as ``kfdefaults where``
+    finds them, but for a compared platform folder's own cluster files (each side reads its copy).
 
     ``diff`` reads these as they are now on both sides: a pull request that edits them (a platform folder its
     ``pyproject.toml`` adds, a team profile ``extends``) changes tasks while every profile compared looks unchanged.
@@ -188,6 +188,12 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
                   for source in entry["sources"] for folder in source["folders"]]
     top = os.path.realpath(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
                            .stdout.strip() or ".")
+    here = os.path.realpath(os.getcwd())  # where the project is looked for: one the change deletes is found no more
+    while os.path.commonpath([here, top]) == top:
+        paths.append(os.path.join(here, "pyproject.toml"))
+        if here == top:
+            break
+        here = os.path.dirname(here)
     # what each side reads from its own copy of a compared folder: its profiles, and a platform folder's cluster
     # files; anything else under it (a platform folder inside, the project's pyproject.toml) is read as it is now
     compared = {os.path.realpath(folder) for folder in folders} if layer == "platform" else set()

@@ -559,3 +559,29 @@ def test_what_both_sides_read_inside_a_compared_team_folder_is_named(tmp_path, c
     assert proc.returncode == 0, proc.stderr
     named = "profiles/shared/gpu-large.yaml" if compared == "profiles" else "pyproject.toml"
     assert f"so what that does to the tasks is in neither side: `{named}`." in proc.stdout
+
+
+@pytest.mark.parametrize("gone", ["deleted", "a folder"])
+def test_a_project_file_the_change_removes_is_named(tmp_path, gone):
+    """The change deletes the project's pyproject.toml (or puts a folder in its place), and with it the platform
+    folder it declared: kfdefaults finds no project on either side, and the note, made of what is found now, named
+    nothing while every task changed."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "rm", "-q", "pyproject.toml")
+    if gone == "a folder":
+        (repo / "pyproject.toml").mkdir()
+        (repo / "pyproject.toml" / "notes.txt").write_text("\n", encoding="utf-8")
+        git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "no project")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    assert "so what that does to the tasks is in neither side: `pyproject.toml`" in proc.stdout
