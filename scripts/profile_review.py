@@ -201,7 +201,7 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
     for real in (link for path in paths for link in _followed(path)):
         own = os.path.dirname(real) in compared and os.path.basename(real) in CLUSTER_FILES
         if os.path.commonpath([real, top]) == top and not own:
-            inside.append(os.path.relpath(real, top))
+            inside.append("" if real == top else os.path.relpath(real, top))  # git's literal "." names no file
     if not inside:
         return []
     changed = subprocess.run(["git", "diff", "--name-only", "-z", base, "--", *(f":(top,literal){p}" for p in inside)],

@@ -585,3 +585,22 @@ def test_a_project_file_the_change_removes_is_named(tmp_path, gone):
     proc = dry_run(repo, base, "--folder", "profiles")
     assert proc.returncode == 0, proc.stderr
     assert "so what that does to the tasks is in neither side: `pyproject.toml`" in proc.stdout
+
+
+def test_a_platform_folder_at_the_repository_s_top_is_looked_up_whole(tmp_path):
+    """`platform = ["."]` names the repository's top folder: git's literal pathspec `.` matches no file, so a change
+    to the platform profiles there made no note while every task changed."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["."]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
+    git(repo, "commit", "-qam", "a platform change")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    assert "so what that does to the tasks is in neither side: `gpu-large.yaml`." in proc.stdout
