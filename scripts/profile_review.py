@@ -37,6 +37,7 @@ import urllib.request
 from typing import Any, Sequence
 
 from kfdefaults.escape import code_span, fenced
+from kfdefaults.layers import CLUSTER_FILES
 from kfdefaults.layers.catalog import profile_file_names
 
 MARKER = "<!-- kfdefaults profile review -->"
@@ -78,10 +79,16 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     under = shared_inputs_changed(args.kfdefaults, base, args.folder, args.layer)
     if under:
+        shown = []  # as many as fit in a quarter of the comment: a change may edit thousands of a folder's files
+        for span in map(code_span, under):
+            if sum(len(s) + 2 for s in shown) + len(span) > MAX_COMMENT // 4:
+                break
+            shown.append(span)
+        more = len(under) - len(shown)
         notes.append("**Not in the differences below**: this change also edits what both sides are compared under "
                      "(the project's `[tool.kfdefaults]`, the platform layer's folders, the cluster's files), so "
-                     "what that does to the tasks is in neither side: "
-                     + ", ".join(code_span(path) for path in under) + ".\n")
+                     "what that does to the tasks is in neither side: " + ", ".join(shown)
+                     + (f"{' and' if shown else ''} {more} more file{'s' * (more != 1)}" if more else "") + ".\n")
     body = comment(sections, trouble, unchanged, base, notes=notes)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -162,8 +169,9 @@ def _diff(command: str, name: str, old: str, new: str, layer: str, nothing: str)
 
 def shared_inputs_changed(command: str, base: str, folders: list[str], layer: str) -> list[str]:
     """The files of the repository that both sides of every comparison read, and that the change edits since
-    ``base``: the project's ``pyproject.toml``, the cluster's facts and PodTemplate it finds, and for a team folder,
-    the platform layer's folders; as ``kfdefaults where`` finds them, outside the compared ``folders``.
+    ``base``: the project's ``pyproject.toml`` (and one it deletes where the project is looked for), the cluster's
+    facts and PodTemplate it finds, and for a team folder, the platform layer's folders; as ``kfdefaults where``
+    finds them, but for a compared platform folder's own cluster files (each side reads its copy).
 
     ``diff`` reads these as they are now on both sides: a pull request that edits them (a platform folder its
     ``pyproject.toml`` adds, a team profile ``extends``) changes tasks while every profile compared looks unchanged.
@@ -180,12 +188,20 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
                   for source in entry["sources"] for folder in source["folders"]]
     top = os.path.realpath(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
                            .stdout.strip() or ".")
-    compared = [os.path.realpath(folder) for folder in folders]
+    here = os.path.realpath(os.getcwd())  # where the project is looked for: one the change deletes is found no more
+    while os.path.commonpath([here, top]) == top:
+        paths.append(os.path.join(here, "pyproject.toml"))
+        if here == top:
+            break
+        here = os.path.dirname(here)
+    # what each side reads from its own copy of a compared folder: its profiles, and a platform folder's cluster
+    # files; anything else under it (a platform folder inside, the project's pyproject.toml) is read as it is now
+    compared = {os.path.realpath(folder) for folder in folders} if layer == "platform" else set()
     inside = []
-    for path in paths:
-        real = os.path.realpath(path)
-        if os.path.commonpath([real, top]) == top and not any(os.path.commonpath([real, c]) == c for c in compared):
-            inside.append(os.path.relpath(real, top))
+    for real in (link for path in paths for link in _followed(path)):
+        own = os.path.dirname(real) in compared and os.path.basename(real) in CLUSTER_FILES
+        if os.path.commonpath([real, top]) == top and not own:
+            inside.append("" if real == top else os.path.relpath(real, top))  # git's literal "." names no file
     if not inside:
         return []
     changed = subprocess.run(["git", "diff", "--name-only", "-z", base, "--", *(f":(top,literal){p}" for p in inside)],
@@ -194,28 +210,45 @@ def shared_inputs_changed(command: str, base: str, folders: list[str], layer: st
                   and not (os.path.basename(name) == "pyproject.toml" and _same_settings(base, top, name)))
 
 
+def _followed(path: str) -> list[str]:
+    """Each link met on the way from ``path`` to what it names, then that file or folder: a change that points a
+    link elsewhere changes what is read through a name whose target it leaves alone."""
+    met, here = [], os.path.abspath(path)
+    for _ in range(40):  # as the kernel's, a loop of links ends
+        parts = here.split(os.sep)
+        at = next((i for i in range(2, len(parts) + 1) if os.path.islink(os.sep.join(parts[:i]))), None)
+        if at is None:
+            break
+        link = os.sep.join(parts[:at])
+        met.append(link)
+        here = os.path.normpath(os.path.join(os.path.dirname(link), os.readlink(link), *parts[at:]))
+    return met + [os.path.realpath(path)]
+
+
 def _same_settings(base: str, top: str, name: str) -> bool:
     """Whether ``pyproject.toml`` ``name`` holds the same ``[tool.kfdefaults]`` at ``base`` as now: an edit
-    elsewhere in it (a dependency's version) changes nothing kfdefaults reads."""
-    try:
-        import tomllib
-    except ImportError:  # pragma: no cover - Python before 3.11
-        import tomli as tomllib
+    elsewhere in it (a dependency's version) changes nothing kfdefaults reads. Each side is read as kfdefaults reads
+    a project (a pipe or device in its place, a huge or deeply nested file bounded)."""
+    from kfdefaults.errors import ProfileError
+    from kfdefaults.layers.pyproject import kfdefaults_section
 
-    def settings(text: str | None) -> Any:
+    def settings(path: str | None) -> Any:
         try:
-            return (tomllib.loads(text).get("tool") or {}).get("kfdefaults") if text is not None else None
-        except (tomllib.TOMLDecodeError, AttributeError):
+            found = kfdefaults_section(path) if path is not None else None
+        except ProfileError:
             return "unreadable"  # differs from what a readable file holds, and a broken file is an edit to show
+        return found[1] if found else None
 
-    old = subprocess.run(["git", "show", f"{base}:{name}"], capture_output=True, text=True, errors="replace")
-    try:
-        with open(os.path.join(top, name), encoding="utf-8", errors="replace") as f:
-            now: str | None = f.read()
-    except OSError:
-        now = None
-    before = settings(old.stdout if old.returncode == 0 else None)
-    return before != "unreadable" and before == settings(now)
+    old = subprocess.run(["git", "show", f"{base}:{name}"], capture_output=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        before = None
+        if old.returncode == 0:
+            before = os.path.join(tmp, "pyproject.toml")
+            with open(before, "wb") as f:
+                f.write(old.stdout)
+        before = settings(before)
+    now = os.path.join(top, name)
+    return before != "unreadable" and before == settings(now if os.path.lexists(now) else None)
 
 
 def post(body: str, event: dict[str, Any], *, quiet: bool, bot: str = BOT) -> None:

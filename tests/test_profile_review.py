@@ -101,11 +101,12 @@ def init(repo: Path) -> None:
 
 
 def dry_run(repo: Path, base: str, *args: str) -> subprocess.CompletedProcess:
-    """The review of ``repo`` against ``base`` (``--dry-run``: the comment printed), as the Action runs it."""
+    """The review of ``repo`` against ``base`` (``--dry-run``: the comment printed), as the Action runs it; a
+    review that hangs fails the test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "GITHUB_"))}
     env["KFDEFAULTS_NO_ENTRY_POINTS"] = "1"
     return subprocess.run([sys.executable, str(SCRIPT), *args, "--kfdefaults", KFDEFAULTS, "--base", base,
-                           "--dry-run"], cwd=repo, capture_output=True, text=True, env=env)
+                           "--dry-run"], cwd=repo, capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.fixture
@@ -448,3 +449,158 @@ def test_what_both_sides_are_compared_under_is_named_when_the_change_edits_it(tm
     assert ("**Not in the differences below**: this change also edits what both sides are compared under (the "
             "project's `[tool.kfdefaults]`, the platform layer's folders, the cluster's files), so what that does to "
             "the tasks is in neither side: `pyproject.toml`, `shared/gpu-large.yaml`.") in proc.stdout
+
+
+@pytest.mark.parametrize("hostile", ["pipe", "nested"])
+def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_path, hostile):
+    """Whether an edited ``pyproject.toml`` changes ``[tool.kfdefaults]`` is read as kfdefaults reads a project: a
+    link named ``pyproject.toml`` in a platform folder to a pipe (or ``/dev/zero``) hung the review, and values
+    nested past what Python's TOML reader recurses through ended it with a traceback."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    if hostile == "pipe":
+        os.mkfifo(tmp_path / "pipe")
+        (repo / "shared" / "pyproject.toml").symlink_to(tmp_path / "pipe")
+    else:
+        (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\nx = ' + "[" * 5000
+                                             + "]" * 5000 + "\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "hostile")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stdout + proc.stderr
+    if hostile == "pipe":  # no project file kfdefaults reads: a profile folder's pyproject.toml is none
+        assert proc.returncode == 0 and "No profile's merged result changes." in proc.stdout, proc.stderr
+    else:  # a broken [tool.kfdefaults] is an edit to show
+        assert "**Not in the differences below**" in proc.stdout and "values nest deeper than" in proc.stdout
+
+
+def test_a_change_that_edits_thousands_of_shared_files_still_fits_in_a_comment(tmp_path):
+    """The note names each file both sides are compared under that the change edits, and a platform folder may hold
+    thousands: named whole, the comment was longer than GitHub takes and the review was lost. It names what fits
+    and counts the rest."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    for i in range(2000):
+        (repo / "shared" / f"notes-{'x' * 40}-{i:04d}.txt").write_text("\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "many files")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    body = proc.stdout.rstrip("\n")
+    assert len(body) <= 65536
+    assert re.search(r"`shared/notes-x+-\d{4}\.txt` and \d+ more files\.\n", body)
+    assert "No profile's merged result changes." in body
+
+
+@pytest.mark.parametrize("links", [["plat"], ["plat", "mid"]])
+def test_a_link_the_change_points_elsewhere_is_named(tmp_path, links):
+    """The project's platform folder is a link (or a link to a link) the change points at another folder: the file
+    it reaches is unchanged, the link is what is edited, and the review said no profile changed with no note."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    for folder, nnodes in (("small", 2), ("large", 16)):
+        (repo / folder).mkdir()
+        (repo / folder / "gpu-large.yaml").write_text(f"elastic: {{nnodes: {nnodes}}}\n", encoding="utf-8")
+    for link, target in zip(links, links[1:] + ["small"]):
+        (repo / link).symlink_to(target)
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["plat"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / links[-1]).unlink()
+    (repo / links[-1]).symlink_to("large")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "another platform through the same name")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    assert f"so what that does to the tasks is in neither side: `{links[-1]}`." in proc.stdout
+
+
+@pytest.mark.parametrize("compared", ["profiles", "."])
+def test_what_both_sides_read_inside_a_compared_team_folder_is_named(tmp_path, compared):
+    """Each side reads only the profiles of its own copy of a compared team folder: a platform folder inside it, or
+    the project's pyproject.toml when the team folder is the repository's top, is read as the change leaves it on
+    both sides, and was left out of the note as if compared."""
+    repo = tmp_path / "repo"
+    shared = "profiles/shared" if compared == "profiles" else "shared"
+    (repo / shared).mkdir(parents=True)
+    init(repo)
+    (repo / compared / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / shared / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text(f'[tool.kfdefaults]\nplatform = ["{shared}"]\n' if compared == "profiles"
+                                         else "[project]\nname = 'x'\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    if compared == "profiles":
+        (repo / shared / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
+    else:
+        (repo / "pyproject.toml").write_text(f'[tool.kfdefaults]\nplatform = ["{shared}"]\n', encoding="utf-8")
+    git(repo, "commit", "-qam", "a platform change")
+    proc = dry_run(repo, base, "--folder", compared)
+    assert proc.returncode == 0, proc.stderr
+    named = "profiles/shared/gpu-large.yaml" if compared == "profiles" else "pyproject.toml"
+    assert f"so what that does to the tasks is in neither side: `{named}`." in proc.stdout
+
+
+@pytest.mark.parametrize("gone", ["deleted", "a folder"])
+def test_a_project_file_the_change_removes_is_named(tmp_path, gone):
+    """The change deletes the project's pyproject.toml (or puts a folder in its place), and with it the platform
+    folder it declared: kfdefaults finds no project on either side, and the note, made of what is found now, named
+    nothing while every task changed."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "rm", "-q", "pyproject.toml")
+    if gone == "a folder":
+        (repo / "pyproject.toml").mkdir()
+        (repo / "pyproject.toml" / "notes.txt").write_text("\n", encoding="utf-8")
+        git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "no project")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    assert "so what that does to the tasks is in neither side: `pyproject.toml`" in proc.stdout
+
+
+def test_a_platform_folder_at_the_repository_s_top_is_looked_up_whole(tmp_path):
+    """`platform = ["."]` names the repository's top folder: git's literal pathspec `.` matches no file, so a change
+    to the platform profiles there made no note while every task changed."""
+    repo = tmp_path / "repo"
+    (repo / "profiles").mkdir(parents=True)
+    init(repo)
+    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
+    (repo / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["."]\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
+    git(repo, "commit", "-qam", "a platform change")
+    proc = dry_run(repo, base, "--folder", "profiles")
+    assert proc.returncode == 0, proc.stderr
+    assert "so what that does to the tasks is in neither side: `gpu-large.yaml`." in proc.stdout
