@@ -451,11 +451,9 @@ def test_what_both_sides_are_compared_under_is_named_when_the_change_edits_it(tm
             "the tasks is in neither side: `pyproject.toml`, `shared/gpu-large.yaml`.") in proc.stdout
 
 
-@pytest.mark.parametrize("hostile", ["pipe", "nested"])
-def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_path, hostile):
-    """Whether an edited ``pyproject.toml`` changes ``[tool.kfdefaults]`` is read as kfdefaults reads a project: a
-    link named ``pyproject.toml`` in a platform folder to a pipe (or ``/dev/zero``) hung the review, and values
-    nested past what Python's TOML reader recurses through ended it with a traceback."""
+def shared_platform(tmp_path: Path) -> tuple[Path, str]:
+    """A team repository whose ``pyproject.toml`` names a platform folder of its own, ``shared``, that its profile
+    extends; committed as the base."""
     repo = tmp_path / "repo"
     (repo / "profiles").mkdir(parents=True)
     (repo / "shared").mkdir()
@@ -465,7 +463,15 @@ def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_
     (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("hostile", ["pipe", "nested"])
+def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_path, hostile):
+    """Whether an edited ``pyproject.toml`` changes ``[tool.kfdefaults]`` is read as kfdefaults reads a project: a
+    link named ``pyproject.toml`` in a platform folder to a pipe (or ``/dev/zero``) hung the review, and values
+    nested past what Python's TOML reader recurses through ended it with a traceback."""
+    repo, base = shared_platform(tmp_path)
     if hostile == "pipe":
         os.mkfifo(tmp_path / "pipe")
         (repo / "shared" / "pyproject.toml").symlink_to(tmp_path / "pipe")
@@ -486,16 +492,7 @@ def test_a_change_that_edits_thousands_of_shared_files_still_fits_in_a_comment(t
     """The note names each file both sides are compared under that the change edits, and a platform folder may hold
     thousands: named whole, the comment was longer than GitHub takes and the review was lost. It names what fits
     and counts the rest."""
-    repo = tmp_path / "repo"
-    (repo / "profiles").mkdir(parents=True)
-    (repo / "shared").mkdir()
-    init(repo)
-    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
-    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 2}\n", encoding="utf-8")
-    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    repo, base = shared_platform(tmp_path)
     for i in range(2000):
         (repo / "shared" / f"notes-{'x' * 40}-{i:04d}.txt").write_text("\n", encoding="utf-8")
     git(repo, "add", "-A")
@@ -566,16 +563,7 @@ def test_a_project_file_the_change_removes_is_named(tmp_path, gone):
     """The change deletes the project's pyproject.toml (or puts a folder in its place), and with it the platform
     folder it declared: kfdefaults finds no project on either side, and the note, made of what is found now, named
     nothing while every task changed."""
-    repo = tmp_path / "repo"
-    (repo / "profiles").mkdir(parents=True)
-    (repo / "shared").mkdir()
-    init(repo)
-    (repo / "profiles" / "train.yaml").write_text("extends: gpu-large\n", encoding="utf-8")
-    (repo / "shared" / "gpu-large.yaml").write_text("elastic: {nnodes: 16}\n", encoding="utf-8")
-    (repo / "pyproject.toml").write_text('[tool.kfdefaults]\nplatform = ["shared"]\n', encoding="utf-8")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    repo, base = shared_platform(tmp_path)
     git(repo, "rm", "-q", "pyproject.toml")
     if gone == "a folder":
         (repo / "pyproject.toml").mkdir()
