@@ -246,19 +246,20 @@ def test_what_the_cluster_changed_in_the_pod(registered, team, tmp_path):
                         f'"sizeLimit": "65536Mi"}}, "name": "dshm"}}  builtin {builtin}:{line_of(builtin, "- name: dshm", 2)}')
 
 
-def test_set_is_the_task_layer(registered, team, tmp_path):
-    """A task that set ``Elastic(max_restarts=1)`` registered it; verify needs the same ``--set`` to agree."""
+def test_the_recorded_task_layer_is_no_drift(registered, team, tmp_path):
+    """A task that set ``Elastic(max_restarts=1)`` registered it, and its ``KFDEFAULTS_ELASTIC`` records it: verify
+    compares with the profile under that task layer, so the job as registered agrees; ``--set`` still overrides it."""
     manifest = write(tmp_path, live_job(registered, "--set", "elastic.max_restarts=1"))
-    without = invoke(["verify", manifest, "--team", str(team)])
-    assert without.exit_code == 1
-    profile = os.path.join(builtin_folder(), "gpu-large.yaml")
-    at = f"builtin {profile}:{line_of(profile, 'max_restarts')}"
-    assert without.stdout.splitlines()[1:] == [  # the digest leaves the task layer out: no headline
-        f"  elastic.max_restarts (spec.elasticPolicy.maxRestarts): 1 -> 3  {at}",
-        f"  Worker: elastic.max_restarts (KFDEFAULTS_ELASTIC): 1 -> 3  {at}",
+    recorded = invoke(["verify", manifest, "--team", str(team)])
+    assert recorded.exit_code == 0, recorded.output
+    assert recorded.stdout.splitlines()[1:] == ["  with the task layer its KFDEFAULTS_ELASTIC records: "
+                                                "elastic.max_restarts=1"]
+    overridden = invoke(["verify", manifest, "--team", str(team), "--set", "elastic.max_restarts=2"])
+    assert overridden.exit_code == 1
+    assert overridden.stdout.splitlines()[2:] == [  # the digest leaves the task layer out: no headline
+        "  elastic.max_restarts (spec.elasticPolicy.maxRestarts): 1 -> 2  task --set elastic.max_restarts=2",
+        "  Worker: elastic.max_restarts (KFDEFAULTS_ELASTIC): 1 -> 2  task --set elastic.max_restarts=2",
     ]
-    same_task = invoke(["verify", manifest, "--team", str(team), "--set", "elastic.max_restarts=1"])
-    assert same_task.exit_code == 0, same_task.output
 
 
 def test_a_list_several_documents_and_standard_input(registered, team, tmp_path, monkeypatch):

@@ -54,16 +54,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    import json
+
     from ..pipeline import Pipeline
-    from ..show.live import profile_of
-    from ..show.verify import ProfileNow, verify_object
+    from ..receipt.expect import recorded_task
+    from ..show.live import first_registered, profile_of
+    from ..show.verify import verify_object
     from ..show.verify_view import short_digest, show_reports
-    from ..validate.sets import parse_sets
 
     layers = layer_arguments(build("kfdefaults verify"), args)
     objects = _objects(args.file)
     pipelines: dict[str, Any] = {}
-    profiles: dict[tuple[str, str], ProfileNow] = {}
+    profiles: dict[tuple[str, str, str], Any] = {}
     reports = []
     for obj in objects:
         name, named_by = profile_of(obj, args.profile)
@@ -74,14 +76,13 @@ def _verify(args: argparse.Namespace) -> int:
             pipeline = pipelines[target.name] = Pipeline.discover(  # the lock's changes are differences here
                 **layers, kubernetes_version=args.kubernetes_version, target=target,
                 cluster_template=args.cluster_template, use_lock=False)
-        now = profiles.get((target.name, name))
-        if now is None:
-            tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
-            task = pipeline.task_layer(name, tree, source="--set", labels=labels)
-            resolved = pipeline.resolve(name, [task])
-            digest = pipeline.resolve(name).digest() if task is not None else resolved.digest()
-            now = profiles[(target.name, name)] = ProfileNow(resolved, digest)
-        report = verify_object(obj, name, named_by, now)
+        registered = first_registered(obj)
+        overrides, labels, void = recorded_task(registered.recorded if registered is not None else {})
+        key = (target.name, name, json.dumps(overrides, sort_keys=True))
+        if key not in profiles:
+            profiles[key] = _profile_now(pipeline, name, args.sets, overrides, labels)
+        report = verify_object(obj, name, named_by, profiles[key])
+        report.notes += [void] if void else []
         lock_now = _lock_digest(pipeline)
         if report.lock is not None and lock_now is None:
             report.notes.append(f"made in a project with a kfdefaults.lock ({short_digest(report.lock)}), and none is "
@@ -91,6 +92,28 @@ def _verify(args: argparse.Namespace) -> int:
                                 f"kfdefaults.lock is {short_digest(lock_now)} now")
         reports.append(report)
     return show_reports(reports, args.output)
+
+
+def _profile_now(pipeline: Any, name: str, sets: list[str], overrides: dict[str, Any], labels: dict[str, str]) -> Any:
+    """Profile ``name`` now (:class:`~kfdefaults.show.verify.ProfileNow`), with the task layer the object records
+    (``overrides``: :func:`~kfdefaults.receipt.expect.recorded_task`) and ``--set`` over it. A recorded task layer
+    that no longer merges (a setting the profile's target refuses now) is left out, and a note says so."""
+    from ..errors import ProfileError
+    from ..settings import RUNTIME_ENV
+    from ..show.verify import ProfileNow
+    from ..validate.sets import parse_sets
+
+    tree, set_labels = parse_sets(sets, pipeline.kubernetes_version)
+    given = pipeline.task_layer(name, tree, source="--set", labels=set_labels)
+    digest = pipeline.resolve(name, checked=False).digest()  # what the annotation records: the file layers
+    if overrides:
+        try:
+            recorded = pipeline.task_layer(name, {"elastic": overrides}, source=RUNTIME_ENV, labels=labels)
+            return ProfileNow(pipeline.resolve(name, [recorded, given]), digest, overrides)
+        except ProfileError as e:
+            note = f"the task layer its {RUNTIME_ENV} records does not merge now ({e.findings[0].message}): left out"
+            return ProfileNow(pipeline.resolve(name, [given]), digest, notes=[note])
+    return ProfileNow(pipeline.resolve(name, [given]), digest)
 
 
 def _objects(file: str) -> list[Any]:
@@ -133,15 +156,12 @@ def _lock_digest(pipeline: Any) -> str | None:
 
 def _target(args: argparse.Namespace, obj: Any) -> tuple[Any, str]:
     """``--target``, else the target the pod was registered for (``KFDEFAULTS_ELASTIC``), else the default."""
-    from ..show.live import registered_settings
+    from ..show.live import first_registered
     from ..targets import TARGETS
     from .common import chosen_target
 
     if args.target is None:
-        if obj.kind == "Receipt" and obj.data.get("target") in TARGETS:
-            return TARGETS[obj.data["target"]], "the receipt"
-        for template in obj.templates:
-            registered = registered_settings(obj, template, None)
-            if registered is not None and registered.target in TARGETS:
-                return TARGETS[registered.target], "the pod's KFDEFAULTS_ELASTIC"
+        registered = first_registered(obj)
+        if registered is not None and registered.target in TARGETS:
+            return TARGETS[registered.target], "the receipt" if obj.kind == "Receipt" else "the pod's KFDEFAULTS_ELASTIC"
     return chosen_target(args)

@@ -16,9 +16,12 @@ the same bytes, as Flyte's registration of one version asks): a layer, then the 
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Mapping
 
+from ..cache import digest
+from ..errors import PathError, shown
 from ..k8s.mounts import is_shm_mount
 from ..k8s.provenance import ANNOTATIONS as PROVENANCE_ANNOTATIONS
 from ..k8s.provenance import RECEIPT_ANNOTATION, RECEIPT_POLICIES
@@ -28,12 +31,62 @@ from ..lock.entries import installed_package, project_path
 from ..merge.leaves import profile_leaves
 from ..merge.origins import DEFAULT_LAYER, Origin, default_origin, written_by
 from ..merge.result import Resolved
-from ..paths import PathT, Select, format_path
+from ..paths import PathT, Select, format_path, parse_path
 from ..settings import RUNTIME_ENV
 
 LIMITS = ("memory", "cpu", "nvidia.com/gpu")
 """The primary container's limits a pod can read back: the memory and CPU limits from its cgroup, the GPUs from
 its devices."""
+
+
+def runtime_key(target: str, profile: str, overrides: dict[str, Any]) -> str:
+    """Identifies one ``Elastic(...)`` call of the source code for one SDK, the same at registration and in the
+    pod: its target (a module may define a flytekit and a Flyte 2 task on the same profile), profile and keyword
+    arguments. It holds no path: ``Elastic(team=...)`` built from ``__file__`` names another folder once the code
+    sits in the image, and the call must still find what was registered for it."""
+    text = json.dumps([target, profile, overrides], sort_keys=True, default=repr)
+    return digest(text.encode())[:16]
+
+
+def recorded_task(registered: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], str | None]:
+    """The elastic task layer that registered settings record (``KFDEFAULTS_ELASTIC``, a receipt's ``registered``
+    with its ``key``): each setting :func:`expected_pod` says a task set (``"elastic.nnodes": "task
+    Elastic(nnodes=2)"``), with the value registered, as ``Elastic(...)``'s overrides (``{"nnodes": 2}``) and the
+    label of each (``{"elastic.nnodes": "Elastic(nnodes=2)"}``).
+
+    Taken only as far as the settings bind it to the call that made them: their ``key`` must be the
+    :func:`runtime_key` of a call of exactly these arguments, which the task's code computes again in its pod to find
+    its settings (a pod whose settings are not its code's call does not run). So a claim cannot hide a value beyond
+    what the object itself holds: a setting claimed without its call's key, outside ``elastic``, or without a
+    registered value, makes the whole claim void.
+
+    Returns:
+        ``(overrides, labels, None)``; ``({}, {}, why)`` when the claim is void; ``({}, {}, None)`` without one.
+    """
+    pod = registered.get("pod")
+    claims = pod.get("elastic") if isinstance(pod, Mapping) else None
+    claims = {k: v[5:] for k, v in claims.items() if isinstance(v, str) and v.startswith("task ")} if isinstance(
+        claims, Mapping) else {}
+    elastic = registered.get("elastic")
+    values = profile_leaves({"elastic": elastic}) if claims and isinstance(elastic, Mapping) else {}
+    overrides: dict[str, Any] = {}
+    for dotted in claims:
+        try:
+            path = tuple(parse_path(dotted))
+        except PathError:
+            path = ()
+        node: Any = overrides
+        for part in path[1:-1]:
+            node = node.setdefault(part, {}) if isinstance(node, dict) else None
+        if path not in values or len(path) < 2 or not all(type(p) is str for p in path) or not isinstance(node, dict):
+            return {}, {}, f"{RUNTIME_ENV} says a task set {shown(dotted, 60)}, and holds no value of it"
+        node[path[-1]] = type(values[path])() if isinstance(values[path], (dict, list)) else values[path]  # {} or []
+    if claims and registered.get("key") != runtime_key(str(registered.get("target")), str(registered.get("profile")),
+                                                      overrides):
+        return {}, {}, (f"{RUNTIME_ENV} says a task set {shown(', '.join(claims), 60)}, but its key is not that of an "
+                        "Elastic(...) call of those values: compared with the profile alone (--set gives the "
+                        "task's values)")
+    return overrides, {k: shown(v, 60) for k, v in claims.items()}, None
 
 
 def expected_pod(resolved: Resolved, spec: Mapping[str, Any], annotations: Mapping[str, str], *,

@@ -16,7 +16,6 @@ import warnings
 from contextvars import ContextVar
 from typing import Any, Mapping, Sequence
 
-from ..cache import digest
 from ..errors import (
     Finding,
     KfdefaultsError,
@@ -35,7 +34,7 @@ from ..merge.result import Resolved, SdkObjects, copy_plain
 from ..pipeline import Pipeline
 from ..pipeline.carried import carried_entry, carried_pipeline
 from ..pipeline.shared import shared_pipeline
-from ..receipt.expect import expected_pod
+from ..receipt.expect import expected_pod, runtime_key
 from ..settings import RUNTIME_ENV
 from ..targets import Target
 from ..check.deprecation import deprecations
@@ -50,15 +49,6 @@ __all__ = ["ProfileCall", "carry_profiles", "for_task", "not_registered", "regis
 SDK_PACKAGES = ("kfdefaults", "flytekit", "flytekitplugins", "flyte", "flyteplugins", "dataclasses")
 """The packages between the user's code and a warning of ``Elastic(...)``, skipped to point at the caller (Flyte 2
 builds tasks again through ``dataclasses.replace``)."""
-
-
-def runtime_key(target: str, profile: str, overrides: dict[str, Any]) -> str:
-    """Identifies one ``Elastic(...)`` call of the source code for one SDK, the same at registration and in the
-    pod: its target (a module may define a flytekit and a Flyte 2 task on the same profile), profile and keyword
-    arguments. It holds no path: ``Elastic(team=...)`` built from ``__file__`` names another folder once the code
-    sits in the image, and the call must still find what was registered for it."""
-    text = json.dumps([target, profile, overrides], sort_keys=True, default=repr)
-    return digest(text.encode())[:16]
 
 
 def registered_settings(sdk: SdkObjects) -> dict[str, Any] | None:

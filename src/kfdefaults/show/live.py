@@ -129,11 +129,14 @@ class Registered:
         profile: The profile of the ``Elastic(profile=...)`` call, or ``None``.
         target: The SDK it was resolved for, or ``None``.
         elastic: The elastic settings resolved at registration.
+        recorded: Everything registration wrote there (``key``, ``pod``: :func:`kfdefaults.receipt.expect.recorded_task`
+            reads the task layer from it).
     """
 
     profile: str | None
     target: str | None
     elastic: dict[str, Any]
+    recorded: dict[str, Any] = field(default_factory=dict)
 
 
 def registered_settings(obj: LiveObject, template: LiveTemplate, profile_primary: str | None) -> Registered | None:
@@ -169,7 +172,20 @@ def _registered(obj: LiveObject, path: tuple, value: Any) -> Registered:
         raise _bad(obj, path, f"{RUNTIME_ENV} holds no elastic settings: it is not what kfdefaults registers")
     profile, target = data.get("profile"), data.get("target")
     return Registered(profile if isinstance(profile, str) else None, target if isinstance(target, str) else None,
-                      data["elastic"])
+                      data["elastic"], data)
+
+
+def first_registered(obj: LiveObject) -> Registered | None:
+    """What registration wrote into ``obj``: a receipt's registered settings, else the first pod template's
+    ``KFDEFAULTS_ELASTIC`` (:func:`registered_settings`); ``None`` when none has it.
+
+    Raises:
+        ProfileError: the variable is not what kfdefaults writes, at its ``FILE:LINE:COLUMN``.
+    """
+    if obj.kind == RECEIPT_KIND:
+        return receipt_registered(obj)
+    found = (registered_settings(obj, template, None) for template in obj.templates)
+    return next((registered for registered in found if registered is not None), None)
 
 
 def profile_of(obj: LiveObject, given: str | None) -> tuple[str, str]:
@@ -186,10 +202,9 @@ def profile_of(obj: LiveObject, given: str | None) -> tuple[str, str]:
     found = obj.annotation(PROFILE_ANNOTATION)
     if found is not None:
         return found, f"its {PROFILE_ANNOTATION} annotation"
-    for template in obj.templates:
-        registered = registered_settings(obj, template, None)
-        if registered is not None and registered.profile:
-            return registered.profile, f"its {RUNTIME_ENV} variable"
+    registered = first_registered(obj)
+    if registered is not None and registered.profile:
+        return registered.profile, f"its {RUNTIME_ENV} variable"
     raise _bad(obj, ("metadata",), f"{obj.label} names no profile: no {PROFILE_ANNOTATION} annotation and no "
                                    f"{RUNTIME_ENV} variable; give --profile NAME", key="metadata" in obj.data)
 
@@ -303,4 +318,6 @@ def receipt_objects(lines: Iterable[tuple[int, str]], file: str) -> list[LiveObj
 def receipt_registered(obj: LiveObject) -> Registered:
     """The settings a receipt says were registered with its task."""
     data = obj.data
-    return Registered(data.get("profile"), data.get("target"), data["registered"]["elastic"])
+    return Registered(data.get("profile"), data.get("target"), data["registered"]["elastic"],
+                      {**data["registered"], "key": data.get("key"), "profile": data.get("profile"),
+                       "target": data.get("target")})

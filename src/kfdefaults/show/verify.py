@@ -102,6 +102,7 @@ class Report:
         lock: The ``kfdefaults.io/lock`` annotation, ``None`` when absent.
         mismatches: The differences, in output order.
         notes: What could not be compared, and why.
+        task: The task layer recorded in the object that the profile was compared with: leaf path -> value.
     """
 
     obj: LiveObject
@@ -113,6 +114,7 @@ class Report:
     lock: str | None
     mismatches: list[Mismatch] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    task: dict[PathT, Any] = field(default_factory=dict)
 
     @property
     def digest_differs(self) -> bool:
@@ -129,13 +131,20 @@ class ProfileNow:
     explains it once).
 
     Args:
-        resolved: The profile resolved now, the task layer (``--set``) included.
+        resolved: The profile resolved now, the task layer (the one the object records, ``--set``) included.
         digest: The digest of the profile now, without the task layer (what the annotation records).
+        task: The elastic task layer the object records, as ``Elastic(...)``'s overrides
+            (:func:`kfdefaults.receipt.expect.recorded_task`): said in the report, for a reader to see what was
+            taken as the task's own.
+        notes: What the report notes of it.
     """
 
-    def __init__(self, resolved: Resolved, digest: str) -> None:
+    def __init__(self, resolved: Resolved, digest: str, task: dict[str, Any] | None = None,
+                 notes: list[str] | None = None) -> None:
         self.resolved = resolved
         self.digest = digest
+        self.task = profile_leaves({"elastic": task}) if task else {}
+        self.notes = notes or []
         self.origins = _Origins(resolved)
 
 
@@ -153,7 +162,8 @@ def verify_object(obj: LiveObject, profile: str, named_by: str, now: ProfileNow)
     """
     resolved, origins = now.resolved, now.origins
     digest_live, lock = stamped_by(obj)
-    report = Report(obj, profile, named_by, resolved.target.name, digest_live, now.digest, lock)
+    report = Report(obj, profile, named_by, resolved.target.name, digest_live, now.digest, lock, [], list(now.notes),
+                    now.task)
     if obj.kind == RECEIPT_KIND:
         differences, report.notes = receipt_differences(obj, resolved)
         report.mismatches += [Mismatch(path, live, value, origins.of(path), None, f"receipt: {what}")

@@ -43,6 +43,10 @@ def report_lines(report: Report) -> list[str]:
         what = f"{count} difference{'s' * (count != 1)} (live -> now)" if count else "no value differs"
         head = f"{obj.label}: {named}, {what}"
     lines = [head]
+    if report.task:
+        where = "receipt" if obj.kind == "Receipt" else "KFDEFAULTS_ELASTIC"
+        lines.append(f"  with the task layer its {where} records: "
+                     + ", ".join(f"{format_path(path)}={format_value(value)}" for path, value in report.task.items()))
     if report.digest_differs:
         noun = "job" if obj.kind == "PyTorchJob" else "pod"
         assert report.digest_live is not None
@@ -71,14 +75,15 @@ def _value(value: Any) -> str:
 
 def report_document(report: Report) -> dict[str, Any]:
     """The JSON form of one report: ``{"kind", "name", "source", "replicas", "profile", "named_by", "target",
-    "digest": {"live", "now", "lock"}, "equal", "differences": [...], "notes": [...]}``."""
+    "digest": {"live", "now", "lock"}, "equal", "task": {path: value}, "differences": [...], "notes": [...]}``."""
     obj = report.obj
     loc = obj.location()
     return {"kind": obj.kind, "name": obj.name, "source": {"file": loc.file, "line": loc.line},
             "replicas": [t.replica for t in obj.templates if t.replica is not None], "profile": report.profile,
             "named_by": report.named_by, "target": report.target,
             "digest": {"live": report.digest_live, "now": report.digest_now, "lock": report.lock},
-            "equal": report.equal, "differences": [m.to_dict() for m in report.mismatches], "notes": report.notes}
+            "equal": report.equal, "task": {format_path(path): value for path, value in report.task.items()},
+            "differences": [m.to_dict() for m in report.mismatches], "notes": report.notes}
 
 
 def show_reports(reports: Sequence[Report], output: str) -> int:

@@ -1,0 +1,98 @@
+"""``verify`` and ``lock --check`` on one platform project, run as its engineers run them (the installed command in
+the project's folder): quiet when all is well, and, when something changed, naming the key, the old and new value
+and the line that sets it now.
+
+The project: a platform ``h100`` extending the builtin ``gpu-large`` with an elastic range, a team layer over it,
+a ``pyproject.toml`` naming both folders, and code that calls ``Elastic(profile="h100")``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+KFDEFAULTS = str(Path(sys.executable).parent / "kfdefaults")
+
+H100 = """\
+extends: gpu-large
+elastic:
+  nnodes: "1:8"
+  rdzv_configs:
+    join_timeout: 1200
+"""
+
+
+def kfdefaults(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """``kfdefaults ARGS`` in the project's folder, in a shell that names no kfdefaults folder."""
+    shell = {k: v for k, v in os.environ.items() if not k.startswith("KFDEFAULTS_")}
+    shell.update(KFDEFAULTS_CACHE_DIR=str(project.parent / "cache"), KFDEFAULTS_NO_ENTRY_POINTS="1")
+    return subprocess.run([KFDEFAULTS, *args], cwd=project, env=shell, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = tmp_path / "vision"
+    for folder in ("platform", "team", "wf"):
+        (project / folder).mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "vision"\nversion = "0.1"\n\n[tool.kfdefaults]\n'
+                                            'platform = ["platform"]\nteam = ["team"]\n')
+    (project / "platform" / "h100.yaml").write_text(H100)
+    (project / "team" / "h100.yaml").write_text("elastic:\n  max_restarts: 2\n")
+    (project / "wf" / "train.py").write_text('from kfdefaults import Elastic\n\nconfig = Elastic(profile="h100")\n')
+    return project
+
+
+def registered_job(project: Path) -> Path:
+    """What ``Elastic(profile="h100", nnodes=2)`` registers: the PyTorchJob Flyte's backend builds of it."""
+    done = kfdefaults(project, "render", "h100", "--as", "pytorchjob", "--target", "flytekit",
+                      "--set", "elastic.nnodes=2")
+    assert done.returncode == 0, done.stderr
+    job = project / "job.yaml"
+    job.write_text(done.stdout)
+    return job
+
+
+def test_verify_of_an_unchanged_job_with_task_arguments(project: Path) -> None:
+    job = registered_job(project)
+    same = kfdefaults(project, "verify", str(job))
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "no differences" in same.stdout.splitlines()[0]
+    assert same.stdout.splitlines()[1] == "  with the task layer its KFDEFAULTS_ELASTIC records: elastic.nnodes=2"
+    # a lower layer's change is drift, at the line that sets it now
+    platform = project / "platform" / "h100.yaml"
+    platform.write_text(H100.replace("1200", "1500"))
+    moved = kfdefaults(project, "verify", str(job))
+    assert moved.returncode == 1
+    assert (f"  Worker: elastic.rdzv_configs.join_timeout (KFDEFAULTS_ELASTIC): 1200 -> 1500  platform "
+            f"{platform}:5") in moved.stdout.splitlines(), moved.stdout
+    assert "nnodes" not in moved.stdout.replace("elastic.nnodes=2", ""), moved.stdout
+    # --set still gives the task layer
+    platform.write_text(H100)
+    overridden = kfdefaults(project, "verify", str(job), "--set", "elastic.nnodes=3")
+    assert overridden.returncode == 1
+    assert "  elastic.nnodes (spec.elasticPolicy.maxReplicas): 2 -> 3  task --set elastic.nnodes=3" in (
+        overridden.stdout.splitlines()), overridden.stdout
+
+
+def test_a_claim_of_the_task_layer_without_its_call_is_not_trusted(project: Path) -> None:
+    """An edited ``KFDEFAULTS_ELASTIC`` that says the task set ``join_timeout`` (to hide a value the profile does not
+    give) holds no key of such a call: the claim is void, said so, and the job is compared with the profile alone."""
+    job = registered_job(project)
+    manifest = yaml.safe_load(job.read_text())
+    for env in manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"]:
+        if env["name"] == "KFDEFAULTS_ELASTIC":
+            value = json.loads(env["value"])
+            value["elastic"]["rdzv_configs"]["join_timeout"] = 86400
+            value["pod"]["elastic"]["elastic.rdzv_configs.join_timeout"] = "task Elastic(rdzv_configs=...)"
+            env["value"] = json.dumps(value)
+    job.write_text(yaml.safe_dump(manifest))
+    found = kfdefaults(project, "verify", str(job))
+    assert found.returncode == 1
+    assert "but its key is not that of an Elastic(...) call of those values" in found.stdout, found.stdout
+    assert "elastic.rdzv_configs.join_timeout (KFDEFAULTS_ELASTIC): 86400 -> 1200" in found.stdout, found.stdout
