@@ -82,18 +82,24 @@ def test_the_same_files_merged_to_another_result(project: Path) -> None:
     targets.write_text(targets.read_text().replace('"monitor_interval": 5,', '"monitor_interval": 7,'))
     said = failed_check(project, **WITH_PLATFORM, PYTHONPATH=str(site))
     at_the_lock(project, said, "profiles.gpu-large.flytekit: profile 'gpu-large' merges to sha256:")
-    assert "from the same files" in said and len(said.splitlines()) == 2  # that one finding, and the summary
+    assert "from the same files" in said
+    # then the value that changed, at the profile's line of the lock (no profile file sets a plugin default)
+    assert said.splitlines()[1:] == [f"{project / 'kfdefaults.lock'}:9:1: [default] profiles.gpu-large: "
+                                     "elastic.monitor_interval: 5 -> 7 (locked -> now, flytekitplugins.kfpytorch.Elastic "
+                                     "default (monitor_interval)); `kfdefaults lock --upgrade` records the change",
+                                     "kfdefaults lock: kfdefaults.lock differs from the profiles now"], said
 
 
 def test_a_plain_file_added_to_a_layer(project: Path) -> None:
     """A file that changes no value (a description) added to the team layer for the profile gpu-large extends:
-    the merged result is the same, and the check still names the file it now reads."""
+    the merged result is the same, so nothing drifted; the check says in one line which file it now reads."""
     locked(project)
     (project / "profiles" / "elastic-gpu-default.yaml").write_text("description: the team's base\n")
-    said = failed_check(project, **WITH_PLATFORM)
-    at_the_lock(project, said, "[team] profiles.gpu-large: team file added: profiles/elastic-gpu-default.yaml is "
-                               "merged into profile 'gpu-large' now")
-    assert "merges to" not in said
+    check = kfdefaults(project, "lock", "--check", **WITH_PLATFORM)
+    assert check.returncode == 0, check.stderr
+    assert check.stderr.splitlines()[0] == (f"{project / 'kfdefaults.lock'}:1:1: note: files changed, the merged results "
+                                            "did not (profiles/elastic-gpu-default.yaml); `kfdefaults lock --upgrade` "
+                                            "records the files")
 
 
 def test_a_platform_that_falls_back_to_the_builtin_profile(project: Path) -> None:

@@ -105,7 +105,8 @@ def test_lock_messages_lead_with_the_cause(tmp_path):
         proc = cli(tmp_path, *command)
         assert proc.returncode == 1
         errors = [line for line in proc.stderr.splitlines() if "kfdefaults.lock:" in line]
-        assert len(errors) == 2, proc.stderr
+        # the causes first, then each value of the result that changed because of them
+        assert len(errors) > 2 and all("(locked -> now)" in line for line in errors[2:]), proc.stderr
         assert "[platform] profiles.gpu-large.files[" in errors[0]
         assert "platform file missing: platform/gpu-large.yaml" in errors[0], proc.stderr
         assert "[builtin]" in errors[1] and "builtin file no longer merged: kfdefaults " in errors[1]

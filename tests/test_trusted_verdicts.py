@@ -96,3 +96,59 @@ def test_a_claim_of_the_task_layer_without_its_call_is_not_trusted(project: Path
     assert found.returncode == 1
     assert "but its key is not that of an Elastic(...) call of those values" in found.stdout, found.stdout
     assert "elastic.rdzv_configs.join_timeout (KFDEFAULTS_ELASTIC): 86400 -> 1200" in found.stdout, found.stdout
+
+
+def lock_check(project: Path) -> subprocess.CompletedProcess:
+    return kfdefaults(project, "lock", "--check")
+
+
+def test_lock_check_passes_a_comment_and_names_a_changed_value(project: Path) -> None:
+    assert kfdefaults(project, "lock").returncode == 0
+    lock = project / "kfdefaults.lock"
+    platform = project / "platform" / "h100.yaml"
+    platform.write_text(H100 + "# reviewed by the platform team\n")
+    check = lock_check(project)
+    assert check.returncode == 0, check.stderr
+    assert check.stderr.splitlines() == [
+        f"{lock}:1:1: note: files changed, the merged results did not (platform/h100.yaml); `kfdefaults lock "
+        "--upgrade` records the files",
+        "kfdefaults lock: kfdefaults.lock is up to date: 1 profile (h100)"]
+    render = kfdefaults(project, "render", "h100", "--target", "flytekit")
+    assert (render.returncode, render.stderr) == (0, ""), render.stderr
+    # a value that changes: each SDK's result changes alike, said once, at the line that sets it now
+    platform.write_text(H100.replace("1200", "1500") + "# reviewed by the platform team\n")
+    check = lock_check(project)
+    assert check.returncode == 1
+    assert check.stderr.splitlines() == [
+        f"{platform}:5:19: [platform] profiles.h100: elastic.rdzv_configs.join_timeout: 1200 -> 1500 (locked -> now); "
+        "`kfdefaults lock --upgrade` records the change",
+        "kfdefaults lock: kfdefaults.lock differs from the profiles now"]
+    render = kfdefaults(project, "render", "h100", "--target", "flyte2")
+    assert render.returncode == 1 and "join_timeout: 1200 -> 1500" in render.stderr, render.stderr
+
+
+def test_upgrade_records_a_comment(project: Path) -> None:
+    assert kfdefaults(project, "lock").returncode == 0
+    (project / "team" / "h100.yaml").write_text("elastic:\n  max_restarts: 2  # as agreed\n")
+    before = (project / "kfdefaults.lock").read_text()
+    upgrade = kfdefaults(project, "lock", "--upgrade")
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "warning: recorded: files changed, the merged results did not (team/h100.yaml)" in upgrade.stderr
+    assert (project / "kfdefaults.lock").read_text() != before
+    check = lock_check(project)
+    assert (check.returncode, check.stderr) == (0, "kfdefaults lock: kfdefaults.lock is up to date: 1 profile (h100)\n")
+
+
+@pytest.mark.parametrize("text", ["not json", "[" * 4000, "1" * 5000])
+def test_a_lock_whose_results_are_not_what_lock_writes(project: Path, text: str) -> None:
+    assert kfdefaults(project, "lock").returncode == 0
+    lock = project / "kfdefaults.lock"
+    lines = lock.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith('"elastic.max_restarts" = '))
+    lines[at] = f'"elastic.max_restarts" = "{text}"'
+    lock.write_text("\n".join(lines) + "\n")
+    check = lock_check(project)
+    assert check.returncode == 1
+    assert check.stderr.startswith(f"{lock}:{at + 1}:"), check.stderr
+    assert "each the JSON text of its value" in check.stderr and "Traceback" not in check.stderr
+    assert len(check.stderr) < 1000

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from typing import Any
 
 from ..layers import Catalog
+from ..merge.leaves import profile_leaves
 from ..merge.result import Resolved
+from ..paths import PathT, format_path
 from ..read import read_bytes
 from .file import sha256
 
@@ -75,6 +78,17 @@ def profile_files(resolved: Resolved, catalog: Catalog, root: str | None) -> lis
             seen.add(fragment.source)
             out.append(file_entry(fragment.source, fragment.layer, catalog, root))
     return out
+
+
+def result_leaves(resolved: Resolved) -> dict[str, tuple[PathT, str]]:
+    """What ``resolved`` gives a pod, leaf by leaf, as the lock's ``results`` record it: dotted path
+    (:func:`~kfdefaults.paths.format_path`) -> ``(path, canonical JSON of the value)``. The leaves are those
+    :meth:`Resolved.digest` covers (the elastic settings, the pod template with its primary container's name), so
+    two results of one digest have the same leaves; JSON is ASCII, so no value puts a control character in the
+    file."""
+    data = {k: v for k, v in resolved.to_dict().items() if k not in ("name", "description")}
+    return {format_path(path): (path, json.dumps(value, sort_keys=True, separators=(",", ":")))
+            for path, value in profile_leaves(data, kubernetes_version=resolved.kubernetes_version).items()}
 
 
 def entry_key(entry: dict[str, Any]) -> tuple[str, str, str]:

@@ -19,6 +19,9 @@ reviewed in pull requests like a package manager's lock file. Its shape (``versi
         { layer = "team", file = "profiles/gpu-large.yaml", digest = "sha256:..." },
     ]
 
+    [profiles.gpu-large.results.flytekit]   # what the digest covers, leaf by leaf: the JSON text of each value
+    "elastic.max_restarts" = "3"          # (to name the key, old and new value of a result that changed)
+
 A file of an installed package (the builtin profiles, a platform package) is named by the package and its name in
 the package's folder; any other file by its path relative to the lock file, or, outside the project, its name in
 its folder: nothing in it depends on where a machine keeps the files.
@@ -27,6 +30,7 @@ its folder: nothing in it depends on where a machine keeps the files.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import unicodedata
@@ -74,7 +78,8 @@ class Lock:
         path: The file.
         digest: :func:`sha256` of its bytes (the ``kfdefaults.io/lock`` annotation of registered pods).
         data: Its content: ``{"version", "kfdefaults", "kubernetes_version", "cluster_template"?, "profiles":
-            {name: {"files": [{"layer", "file", "digest", "package"?, "version"?}], target: digest}}}``.
+            {name: {"files": [{"layer", "file", "digest", "package"?, "version"?}], target: digest, "results"?:
+            {target: {dotted key: JSON text}}}}}``.
         doc: The parsed document, for the ``FILE:LINE:COLUMN`` of each entry.
     """
 
@@ -129,9 +134,12 @@ def _shape_problems(data: dict[str, Any], doc: Document) -> list[Finding]:
             out.append(bad(("profiles", name), "must be a table with a `files` list"))
             continue
         for key, value in entry.items():
-            if key != "files" and (key not in TARGETS or not _is_digest(value)):
+            if key == "results":
+                out += [bad(("profiles", name, key, *at), "must be a table per target of dotted keys, each the JSON "
+                            "text of its value") for at in _results_problems(value)]
+            elif key != "files" and (key not in TARGETS or not _is_digest(value)):
                 out.append(bad(("profiles", name, key), f"must be a digest per target ({', '.join(TARGETS)}: "
-                                                        "`sha256:` and 64 hex digits) or `files`"))
+                                                        "`sha256:` and 64 hex digits), `files` or `results`"))
         for i, item in enumerate(files):
             if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k, need in _FILE_KEYS.items() if need)
                     and all(k in _FILE_KEYS and isinstance(v, str) for k, v in item.items())
@@ -143,6 +151,28 @@ def _shape_problems(data: dict[str, Any], doc: Document) -> list[Finding]:
                                      and _is_digest(template.get("digest"))):
         out.append(bad(("cluster_template",), "must be a table of `file` and `digest`"))
     return out or [bad(path, message) for path, message in _field_problems(data)]
+
+
+def _results_problems(results: Any) -> list[tuple]:
+    """Where ``results`` is not ``{target: {dotted key: JSON text}}`` (each key and text at most
+    :data:`MAX_RESULT_TEXT` characters, each text JSON); ``[()]`` when it is no table of targets."""
+    if not isinstance(results, dict) or not all(k in TARGETS and isinstance(v, dict) for k, v in results.items()):
+        return [()]
+    out = []
+    for target, leaves in results.items():
+        for key, text in leaves.items():
+            if not isinstance(text, str) or len(key) > MAX_RESULT_TEXT or len(text) > MAX_RESULT_TEXT:
+                out.append((target, key))
+                continue
+            try:
+                json.loads(text)
+            except (ValueError, RecursionError):  # 4,000 brackets: refused here, not raised
+                out.append((target, key))
+    return out
+
+
+MAX_RESULT_TEXT = 4096
+"""The longest key or value text of a lock's ``results`` (a command line, a long annotation fit in it)."""
 
 
 _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")

@@ -83,6 +83,8 @@ class Pipeline:
             beside its arguments; the catalog's, the loader's and the project's are this one.
         require_locked: A profile the lock does not list is an error too (``Elastic(...)``, ``lock --check``: the
             project uses it unreviewed); ``False`` for ``render`` and ``validate``, which any profile may be shown by.
+        lock_notes: The files that differ from the lock while the results they merge to do not (severity
+            ``note``: :func:`kfdefaults.lock.lock_findings`), for ``lock --check`` to say.
 
     Raises:
         ValueError: no schema for ``kubernetes_version``.
@@ -108,6 +110,7 @@ class Pipeline:
         self.project = project
         self.lock = lock
         self.require_locked = False
+        self.lock_notes: list[Finding] = []
         self.loader = DefinitionLoader(self.kubernetes_version, self.inputs)
         for library in LIBRARIES:
             self.inputs.module(library)
@@ -349,8 +352,9 @@ class Pipeline:
             held = lock_findings(self.lock, profile, self.catalog, self.cluster_template.path if self.cluster_template
                                  else None, template_applies=self.target.name == "flytekit",
                                  require_locked=self.require_locked)
-            if held:
+            if any(f.severity == "error" for f in held):
                 raise ProfileError(held)
+            self.lock_notes += [f for f in held if f not in self.lock_notes]
         return resolved
 
     def warnings(self, resolved: Resolved) -> list[Finding]:

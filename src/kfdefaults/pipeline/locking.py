@@ -15,7 +15,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..check.replaced import replaced_lists
 from ..version import __version__
-from ..errors import Finding, KfdefaultsError, Location, ProfileError
+from ..errors import Finding, KfdefaultsError, Location, ProfileError, shown
 from ..layers import Project
 from ..lock import (
     LOCK_FILE,
@@ -27,7 +27,7 @@ from ..lock import (
     sha256,
     write_lock,
 )
-from ..lock.entries import project_path
+from ..lock.entries import project_path, result_leaves
 from ..lock.file import MAX_LOCK_BYTES, refuse_link
 from ..read.files import read_regular_file
 from ..targets import TARGETS
@@ -121,7 +121,7 @@ def lock_project(names: Sequence[str] = (), *, mode: str = "write", kubernetes_v
             changes = _changes(existing, checked, project, kubernetes_version, said if mode == "check" else None,
                                layers)
             report.findings += changes + said
-            report.changed = bool(changes)
+            report.changed = any(f.severity == "error" for f in changes)
             if mode == "check" or report.errors:
                 return report
         if mode == "upgrade" and existing is not None:  # say what the new lock file gives up or takes in
@@ -240,6 +240,11 @@ def _changes(existing: Lock | None, names: list[str], project: Project, kubernet
                 continue
             if warnings is not None:
                 warnings += [w for w in replaced_lists(resolved) if w not in warnings]
+    notes = [f for pipeline in pipelines.values() for f in pipeline.lock_notes]
+    files = sorted({f.message for f in notes})
+    if notes:  # said once: nothing to review, and --upgrade records the files
+        found.append(Finding(existing.location(), "", f"files changed, the merged results did not "
+                             f"({shown(', '.join(files), 120)}); `kfdefaults lock --upgrade` records the files", "note"))
     return found  # in the order found: each profile's causes before what they brought about
 
 
@@ -264,9 +269,10 @@ def _lock_data(names: list[str], pipelines: dict[str, Pipeline], project: Projec
                 continue
             entry[target] = resolved.digest()
             entry.setdefault("files", profile_files(resolved, pipeline.catalog, project.root))
+            entry.setdefault("results", {})[target] = {k: text for k, (_, text) in result_leaves(resolved).items()}
             report.findings += [w for w in replaced_lists(resolved) if w not in report.findings]  # each target alike
         if "files" not in entry:  # valid for no target: the profile itself is broken
             report.findings += [f for f in problems if f not in report.findings]
             continue
-        data["profiles"][name] = {"files": entry.pop("files"), **entry}
+        data["profiles"][name] = {"files": entry.pop("files"), "results": entry.pop("results"), **entry}
     return data
