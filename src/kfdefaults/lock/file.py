@@ -53,8 +53,8 @@ FORMAT = 1
 """The ``version`` of the file's shape this code reads and writes."""
 
 MAX_LOCK_BYTES = 2 << 20
-"""Largest lock file read (2 MiB: a profile, its results leaf by leaf for two targets, takes some 4 KB, so some five hundred profiles; tomllib, which
-is pure Python, reads it in about a second)."""
+"""Largest lock file read (2 MiB: a profile, its results leaf by leaf for two targets, takes some 4 KB, so some five
+hundred profiles; tomllib, which is pure Python, reads it in about a second)."""
 
 HEADER = (
     "# kfdefaults.lock: the layers and files each profile of this project is made of, and what they merge to.\n"
