@@ -166,7 +166,8 @@ def _start_warnings(resolved: Resolved, clock: dict[str, Clock], span: Span, low
     for name in ("active_deadline_seconds", "task_timeout"):
         limit = clock[name]
         need = worst + (j.value or 0)
-        if limit.value is not None and limit.value < need:
+        below_join = name == "active_deadline_seconds" and limit.value is not None and limit.value < (j.value or 0)
+        if limit.value is not None and limit.value < need and not below_join:  # below join_timeout: merged.py's
             found.append(_finding(limit, f"{name} is {limit.value} s ({_at(limit.source)}), below the worst start "
                                   f"{spread} plus join_timeout {j.value} s ({_at(j.source)}) = {need} s: it counts the "
                                   "wait for nodes and images too, and ends the job before a late rendezvous does"))

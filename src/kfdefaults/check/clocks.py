@@ -145,14 +145,13 @@ def env_value(resolved: Resolved, name: str) -> tuple[str | None, Source | None]
     return entry["value"].strip(), _profile(resolved, env_path(resolved, name), "")
 
 
-def _rdzv(resolved: Resolved, key: str) -> Clock:
+def _rdzv(resolved: Resolved, key: str, version: str | None) -> Clock:
     rdzv = resolved.elastic_settings.get("rdzv_configs") or {}
     value = rdzv.get(key) if isinstance(rdzv, dict) else None
     path = ("elastic", "rdzv_configs", key)
     if value is None:
         value = torch_defaults.RDZV_DEFAULTS[key]
-        source = Source(default=f"torch {torch_defaults.MEASURED} default (dynamic_rendezvous.py)" if key != "read_timeout"
-                        else f"torch {torch_defaults.MEASURED} default (c10d_rendezvous_backend.py)")
+        source = Source(default=torch_defaults.label(key, version))
     elif key in (resolved.target.defaults.get("rdzv_configs") or {}) and written_by(resolved.fragments, path) is None:
         source = Source(default=_plugin_default(resolved, f"rdzv_configs.{key}"))
     else:
@@ -282,7 +281,7 @@ def clocks(resolved: Resolved, facts: ClusterFacts | None) -> list[Clock]:
     monitor = resolved.elastic_settings.get("monitor_interval")
     monitor_source = _profile(resolved, ("elastic", "monitor_interval"), _plugin_default(resolved, "monitor_interval"))
     nccl, other = collective_timeout(resolved, version, version_at)
-    found = [_rdzv(resolved, "read_timeout"), _rdzv(resolved, "join_timeout"), _rdzv(resolved, "last_call_timeout"),
+    found = [*(_rdzv(resolved, key, version) for key in ("read_timeout", "join_timeout", "last_call_timeout")),
              Clock("monitor_interval", int(monitor) if isinstance(monitor, (int, float)) else None, True,
                    monitor_source, "elastic.monitor_interval", CLOCKS["monitor_interval"][0]),
              nccl, other, heartbeat(resolved, version), deadline_clock(resolved),

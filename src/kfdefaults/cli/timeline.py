@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         if pipeline.facts_file is None and not said_none:  # a first try, most likely: every figure will say unknown
             err("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
                 "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or [tool.kfdefaults] "
-                "cluster_facts)")
+                "cluster_facts)", wrap=True)
         tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
         resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)])
         return show_timeline(timeline(resolved, pipeline.facts, pipeline.cold_start(resolved, args.pool)), args.output)
