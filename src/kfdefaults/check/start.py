@@ -54,10 +54,15 @@ class Span:
 
     def described(self, key: str) -> str:
         """``2100 s (node_start worst 1500 s at FILE:LINE:COLUMN; image_pull worst 600 s at FILE:LINE:COLUMN)``:
-        the figure and each fact it sums, where it is written."""
+        the figure and each fact it sums (:meth:`sources`)."""
+        return f"{self.text(key)} {self.sources(key)}"
+
+    def sources(self, key: str) -> str:
+        """``(node_start worst 1500 s at FILE:LINE:COLUMN; image_pull worst 600 s at FILE:LINE:COLUMN)``: each fact
+        summed, where it is written, and those not stated."""
         parts = [f"{name} {key} {values.get(key)} s at {at}" for name, values, at in self.parts]
         missing = f"; {' and '.join(self.missing)} not stated" if self.missing else ""
-        return f"{self.text(key)} ({'; '.join(parts)}{missing})"
+        return f"({'; '.join(parts)}{missing})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"typical": self.typical, "worst": self.worst, "complete": self.complete, "missing": self.missing,

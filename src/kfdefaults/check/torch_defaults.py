@@ -33,6 +33,7 @@ torch installed beside kfdefaults, said to be assumed (:func:`taken_for`).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -133,13 +134,20 @@ def taken_for(version: str | None) -> tuple[str, str | None]:
     :data:`MEASURED`."""
     if version:
         return version, None
+    local = _local()
+    if local is None:
+        return MEASURED, f"torch {MEASURED} assumed (no torch here, and the facts state no torch.version)"
+    return local, f"the local torch {local} assumed (the facts state no torch.version)"
+
+
+@functools.lru_cache(maxsize=1)
+def _local() -> str | None:
     from importlib import metadata  # lazy: only where the facts state no torch
 
     try:
-        local = metadata.version("torch")
+        return metadata.version("torch")
     except (metadata.PackageNotFoundError, ValueError):
-        return MEASURED, f"torch {MEASURED} assumed (no torch here, and the facts state no torch.version)"
-    return local, f"the local torch {local} assumed (the facts state no torch.version)"
+        return None
 
 
 def label(name: str, version: str | None) -> str:

@@ -61,7 +61,7 @@ def _verify(args: argparse.Namespace) -> int:
     from ..validate.sets import parse_sets
 
     layers = layer_arguments(build("kfdefaults verify"), args)
-    objects = _objects(args.file)
+    objects, log_notes = _objects(args.file)
     pipelines: dict[str, Any] = {}
     profiles: dict[tuple[str, str], ProfileNow] = {}
     reports = []
@@ -82,6 +82,7 @@ def _verify(args: argparse.Namespace) -> int:
             digest = pipeline.resolve(name).digest() if task is not None else resolved.digest()
             now = profiles[(target.name, name)] = ProfileNow(resolved, digest)
         report = verify_object(obj, name, named_by, now)
+        report.notes += log_notes  # the log's other marker lines: a receipt log holds one object
         lock_now = _lock_digest(pipeline)
         if report.lock is not None and lock_now is None:
             report.notes.append(f"made in a project with a kfdefaults.lock ({short_digest(report.lock)}), and none is "
@@ -93,9 +94,10 @@ def _verify(args: argparse.Namespace) -> int:
     return show_reports(reports, args.output)
 
 
-def _objects(file: str) -> list[Any]:
-    """The live objects of ``file``: the receipts of a task's log (its ``KFDEFAULTS_RECEIPT`` lines, read as
-    ``kfdefaults why`` reads a log, up to 64 MiB), else the manifests of a file of them (up to the manifests' budget:
+def _objects(file: str) -> tuple[list[Any], list[str]]:
+    """The live objects of ``file`` and notes on reading it: the receipt of a task's log (its first
+    ``KFDEFAULTS_RECEIPT`` line that carries one, read as ``kfdefaults why`` reads a log, up to 64 MiB; notes on
+    the others), else the manifests of a file of them (up to the manifests' budget:
     :data:`~kfdefaults.read.document.MANIFEST_BUDGET`)."""
     import io
 
@@ -109,10 +111,12 @@ def _objects(file: str) -> list[Any]:
 
     raw = read_input(file, LOG_LIMIT)
     if (MARKER + " {").encode() in raw:
-        return receipt_objects(read_log(file, io.BytesIO(raw)).lines, file)
+        log = read_log(file, io.BytesIO(raw))
+        objects, notes = receipt_objects(log.lines, file)
+        return objects, notes + log.notes
     if len(raw) > MANIFEST_BUDGET.file_bytes:
         raise error(file, 1, 1, f"file is larger than {MANIFEST_BUDGET.file_bytes >> 10} KiB")
-    return live_objects(parse_yaml_documents(decode_text(raw, file), file, MANIFEST_BUDGET), file)
+    return live_objects(parse_yaml_documents(decode_text(raw, file), file, MANIFEST_BUDGET), file), []
 
 
 LOG_LIMIT = 64 << 20
