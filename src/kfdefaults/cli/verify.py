@@ -78,7 +78,7 @@ def _verify(args: argparse.Namespace) -> int:
         if now is None:
             tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
             task = pipeline.task_layer(name, tree, source="--set", labels=labels)
-            resolved = pipeline.resolve(name, [task])
+            resolved = _resolve_for(obj, pipeline, name, named_by, task)
             digest = pipeline.resolve(name).digest() if task is not None else resolved.digest()
             now = profiles[(target.name, name)] = ProfileNow(resolved, digest)
         report = verify_object(obj, name, named_by, now)
@@ -117,6 +117,29 @@ def _objects(file: str) -> tuple[list[Any], list[str]]:
     if len(raw) > MANIFEST_BUDGET.file_bytes:
         raise error(file, 1, 1, f"file is larger than {MANIFEST_BUDGET.file_bytes >> 10} KiB")
     return live_objects(parse_yaml_documents(decode_text(raw, file), file, MANIFEST_BUDGET), file), []
+
+
+def _resolve_for(obj: Any, pipeline: Any, name: str, named_by: str, task: Any) -> Any:
+    """The profile ``name`` resolved here; for one a receipt names that does not resolve here, an error at the
+    receipt's line that says what the receipt itself records.
+
+    Raises:
+        ProfileError: the profile does not resolve (located at the receipt where it named the profile).
+    """
+    from ..errors import Finding, ProfileError, shown
+
+    try:
+        return pipeline.resolve(name, [task])
+    except ProfileError as e:
+        if obj.kind != "Receipt" or named_by != "the receipt":
+            raise
+        count = len(obj.data.get("differences") or [])
+        why = shown(str(e.findings[0].message if e.findings else e), 200)
+        raise ProfileError([Finding(obj.location(), "", f"profile {shown(name, 60)!r}, which the receipt names, does not "
+                                    f"resolve here ({why}); the receipt itself records {count} difference"
+                                    f"{'s' * (count != 1)} between the pod and what its task registered (kfdefaults why "
+                                    "reads them): run verify in the project that made the task, or give --profile")]) \
+            from None
 
 
 LOG_LIMIT = 64 << 20

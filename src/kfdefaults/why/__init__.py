@@ -33,7 +33,7 @@ def values_in_log(log: LogText) -> tuple[Values | None, str | None, list[str]]:
     if first is not None:
         line, receipt = first
         digest, profile = receipt.get("digest"), receipt.get("profile")
-        source = (f"the receipt in the log (line {line}): profile {shown(str(profile), 60)} ({receipt.get('target')})"
+        source = (f"the receipt in the log (line {line}): profile {shown(str(profile), 60)} ({shown(str(receipt.get('target')), 20)})"
                   + (f", registered {shown(str(digest), 80)}" if digest else ""))
         registered = {**receipt["registered"], "target": receipt.get("target")}
         return (Values(registered, receipt.get("observed") or {}, source, profile,

@@ -14,7 +14,7 @@ from ..backend.elastic_config import nnodes_range
 from ..check.start import ColdStart
 from ..check.torch_defaults import RDZV_DEFAULTS
 from .failures import Found
-from .values import Setting, Values
+from .values import Setting, Values, bounded
 
 
 @dataclass
@@ -314,6 +314,7 @@ def answer(found: Found, values: Values | None, cluster: Cluster | None = None) 
         keys = {s.key for s in a.settings}
         for d in values.differences:
             if d.get("path") in keys:
-                a.change.insert(0, f"this pod had {d.get('observed')}, not the {d.get('registered')} registered at "
-                                   f"{d.get('path')}: likely {d.get('cause')}; restore it first")
+                said = {k: bounded(d.get(k)) for k in ("observed", "registered", "path", "cause")}
+                a.change.insert(0, f"this pod had {said['observed']}, not the {said['registered']} registered at "
+                                   f"{said['path']}: likely {said['cause']}; restore it first")
     return a

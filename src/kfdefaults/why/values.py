@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..check import torch_defaults
+from ..errors import shown
 from ..k8s.mounts import is_shm_mount
 from ..merge.provenance import provenance
 from ..merge.result import Resolved
@@ -63,8 +64,22 @@ class Setting:
     default: str | None = None
     observed: str | None = None
 
+    def __post_init__(self) -> None:  # a receipt's text may be of any size: each field is shown, bounded
+        if not isinstance(self.value, (int, float, type(None))):
+            self.value = bounded(self.value)
+        self.set_by, self.observed = (None if v is None else bounded(v) for v in (self.set_by, self.observed))
+
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None or k in ("key", "value")}
+
+
+SHOWN = 200
+"""Characters of a text from a log (a value, who set it, a name) shown at most."""
+
+
+def bounded(value: Any) -> str:
+    """``value`` as text of at most about :data:`SHOWN` characters (:func:`~kfdefaults.errors.shown`)."""
+    return shown(value if isinstance(value, str) else json.dumps(value, default=str)[:SHOWN + 50], SHOWN)
 
 
 class Values:
