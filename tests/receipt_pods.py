@@ -80,7 +80,9 @@ def kubelet_cgroups(memory: int | None = None, cpu_millis: int | None = None) ->
 
 def receipts(stderr: str) -> list[dict]:
     """The receipts a task printed on its standard error (its ``KFDEFAULTS_RECEIPT`` lines)."""
-    return [r for _, r in receipts_in(enumerate(stderr.splitlines(), 1), "<stderr>")]
+    found, bad = receipts_in(enumerate(stderr.splitlines(), 1), "<stderr>")
+    assert not bad, bad
+    return [r for _, r in found]
 
 
 def receipt_lines(stderr: str) -> list[str]:

@@ -7,6 +7,7 @@ The torch runs that hold the timeline's first clock to what torch raises are ``t
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -96,8 +97,11 @@ def test_an_elastic_range_whose_last_call_is_below_the_start_spread(platform):
     [warning] = [w for w in warnings_of(render(platform, "range")) if "last_call_timeout" in w]
     facts_file = platform / "_cluster-facts.yaml"
     # the default has no line: the finding is at nnodes', and names the facts' lines
+    # the facts state no torch.version: the default is the local torch's, said to be assumed
+    local = importlib.metadata.version("torch")
     assert warning.startswith(f"{profile}:3:11: [platform] elastic.rdzv_configs.last_call_timeout: warning: nnodes "
-                              "2:4 with last_call_timeout 30 s (torch 2.13 default (dynamic_rendezvous.py))")
+                              "2:4 with last_call_timeout 30 s (torch default (dynamic_rendezvous.py RendezvousTimeout); "
+                              f"the local torch {local} assumed (the facts state no torch.version))")
     assert f"{facts_file}:1:13" in warning and f"{facts_file}:2:13" in warning and "DistStoreError" in warning
     # set in the profile: at its own line
     write(platform, "range.yaml", 'extends: cpu-small\nelastic:\n  nnodes: "2:4"\n  rdzv_configs: {last_call_timeout: 60}\n')
@@ -206,7 +210,8 @@ def test_the_timeline_text_fits_80_columns_and_traces_every_figure(platform):
     elastic_default = (Path(__file__).parent.parent / "profiles" / "elastic-gpu-default.yaml").resolve()
     assert f"read_timeout 900 s builtin {elastic_default}:7:19" in text or \
            "read_timeout 900 s builtin profiles/elastic-gpu-default.yaml:7:19" in text
-    assert "last_call_timeout 30 s torch 2.13 default (dynamic_rendezvous.py)" in text
+    # the default of the facts' torch, named with it
+    assert "last_call_timeout 30 s torch 2.5.1 default (dynamic_rendezvous.py RendezvousTimeout)" in text
     assert "monitor_interval 5 s flytekitplugins.kfpytorch.Elastic default (monitor_interval)" in text
     assert "nccl_heartbeat 480 s torch 2.5.1 default (ProcessGroupNCCL heartbeat monitor; pytorch#133028)" in text
     assert "(Kueue's default waitForPodsReady.timeout, 5 minutes)" in text

@@ -218,13 +218,14 @@ def test_standard_input_is_read_as_a_file():
     assert done.returncode == 0 and "a DataLoader worker died of a bus error: /dev/shm is full" in done.stdout.decode()
 
 
-def test_a_broken_receipt_line_is_bad_input(tmp_path):
+def test_a_broken_receipt_line_is_noted_at_its_line_and_the_log_still_answered(tmp_path):
     log = tmp_path / "task.log"
     log.write_text("starting\nKFDEFAULTS_RECEIPT {\"kind\": \"Receipt\", \"registered\": 3}\nRendezvousTimeoutError\n")
     done = why(log)
-    assert done.returncode == 1 and done.stdout == b""
-    assert done.stderr.decode() == (f"{log}:2:20: a receipt without the registered elastic settings "
-                                    "(registered.elastic)\n")
+    assert done.returncode == 0 and done.stderr == b""
+    lines = done.stdout.decode().splitlines()
+    assert lines[0].endswith(": 1 known failure; no values: give --profile NAME")
+    assert f"note: {log}:2:20: a receipt without the registered elastic settings (registered.elastic); not read" in lines
 
 
 # --- hand-written lines: what this machine cannot run, in the words of the program that writes it -----------
@@ -298,9 +299,10 @@ def test_kueue_s_eviction_is_answered_with_the_cluster_s_facts(tmp_path):
     assert failure["name"] == "kueue-pods-ready"
     assert failure["settings"] == [{"key": "kueue.wait_for_pods_ready.timeout (cluster facts)", "value": 300,
                                     "set_by": f"facts {facts}:4"}]
-    assert failure["change"] == ["the pods must be ready within 300 s, and the facts give up to 1020 s for a node to "
-                                 "start and pull the image: ask the platform to raise Kueue's waitForPodsReady.timeout "
-                                 "above that, or run on a pool with warm nodes"]
+    assert failure["change"] == ["the pods must be ready within 300 s, and a node may take 1020 s to start and pull "
+                                 f"the image, the cluster's worst cold start (node_start worst 600 s at {facts}:1:13; "
+                                 f"image_pull worst 420 s at {facts}:2:13): ask the platform to raise Kueue's "
+                                 "waitForPodsReady.timeout above that, or run on a pool with warm nodes"]
 
 
 def test_the_help_names_the_receipt_by_the_line_it_reads():
@@ -329,13 +331,14 @@ def test_the_help_names_the_receipt_by_the_line_it_reads():
     ('"registered": {"elastic": {}}, "observed": {"env": {"\\u001b[2J": 3}}', "observed.env.\\x1b[2J must be a string"),
     ('"registered": {"elastic": {}}, "differences": [{"path": ["a"]}]', "differences[0].path must be a string or null"),
 ])
-def test_a_forged_receipt_of_the_wrong_shape_is_bad_input_at_its_line(tmp_path, inside, message):
+def test_a_forged_receipt_of_the_wrong_shape_is_noted_at_its_line_and_not_read(tmp_path, inside, message):
     log = tmp_path / "task.log"
     log.write_text("starting\nKFDEFAULTS_RECEIPT {\"kind\": \"Receipt\", " + inside + "}\nRendezvousTimeoutError\n"
                    "DataLoader worker (pid 7) is killed by signal: Bus error\nOOMKilled\n")
-    done = why(log)
-    assert done.returncode == 1 and done.stdout == b""
-    assert done.stderr.decode() == f"{log}:2:20: {message}\n"
+    result = answer(log)
+    assert result["values"] is None
+    assert [f["name"] for f in result["failures"]] == ["shm-bus-error", "oom-killed", "rendezvous-timeout"]
+    assert result["notes"] == [f"{log}:2:20: {message}; not read"]
 
 
 def test_a_number_longer_than_python_reads_is_no_value(tmp_path):

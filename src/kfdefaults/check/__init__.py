@@ -78,7 +78,7 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     if facts is not None:
         # lazy: about 30 ms to import (see errors()), only where the cluster states its facts
         from .clock_lints import clock_warnings
-        from .timeline import choose_pool
+        from .start import choose_pool
 
         found += clock_warnings(resolved, facts, choose_pool(facts, fitting)[0])
     return found

@@ -26,9 +26,9 @@ from ..merge.origins import written_by
 from ..merge.result import Resolved
 from ..paths import format_path
 from . import torch_defaults
-from .clocks import FACTS_LAYER, Clock, Source, Span, by_name, clocks, env_path, env_value, nodes, starts, \
-    torch_version
+from .clocks import FACTS_LAYER, Clock, Source, by_name, clocks, env_path, env_value, nodes, torch_version
 from .scenarios import run_scenarios
+from .start import Span, starts
 from .timeline import collective_backend
 
 TYPE_CHECKING = False
@@ -50,12 +50,6 @@ def _at(source: Source) -> str:
     if source.location is None:
         return source.default or "unknown"
     return f"[{source.layer}] {source.location}" if source.layer else str(source.location)
-
-
-def _span_text(span: Span, key: str) -> str:
-    parts = [f"{name} {key} {values.get(key)} s at {at}" for name, values, at in span.parts]
-    missing = f"; {' and '.join(span.missing)} not stated" if span.missing else ""
-    return f"{span.text(key)} ({'; '.join(parts)}{missing})"
 
 
 def _finding(side: Clock, message: str, severity: str = "warning", other: Source | None = None) -> Finding:
@@ -91,7 +85,7 @@ def clock_errors(resolved: Resolved, facts: ClusterFacts | None) -> list[Finding
         limit = clock[name]
         if limit.value is not None and limit.value <= span.typical:
             found.append(_finding(limit, f"{name} is {limit.value} s ({_at(limit.source)}), no longer than a cold "
-                                  f"node's typical start, {_span_text(span, 'typical')}: the job is ended before its "
+                                  f"node's typical start, {span.described('typical')}: the job is ended before its "
                                   "nodes are up whenever one is cold; give it the start and the training", "error"))
     return found
 
@@ -140,7 +134,7 @@ def _restarts_source(resolved: Resolved) -> Source:
 
 def _start_warnings(resolved: Resolved, clock: dict[str, Clock], span: Span, low: int, high: int) -> list[Finding]:
     worst = span.worst or 0
-    spread = _span_text(span, "worst")
+    spread = span.described("worst")
     found = []
     kueue = clock["kueue_wait"]
     if kueue.value is not None and kueue.value < worst:
@@ -172,7 +166,8 @@ def _start_warnings(resolved: Resolved, clock: dict[str, Clock], span: Span, low
     for name in ("active_deadline_seconds", "task_timeout"):
         limit = clock[name]
         need = worst + (j.value or 0)
-        if limit.value is not None and limit.value < need:
+        below_join = name == "active_deadline_seconds" and limit.value is not None and limit.value < (j.value or 0)
+        if limit.value is not None and limit.value < need and not below_join:  # below join_timeout: merged.py's
             found.append(_finding(limit, f"{name} is {limit.value} s ({_at(limit.source)}), below the worst start "
                                   f"{spread} plus join_timeout {j.value} s ({_at(j.source)}) = {need} s: it counts the "
                                   "wait for nodes and images too, and ends the job before a late rendezvous does"))

@@ -3,7 +3,7 @@
 The model behind ``kfdefaults timeline`` and the clock lints (:mod:`.clock_lints`), and the one a reader of torch's
 logs can ask "which setting is that, and where": :func:`clocks` gives each :class:`Clock` (seconds; a value no
 layer set is the named default of the SDK's plugin, of torch by release (:mod:`.torch_defaults`), of Kueue),
-:func:`starts` how late a node can start on the cluster (its facts: :mod:`kfdefaults.validate.facts`).
+:func:`.start.starts` how late a node can start on the cluster (its facts: :mod:`kfdefaults.validate.facts`).
 
 What each clock bounds follows ``docs/timeouts.md`` (torch 2.13's source) and what the clocks did when torch ran
 (``docs/clocks-measured.md``).
@@ -112,55 +112,6 @@ CLOCKS = {
 """Clock name -> (what keeps it, what it bounds), in the order a job meets them."""
 
 
-class Span:
-    """How late a node can start, as ``typical`` and ``worst`` seconds, with the facts behind each.
-
-    Attributes:
-        typical: Seconds, or ``None`` (unknown).
-        worst: Seconds, or ``None`` (unknown).
-        complete: Every part is stated; ``False`` when only some are (then the figures are at least these).
-        parts: ``(fact, {"typical"?, "worst"?}, Location)`` of each fact summed (``node_start``, ``image_pull``).
-        missing: The facts not stated.
-    """
-
-    def __init__(self, parts: list[tuple[str, dict[str, int], Location]], missing: list[str]) -> None:
-        self.parts, self.missing = parts, missing
-        self.complete = not missing
-        self.typical = self._sum("typical")
-        self.worst = self._sum("worst")
-
-    def _sum(self, key: str) -> int | None:
-        values = [p[1].get(key) for p in self.parts]
-        if not values or any(v is None for v in values):
-            return None
-        return sum(v for v in values if v is not None)
-
-    def text(self, key: str) -> str:
-        value = getattr(self, key)
-        if value is None:
-            return "unknown"
-        return f"{value} s" if self.complete else f"at least {value} s"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"typical": self.typical, "worst": self.worst, "complete": self.complete, "missing": self.missing,
-                "parts": [{"fact": name, **values, "at": {"file": at.file, "line": at.line, "column": at.column}}
-                          for name, values, at in self.parts]}
-
-
-def starts(facts: ClusterFacts | None, pool: str | None = None) -> Span:
-    """How late a cold node starts after a hot one (a node already up with the image cached starts its pod at
-    once): ``node_start`` (a scale-up to Ready) plus ``image_pull``, each ``pool``'s own where it states one, else
-    the cluster's (:meth:`~kfdefaults.validate.facts.ClusterFacts.span`)."""
-    parts, missing = [], []
-    for fact in ("node_start", "image_pull"):
-        values, path = facts.span(fact, pool) if facts is not None else ({}, ())
-        if path:
-            parts.append((fact, values, facts.location(*path)))  # type: ignore[union-attr]
-        else:
-            missing.append(fact)
-    return Span(parts, missing)
-
-
 def _profile(resolved: Resolved, path: tuple, default: str) -> Source:
     setter = written_by(resolved.fragments, path)
     if setter is None:
@@ -194,14 +145,13 @@ def env_value(resolved: Resolved, name: str) -> tuple[str | None, Source | None]
     return entry["value"].strip(), _profile(resolved, env_path(resolved, name), "")
 
 
-def _rdzv(resolved: Resolved, key: str) -> Clock:
+def _rdzv(resolved: Resolved, key: str, version: str | None) -> Clock:
     rdzv = resolved.elastic_settings.get("rdzv_configs") or {}
     value = rdzv.get(key) if isinstance(rdzv, dict) else None
     path = ("elastic", "rdzv_configs", key)
     if value is None:
         value = torch_defaults.RDZV_DEFAULTS[key]
-        source = Source(default=f"torch {torch_defaults.MEASURED} default (dynamic_rendezvous.py)" if key != "read_timeout"
-                        else f"torch {torch_defaults.MEASURED} default (c10d_rendezvous_backend.py)")
+        source = Source(default=torch_defaults.label(key, version))
     elif key in (resolved.target.defaults.get("rdzv_configs") or {}) and written_by(resolved.fragments, path) is None:
         source = Source(default=_plugin_default(resolved, f"rdzv_configs.{key}"))
     else:
@@ -331,7 +281,7 @@ def clocks(resolved: Resolved, facts: ClusterFacts | None) -> list[Clock]:
     monitor = resolved.elastic_settings.get("monitor_interval")
     monitor_source = _profile(resolved, ("elastic", "monitor_interval"), _plugin_default(resolved, "monitor_interval"))
     nccl, other = collective_timeout(resolved, version, version_at)
-    found = [_rdzv(resolved, "read_timeout"), _rdzv(resolved, "join_timeout"), _rdzv(resolved, "last_call_timeout"),
+    found = [*(_rdzv(resolved, key, version) for key in ("read_timeout", "join_timeout", "last_call_timeout")),
              Clock("monitor_interval", int(monitor) if isinstance(monitor, (int, float)) else None, True,
                    monitor_source, "elastic.monitor_interval", CLOCKS["monitor_interval"][0]),
              nccl, other, heartbeat(resolved, version), deadline_clock(resolved),

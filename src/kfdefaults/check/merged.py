@@ -14,6 +14,7 @@ from ..merge.provenance import Setter, highest, provenance, where
 from ..paths import PathT, Select, format_path
 from ..read import TOML_SUFFIXES
 from ..smp.schema import schema_type
+from ..backend.registered import is_multi_node
 from ..validate.suggest import closest
 from .shm import ShmHeadroom, quantity_text
 
@@ -68,6 +69,7 @@ class _MergedChecker:
         for container in containers:
             self.shm(container, volumes)
         self.join_timeout()
+        self.deadline_below_join_timeout()
         self.run_policy_of_a_single_pod()
         self.file_store_on_several_nodes()
         if primary is not None:
@@ -270,12 +272,49 @@ class _MergedChecker:
     def join_timeout(self) -> None:
         rdzv = self.merged.elastic_settings.get("rdzv_configs") or {}
         if isinstance(rdzv, dict) and rdzv.get("timeout") is not None and rdzv.get("join_timeout") is None:
+            # lazy: torch's defaults by release are the clocks' table, which a render of no such profile reads not
+            from .torch_defaults import RDZV_DEFAULTS
+
             self.warn(
                 "elastic.rdzv_configs.timeout",
-                "c10d ignores `timeout` and no layer sets `join_timeout`: the join timeout stays torch's 600 s; "
-                "set `join_timeout`",
+                "c10d ignores `timeout` and no layer sets `join_timeout`: the join timeout stays torch's "
+                f"{RDZV_DEFAULTS['join_timeout']} s; set `join_timeout`",
                 self.setter("elastic", "rdzv_configs", "timeout"),
             )
+
+    def deadline_below_join_timeout(self) -> None:
+        """``run_policy.active_deadline_seconds`` below ``join_timeout`` on several nodes: the training operator
+        ends the job (``DeadlineExceeded``, counted from the job's start) before a rendezvous waiting for a late
+        node gives up, and whatever trains longer than the deadline."""
+        elastic = self.merged.elastic_settings
+        policy, rdzv = elastic.get("run_policy") or {}, elastic.get("rdzv_configs") or {}
+        deadline = policy.get("active_deadline_seconds") if isinstance(policy, dict) else None
+        join = rdzv.get("join_timeout") if isinstance(rdzv, dict) else None
+        if not (is_multi_node(elastic) and _seconds(deadline)):
+            return
+        if join is None:
+            # lazy: torch's defaults by release are the clocks' table, which a render without a deadline reads not
+            from .torch_defaults import RDZV_DEFAULTS
+
+            join = RDZV_DEFAULTS["join_timeout"]
+        if not (_seconds(join) and deadline < join):
+            return
+        path = ("elastic", "run_policy", "active_deadline_seconds")
+        setter, join_setter = self.setter(*path), self.setter("elastic", "rdzv_configs", "join_timeout")
+        self.warn(
+            format_path(path),
+            f"active_deadline_seconds is {deadline} s ({where(setter)}), below join_timeout's {join} s "
+            f"({where(join_setter) if join_setter else 'torch default'}): the training operator ends the job "
+            f"(DeadlineExceeded) {deadline} s after it starts, before a rendezvous waiting for a late node gives up "
+            "and before any training longer than that ends; raise it above join_timeout plus the training, or "
+            "remove it",
+            setter, join_setter,
+        )
+
+
+def _seconds(value: Any) -> bool:
+    """Whether ``value`` is a positive whole number of seconds."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def check_merged(merged: Any, headroom: ShmHeadroom | None = None,
@@ -291,6 +330,7 @@ def check_merged(merged: Any, headroom: ShmHeadroom | None = None,
     * containers none of which is the primary container (flytekit then adds an empty one,
       ``flytekit.core.utils._serialize_pod_spec``).
     * ``rdzv_configs.timeout`` without any ``join_timeout``.
+    * ``run_policy.active_deadline_seconds`` below ``join_timeout`` (several nodes).
     * a volume with two sources (``emptyDir`` from one layer, ``hostPath`` from another): the API server
       accepts one.
     * a container or init container, other than the primary container, without an image (a misspelt

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..merge.result import Resolved
-from .clocks import Clock, Span, env_value
+from .clocks import Clock, env_value
+from .start import Span
 from . import torch_defaults
 
 JOIN_LATE = 3

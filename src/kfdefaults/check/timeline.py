@@ -1,7 +1,7 @@
 """The timeline of a distributed task on a cluster: which clock fires first, when, with which error, and the worst
 case to a clean failure, in the six ways a multi-node start or run goes wrong.
 
-Worked out from the clocks (:func:`.clocks.clocks`) and how late a node starts (:func:`.clocks.starts`), as torch
+Worked out from the clocks (:func:`.clocks.clocks`) and how late a node starts (:func:`.start.starts`), as torch
 2.13 behaves when run for real (``docs/clocks-measured.md``), not as the clocks' names suggest:
 
 * A node that does not host the rendezvous store, started before the store's host, gives up connecting between
@@ -26,14 +26,15 @@ from typing import Any
 from ..backend.registered import registered_pod_spec
 from ..k8s.scheduling import pod_requests
 from ..merge.result import Resolved
-from .clocks import Clock, Span, by_name, clocks, env_value, nodes, starts, torch_version
+from .clocks import Clock, by_name, clocks, env_value, nodes, torch_version
 from .scenarios import Event, Scenario, never_scenarios, run_scenarios, single_start, start_scenarios
+from .start import ColdStart, Span, starts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..validate.facts import ClusterFacts
 
-__all__ = ["Event", "Scenario", "Timeline", "choose_pool", "collective_backend", "timeline"]
+__all__ = ["Event", "Scenario", "Timeline", "collective_backend", "timeline"]
 
 
 @dataclass
@@ -47,7 +48,7 @@ class Timeline:
         pool: The node pool whose start times are used, or ``None`` (the cluster's), and why.
         torch: The torch version of the image, or ``None``.
         clocks: :func:`.clocks.clocks`.
-        start: How late a cold node starts (:class:`.clocks.Span`).
+        start: How late a cold node starts (:class:`.start.Span`).
         backend: ``nccl`` (the pod requests GPUs) or ``gloo``: which process-group default the hang scenarios use.
         scenarios: The scenarios (none for a single node).
     """
@@ -75,39 +76,14 @@ def collective_backend(resolved: Resolved) -> str:
     return "nccl" if any(r.rsplit("/", 1)[-1] == "gpu" and v for r, v in requests.items() if "/" in r) else "gloo"
 
 
-def choose_pool(facts: ClusterFacts | None, fitting: list[str] | None, asked: str | None = None
-                ) -> tuple[str | None, str]:
-    """Which pool's start times a timeline uses, and why: ``asked`` (``--pool``); else the one pool the profile fits
-    (:mod:`.fit`: ``fitting`` names them, ``None`` when no pools are known), or the slowest to start of several
-    (one whose start the facts do not fully state may be the slowest: it is chosen, and its start is unknown, never
-    guessed from the others'); else the cluster's own ``node_start`` and ``image_pull`` (``(None, why)``)."""
-    if asked is not None:
-        return asked, "--pool"
-    if fitting is None:
-        return None, "no node pools known"
-    if not fitting:
-        return None, "it fits no pool"
-    if len(fitting) == 1:
-        return fitting[0], "the one pool it fits"
-    spans = {name: starts(facts, name) for name in fitting}
-    unstated = [name for name in fitting if not spans[name].complete or spans[name].worst is None]
-    if unstated:
-        return (max(unstated, key=lambda name: spans[name].worst or 0),
-                f"of the pools it fits, {', '.join(fitting)}, one whose start the facts do not state, which may be "
-                "the slowest")
-    slowest = max(fitting, key=lambda name: spans[name].worst or 0)
-    return slowest, f"the slowest to start of the pools it fits: {', '.join(fitting)}"
-
-
-def timeline(resolved: Resolved, facts: ClusterFacts | None, pool: tuple[str | None, str] = (None, "no pool named")
-             ) -> Timeline:
+def timeline(resolved: Resolved, facts: ClusterFacts | None, start: ColdStart | None = None) -> Timeline:
     """The timeline of a task on ``resolved`` on the cluster ``facts`` describe.
 
     Args:
         resolved: The merged profile.
         facts: The cluster's facts, or ``None`` (every fact unknown).
-        pool: The node pool whose ``node_start`` and ``image_pull`` apply, and why (``--pool``, the one pool the
-            profile fits); ``(None, ...)``: the cluster's.
+        start: How late a cold node starts, on which pool's figures (:meth:`kfdefaults.pipeline.Pipeline.cold_start`);
+            ``None``: the cluster's.
 
     Returns:
         The clocks, the cold start, and (several nodes only) the scenarios, worst cold start first.
@@ -116,7 +92,7 @@ def timeline(resolved: Resolved, facts: ClusterFacts | None, pool: tuple[str | N
     clock = by_name(found)
     low, high = nodes(resolved)
     version, _ = torch_version(resolved, facts)
-    span = starts(facts, pool[0])
+    span, pool = start if start is not None else (starts(facts), (None, "no pool named"))
     backend = collective_backend(resolved)
     scenarios: list[Scenario] = []
     if high == 1:  # one pod: no rendezvous to wait for; Kueue and the deadlines against its start, its own workers

@@ -21,22 +21,25 @@ says from which release a default holds and where torch sets it:
   kfdefaults' own for flytekit) can change it: from torch 2.2, where ``_get_default_timeout`` reads the module's
   ``default_pg_nccl_timeout``; before, the default was bound when torch was imported.
 
-The rendezvous clocks (``read_timeout`` 60 s, ``join_timeout`` 600 s, ``last_call_timeout`` 30 s,
-``close_timeout`` 30 s: ``torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py`` and
-``dynamic_rendezvous.py``) are those of torch 2.13, read and measured here; :data:`RDZV_DEFAULTS`.
+* The rendezvous clocks (``read_timeout`` 60 s: ``_create_tcp_store`` in
+  ``torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py``; ``join_timeout`` 600 s,
+  ``last_call_timeout`` 30 s, ``close_timeout`` 30 s: ``RendezvousTimeout._DEFAULT_TIMEOUTS`` in
+  ``dynamic_rendezvous.py``): read and measured in torch 2.13, the same since the c10d rendezvous came (torch 1.9);
+  :data:`RDZV_DEFAULTS`.
+
+A default is labelled with the release it is taken for (:func:`label`): the facts' ``torch.version``, else the
+torch installed beside kfdefaults, said to be assumed (:func:`taken_for`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
 MEASURED = "2.13"
 """The torch release whose source was read and whose clocks were run for real (``docs/clocks-measured.md``)."""
 
-RDZV_DEFAULTS = {"read_timeout": 60, "join_timeout": 600, "last_call_timeout": 30, "close_timeout": 30}
-"""The c10d rendezvous' defaults in seconds (torch 2.13: ``_create_tcp_store`` reads ``read_timeout``,
-``create_handler`` the others, through ``RendezvousTimeout``'s defaults)."""
 
 
 class Default(NamedTuple):
@@ -63,8 +66,15 @@ _HEARTBEAT = [
     Default(600, "2.2", "ProcessGroupNCCL heartbeat monitor; pytorch#116267"),
     Default(480, "2.5", "ProcessGroupNCCL heartbeat monitor; pytorch#133028"),
 ]
-TABLE = {"pg_timeout_nccl": _PG_NCCL, "pg_timeout_other": _PG_OTHER, "nccl_heartbeat": _HEARTBEAT}
+_RDZV = {"read_timeout": Default(60, "0", "c10d_rendezvous_backend.py _create_tcp_store"),
+         **{f"{name}_timeout": Default(seconds, "0", "dynamic_rendezvous.py RendezvousTimeout")
+            for name, seconds in (("join", 600), ("last_call", 30), ("close", 30))}}
+TABLE = {"pg_timeout_nccl": _PG_NCCL, "pg_timeout_other": _PG_OTHER, "nccl_heartbeat": _HEARTBEAT,
+         **{name: [row] for name, row in _RDZV.items()}}
 """Default -> its values by release, oldest first."""
+
+RDZV_DEFAULTS = {name: row.value for name, row in _RDZV.items()}
+"""The c10d rendezvous' defaults in seconds (``rdzv_configs`` key -> seconds)."""
 
 TORCH_NCCL_NAMES_SINCE = "2.2"
 """The ``TORCH_NCCL_*`` variables (and the heartbeat monitor) exist from this release; before, torch reads
@@ -116,3 +126,38 @@ def history(name: str) -> str:
         else:
             parts.append(f"{value} from {row.since}")
     return ", ".join(parts)
+
+
+def taken_for(version: str | None) -> tuple[str, str | None]:
+    """The torch release whose defaults apply, and why it is assumed (``None``: it is not, ``version`` is the
+    facts'): ``version``, else the torch installed here (its distribution's metadata: torch is not imported), else
+    :data:`MEASURED`."""
+    if version:
+        return version, None
+    local = _local()
+    if local is None:
+        return MEASURED, f"torch {MEASURED} assumed (no torch here, and the facts state no torch.version)"
+    return local, f"the local torch {local} assumed (the facts state no torch.version)"
+
+
+@functools.lru_cache(maxsize=1)
+def _local() -> str | None:
+    from importlib import metadata  # lazy: only where the facts state no torch
+
+    try:
+        return metadata.version("torch")
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def label(name: str, version: str | None) -> str:
+    """How a default of ``name`` is named: ``torch 2.5.1 default (dynamic_rendezvous.py RendezvousTimeout)``, with
+    the release :func:`taken_for` gives; ``torch default (...); the local torch 2.13.0 assumed (...)`` when the
+    facts state none; ``torch default: none before 2.2, ...`` (:func:`history`) when that release is not known."""
+    release_, assumed = taken_for(version)
+    found = default(name, release_)
+    if found is None:
+        return f"torch default: {history(name)}"
+    if assumed is None:
+        return f"torch {release_} default ({found.source})"
+    return f"torch default ({found.source}); {assumed}"

@@ -144,10 +144,21 @@ def out_lines(lines: Iterable[str]) -> None:
     sys.stdout.write("".join(printable(line) + "\n" for line in lines))
 
 
-def err(text: str) -> None:
+def err(text: str, *, wrap: bool = False) -> None:
     """Write one line to standard error, :func:`~kfdefaults.escape.printable` (a line break in it is written
-    ``\\n``: a message never starts a line of its own choosing in a CI log)."""
-    sys.stderr.write(printable(text) + "\n")
+    ``\\n``: a message never starts a line of its own choosing in a CI log); with ``wrap``, at a terminal, cut
+    between words to its width (80 columns at most), the lines after the first indented by 4."""
+    line = printable(text)
+    if wrap and sys.stderr.isatty():
+        import shutil
+
+        from ..show.wrap import hanging, wrap
+
+        width = min(80, shutil.get_terminal_size((80, 24)).columns)
+        first = wrap(line, width)[0]
+        rest = line[len(first):].lstrip(" ")
+        line = "\n".join([first, *hanging("    ", rest, width)]) if rest else first
+    sys.stderr.write(line + "\n")
 
 
 def report(findings: Iterable[Any]) -> None:

@@ -45,8 +45,7 @@ def build(prog: str) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     def body() -> int:
-        from ..check.timeline import choose_pool, timeline
-        from ..errors import KfdefaultsError
+        from ..check.timeline import timeline
         from ..layers.cluster import CLUSTER_FACTS, NONE
         from ..pipeline import Pipeline
         from ..show.timeline_view import show_timeline
@@ -61,17 +60,9 @@ def run(args: argparse.Namespace) -> int:
         if pipeline.facts_file is None and not said_none:  # a first try, most likely: every figure will say unknown
             err("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
                 "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or [tool.kfdefaults] "
-                "cluster_facts)")
+                "cluster_facts)", wrap=True)
         tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
         resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)])
-        report = pipeline.fit(resolved)
-        names = [v.pool.name for v in report.pools] if report is not None else []
-        if args.pool is not None and args.pool not in names and (
-                pipeline.facts is None or pipeline.facts.get("node_pools", args.pool) is None):
-            raise KfdefaultsError(f"no node pool named {args.pool!r}"
-                                  + (f" (the pools: {', '.join(names)})" if names else " (no node pools known)"))
-        fitting = [v.pool.name for v in report.pools if v.fits] if report is not None else None
-        pool = choose_pool(pipeline.facts, fitting, args.pool)
-        return show_timeline(timeline(resolved, pipeline.facts, pool), args.output)
+        return show_timeline(timeline(resolved, pipeline.facts, pipeline.cold_start(resolved, args.pool)), args.output)
 
     return run_body(body)

@@ -63,7 +63,7 @@ def _verify(args: argparse.Namespace) -> int:
     from ..show.verify_view import short_digest, show_reports
 
     layers = layer_arguments(build("kfdefaults verify"), args)
-    objects = _objects(args.file)
+    objects, log_notes = _objects(args.file)
     pipelines: dict[str, Any] = {}
     profiles: dict[tuple[str, str, str], Any] = {}
     reports = []
@@ -80,9 +80,10 @@ def _verify(args: argparse.Namespace) -> int:
         overrides, labels, void = recorded_task(registered.recorded if registered is not None else {})
         key = (target.name, name, json.dumps(overrides, sort_keys=True))
         if key not in profiles:
-            profiles[key] = _profile_now(pipeline, name, args.sets, overrides, labels)
+            profiles[key] = _resolve_for(obj, name, named_by,
+                                         lambda: _profile_now(pipeline, name, args.sets, overrides, labels))
         report = verify_object(obj, name, named_by, profiles[key])
-        report.notes += [void] if void else []
+        report.notes += ([void] if void else []) + log_notes  # the log's other marker lines: a receipt log holds one object
         lock_now = _lock_digest(pipeline)
         if report.lock is not None and lock_now is None:
             report.notes.append(f"made in a project with a kfdefaults.lock ({short_digest(report.lock)}), and none is "
@@ -116,9 +117,10 @@ def _profile_now(pipeline: Any, name: str, sets: list[str], overrides: dict[str,
     return ProfileNow(pipeline.resolve(name, [given]), digest)
 
 
-def _objects(file: str) -> list[Any]:
-    """The live objects of ``file``: the receipts of a task's log (its ``KFDEFAULTS_RECEIPT`` lines, read as
-    ``kfdefaults why`` reads a log, up to 64 MiB), else the manifests of a file of them (up to the manifests' budget:
+def _objects(file: str) -> tuple[list[Any], list[str]]:
+    """The live objects of ``file`` and notes on reading it: the receipt of a task's log (its first
+    ``KFDEFAULTS_RECEIPT`` line that carries one, read as ``kfdefaults why`` reads a log, up to 64 MiB; notes on
+    the others), else the manifests of a file of them (up to the manifests' budget:
     :data:`~kfdefaults.read.document.MANIFEST_BUDGET`)."""
     import io
 
@@ -132,10 +134,35 @@ def _objects(file: str) -> list[Any]:
 
     raw = read_input(file, LOG_LIMIT)
     if (MARKER + " {").encode() in raw:
-        return receipt_objects(read_log(file, io.BytesIO(raw)).lines, file)
+        log = read_log(file, io.BytesIO(raw))
+        objects, notes = receipt_objects(log.lines, file)
+        return objects, notes + log.notes
     if len(raw) > MANIFEST_BUDGET.file_bytes:
         raise error(file, 1, 1, f"file is larger than {MANIFEST_BUDGET.file_bytes >> 10} KiB")
-    return live_objects(parse_yaml_documents(decode_text(raw, file), file, MANIFEST_BUDGET), file)
+    return live_objects(parse_yaml_documents(decode_text(raw, file), file, MANIFEST_BUDGET), file), []
+
+
+def _resolve_for(obj: Any, name: str, named_by: str, resolve: Any) -> Any:
+    """``resolve()``: the profile ``name`` resolved here; for one a receipt names that does not resolve here, an
+    error at the receipt's line that says what the receipt itself records.
+
+    Raises:
+        ProfileError: the profile does not resolve (located at the receipt where it named the profile).
+    """
+    from ..errors import Finding, ProfileError, shown
+
+    try:
+        return resolve()
+    except ProfileError as e:
+        if obj.kind != "Receipt" or named_by != "the receipt":
+            raise
+        count = len(obj.data.get("differences") or [])
+        why = shown(str(e.findings[0].message if e.findings else e), 200)
+        raise ProfileError([Finding(obj.location(), "", f"profile {shown(name, 60)!r}, which the receipt names, does not "
+                                    f"resolve here ({why}); the receipt itself records {count} difference"
+                                    f"{'s' * (count != 1)} between the pod and what its task registered (kfdefaults why "
+                                    "reads them): run verify in the project that made the task, or give --profile")]) \
+            from None
 
 
 LOG_LIMIT = 64 << 20

@@ -52,25 +52,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _why(args: argparse.Namespace) -> int:
-    from ..why import answers_for, recognise, values_in_log
+    from ..why import Cluster, answers_for, recognise, values_in_log
     from ..why.logtext import read_log
 
     log = read_log(args.file)
     values, named, notes = values_in_log(log)
-    pipeline = None
     recognised = recognise(log.lines)
+    cluster = None
     if recognised:  # the cluster's facts, and the profile where the log carries no values
         pipeline = _pipeline(args, values)
-    if values is None and recognised:
-        name = args.profile or named
-        if name and pipeline is not None:
-            values = _profile_now(args, pipeline, name, "--profile" if args.profile else "the log's "
-                                  "kfdefaults.io/profile annotation", log, notes)
-    elif values is not None and args.profile:
+        name = args.profile if values is None and args.profile else named
+        named_by = "--profile" if name is args.profile else (
+            "the receipt" if values is not None else "the log's kfdefaults.io/profile annotation")
+        resolved = _profile_now(args, pipeline, name, named_by, log, notes) if name else None
+        if values is None and resolved is not None:
+            values = _values_now(resolved, name, named_by)
+        facts = pipeline.facts
+        if values is not None and facts is not None:
+            values.torch = facts.torch_version(values.profile or name or "")[0]
+        cluster = Cluster(facts, _cold_start(pipeline, resolved, notes) if facts is not None else None)
+    if values is not None and args.profile and values.source.startswith(("the receipt", "the settings registered")):
         notes.append("--profile is read only where the log carries no receipt and no KFDEFAULTS_ELASTIC: the log says "
                      "what the task ran with")
-    answers = answers_for(recognised, values, pipeline.facts if pipeline is not None else None)
-    return _show(log, answers, values, notes, args.output)
+    return _show(log, answers_for(recognised, values, cluster), values, notes, args.output)
 
 
 def _pipeline(args: argparse.Namespace, values: Any) -> Any:
@@ -86,16 +90,42 @@ def _pipeline(args: argparse.Namespace, values: Any) -> Any:
 
 
 def _profile_now(args: argparse.Namespace, pipeline: Any, name: str, named_by: str, log: Any, notes: list[str]) -> Any:
+    """The profile ``name`` as it renders here with ``--set``; ``None``, with a note, when the log named it and it
+    cannot be resolved here (another project's, or broken here): the answer then stands on what the log records."""
+    from ..errors import ProfileError, shown
     from ..validate.sets import parse_sets
-    from ..why.values import ProfileValues, annotations_in
+    from ..why.values import annotations_in
 
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
-    resolved = pipeline.resolve(name, [pipeline.task_layer(name, tree, source="--set", labels=labels)])
+    try:
+        resolved = pipeline.resolve(name, [pipeline.task_layer(name, tree, source="--set", labels=labels)])
+        now = pipeline.resolve(name).digest()
+    except ProfileError as e:
+        if named_by == "--profile":
+            raise
+        notes.append(f"profile {shown(name, 60)} ({named_by}) does not resolve here ({shown(str(e.findings[0]), 200)}): "
+                     "the answer stands on what the log records")
+        return None
     _, digest = annotations_in(log.lines)
-    now = pipeline.resolve(name).digest()
     if digest is not None and digest != now:
         notes.append(f"the pod was made from {name} {digest[:19]}…; it renders {now[:19]}… now: the values are today's")
+    return resolved
+
+
+def _values_now(resolved: Any, name: str, named_by: str) -> Any:
+    from ..why.values import ProfileValues
+
     return ProfileValues(resolved, f"profile {name} as it renders now (from {named_by})")
+
+
+def _cold_start(pipeline: Any, resolved: Any, notes: list[str]) -> Any:
+    """How late a cold node starts: on the pool the profile fits (:meth:`~kfdefaults.pipeline.Pipeline.cold_start`,
+    the figures ``kfdefaults timeline`` shows), else the cluster's."""
+    from ..check.start import cold_start
+
+    if resolved is None:
+        return cold_start(pipeline.facts, None)._replace(pool=(None, "the profile is not known here"))
+    return pipeline.cold_start(resolved)
 
 
 def _show(log: Any, answers: list, values: Any, notes: list[str], output: str) -> int:

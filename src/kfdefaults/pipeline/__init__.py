@@ -51,6 +51,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from ..validate.facts import ClusterFacts
     from ..check.fit_report import FitReport
+    from ..check.start import ColdStart
     from ..validate.pools import Pool
 
 LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "yaml")
@@ -226,6 +227,26 @@ class Pipeline:
         from ..check.fit import fit
 
         return fit(resolved, pools, cluster=self.cluster, facts=self.facts)
+
+    def cold_start(self, resolved: Resolved, pool: str | None = None) -> ColdStart:
+        """How late a cold node starts for a task on ``resolved``: the figures of ``pool``, else of the pool it fits
+        (of several, the slowest to start), else the cluster's (:func:`kfdefaults.check.start.cold_start`), the one
+        figure ``timeline`` and ``why`` use.
+
+        Raises:
+            KfdefaultsError: ``pool`` is named and neither the node list nor the facts know it.
+            ProfileError: the facts or the node list are broken (located).
+        """
+        # lazy: only the commands that judge clocks against the cluster ask
+        from ..check.start import cold_start
+        from ..errors import KfdefaultsError
+
+        report = self.fit(resolved)
+        names = [v.pool.name for v in report.pools] if report is not None else []
+        if pool is not None and pool not in names and (self.facts is None or self.facts.get("node_pools", pool) is None):
+            raise KfdefaultsError(f"no node pool named {pool!r}"
+                                  + (f" (the pools: {', '.join(names)})" if names else " (no node pools known)"))
+        return cold_start(self.facts, [v.pool.name for v in report.pools if v.fits] if report is not None else None, pool)
 
     @property
     def pools(self) -> list[Pool] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from ..errors import Finding, Location, ProfileError
+from ..errors import Finding, Location, shown
 from ..escape import printable
 
 KIND = "Receipt"
@@ -22,8 +22,10 @@ MARKER = "KFDEFAULTS_RECEIPT"
 PREFIX = "kfdefaults receipt:"
 """What every human line of a receipt starts with."""
 
-MAX_RECEIPT = 1 << 20
-"""Characters of one marker line read at most: a receipt is a few kilobytes."""
+MAX_RECEIPT = 8 << 20
+"""Characters of one marker line read at most: a receipt is some kilobytes, up to a few MiB where the pod's
+downward API holds large annotations (:data:`~kfdefaults.receipt.probe.MAX_FILE` of them) and its environment long
+values."""
 
 
 def receipt_document(registered: Mapping[str, Any], observed: Mapping[str, Any], launch: Mapping[str, Any] | None,
@@ -77,32 +79,58 @@ def difference_line(d: Mapping[str, Any]) -> str:
             f"{f' ({where})' if where else ''}; likely: {d.get('cause')}")
 
 
-def receipts_in(lines: Iterable[tuple[int, str]], file: str) -> list[tuple[int, dict[str, Any]]]:
-    """The receipts carried by marker lines among ``lines`` (``(line number, text)``), in order.
-
-    Raises:
-        ProfileError: a marker line whose JSON is not a receipt, at ``FILE:LINE:COLUMN``.
-    """
-    out = []
+def receipts_in(lines: Iterable[tuple[int, str]], file: str) -> tuple[list[tuple[int, dict[str, Any]]], list[Finding]]:
+    """The receipts carried by marker lines among ``lines`` (``(line number, text)``), in order, and a finding at
+    ``FILE:LINE:COLUMN`` for each marker line that carries none (no JSON, not a receipt's shape, longer than
+    :data:`MAX_RECEIPT`): a log may hold anything, and one stray line hides no other."""
+    out, bad = [], []
     for number, text in lines:
         at = text.find(MARKER + " {")
         if at < 0:
             continue
         column = at + len(MARKER) + 2
         body = text[at + len(MARKER) + 1:]
+        problem = None
         if len(body) > MAX_RECEIPT:
-            raise ProfileError([Finding(Location(file, number, column), "", f"a {MARKER} line longer than "
-                                        f"{MAX_RECEIPT} characters: not a receipt kfdefaults wrote")])
-        try:
-            data, _ = json.JSONDecoder().raw_decode(body)
-        except (ValueError, RecursionError) as e:
-            raise ProfileError([Finding(Location(file, number, column), "", f"the {MARKER} line holds no JSON "
-                                        f"receipt ({printable(str(e))})")]) from None
-        problem = receipt_problem(data)
+            problem = f"a {MARKER} line longer than {MAX_RECEIPT >> 20} MiB: not a receipt kfdefaults wrote"
+        else:
+            try:
+                data, _ = json.JSONDecoder().raw_decode(body)
+                problem = receipt_problem(data)
+            except (ValueError, RecursionError) as e:
+                problem = f"the {MARKER} line holds no JSON receipt ({printable(shown(str(e), 80))})"
         if problem:
-            raise ProfileError([Finding(Location(file, number, column), "", problem)])
-        out.append((number, data))
-    return out
+            bad.append(Finding(Location(file, number, column), "", problem, "warning"))
+        else:
+            out.append((number, data))
+    return out, bad
+
+
+MAX_NOTED = 3
+"""Lines named at most in a note on the receipts of a log (then how many more)."""
+
+
+def first_receipt(found: list[tuple[int, dict[str, Any]]], bad: list[Finding]
+                  ) -> tuple[tuple[int, dict[str, Any]] | None, list[str]]:
+    """The task's own receipt in a log, of what :func:`receipts_in` found there: the first marker line that carries
+    one, as ``(line, receipt)`` (``None``: none), and bounded notes on the others.
+
+    A receipt is printed once, when the task starts, before its training does; a later marker line (another
+    receipt, a forged one, a pasted one) is never trusted over the first: each is named by its line, at most
+    :data:`MAX_NOTED`, and so is each marker line that carries no receipt.
+    """
+    notes = [f"{f.location}: {f.message}; not read" for f in bad[:MAX_NOTED]]
+    if len(bad) > MAX_NOTED:
+        notes.append(f"{len(bad) - MAX_NOTED} more {MARKER} lines that carry no receipt; not read")
+    if len(found) > 1:
+        later = [number for number, _ in found[1:]]
+        shown_lines = ", ".join(str(n) for n in later[:MAX_NOTED]) + (f" and {len(later) - MAX_NOTED} more"
+                                                                    if len(later) > MAX_NOTED else "")
+        differ = sum(1 for _, r in found[1:] if r != found[0][1])
+        notes.append(f"{len(later)} later receipt{'s' * (len(later) != 1)} in the log (line{'s' * (len(later) != 1)} "
+                     f"{shown_lines}{f'; {differ} of them unlike the first' if differ else ''}) not read: the first, "
+                     f"line {found[0][0]}, is the one the task prints when it starts")
+    return (found[0] if found else None), notes
 
 
 def receipt_problem(data: Any) -> str | None:

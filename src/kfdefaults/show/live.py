@@ -15,12 +15,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..errors import Finding, Location, ProfileError
+from ..errors import Finding, Location, ProfileError, shown
 from ..k8s.provenance import DIGEST_ANNOTATION, LOCK_ANNOTATION, PROFILE_ANNOTATION
 from ..paths import format_path
 from ..read import Document
 from ..receipt.document import KIND as RECEIPT_KIND
-from ..receipt.document import receipt_problem, receipts_in
+from ..receipt.document import first_receipt, receipt_problem, receipts_in
 from ..settings import RUNTIME_ENV
 
 KINDS = ("Pod", "PyTorchJob", RECEIPT_KIND)
@@ -301,18 +301,22 @@ def _bad(obj: LiveObject, path: tuple, message: str, *, key: bool = False) -> Pr
     return ProfileError([Finding(obj.location(*path, key=key), format_path(obj.path + tuple(path)), message)])
 
 
-def receipt_objects(lines: Iterable[tuple[int, str]], file: str) -> list[LiveObject]:
-    """The receipts a task's log carries (its ``KFDEFAULTS_RECEIPT`` lines, :mod:`kfdefaults.receipt.document`), as
-    live objects located at their line.
+def receipt_objects(lines: Iterable[tuple[int, str]], file: str) -> tuple[list[LiveObject], list[str]]:
+    """The receipt a task's log carries (its first ``KFDEFAULTS_RECEIPT`` line that holds one:
+    :func:`kfdefaults.receipt.document.first_receipt`), as a live object located at its line, and notes on the
+    log's other marker lines.
 
     Raises:
-        ProfileError: a receipt line that is not a receipt, at its ``FILE:LINE:COLUMN``.
+        ProfileError: the log's marker lines carry no receipt, at the first one's ``FILE:LINE:COLUMN``.
     """
-    out = []
-    for number, data in receipts_in(lines, file):
-        document = Document(file, data, values={(): (number, 1)})
-        out.append(LiveObject(RECEIPT_KIND, str(data.get("task") or ""), document, ()))
-    return out
+    found, bad = receipts_in(lines, file)
+    first, notes = first_receipt(found, bad)
+    if first is None:
+        raise ProfileError([Finding(bad[0].location, "", bad[0].message)] if bad else
+                           [Finding(Location(file, 1, 1), "", "no receipt in the log")])
+    number, data = first
+    document = Document(file, data, values={(): (number, 1)})
+    return [LiveObject(RECEIPT_KIND, shown(str(data.get("task") or ""), 80), document, ())], notes
 
 
 def receipt_registered(obj: LiveObject) -> Registered:

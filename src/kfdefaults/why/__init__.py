@@ -11,36 +11,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..receipt.document import receipts_in
-from .answers import Answer, answer
+from ..errors import shown
+from ..receipt.document import first_receipt, receipts_in
+from .answers import Answer, Cluster, answer
 from .failures import Found, recognise
 from .logtext import LogText
 from .values import Values, annotations_in, registered_in
 
-__all__ = ["answers_for", "recognise", "values_in_log"]
+__all__ = ["Cluster", "answers_for", "recognise", "values_in_log"]
 
 
 def values_in_log(log: LogText) -> tuple[Values | None, str | None, list[str]]:
-    """The values the log itself carries, best first: the last receipt, else the registered ``KFDEFAULTS_ELASTIC``.
+    """The values the log itself carries, best first: its first receipt (:func:`~kfdefaults.receipt.document.
+    first_receipt`: a later one, or a marker line that holds none, is only noted), else the registered
+    ``KFDEFAULTS_ELASTIC``.
 
     Returns:
         ``(values or None, the profile the log names or None, notes)``.
-
-    Raises:
-        ProfileError: a receipt line that is not a receipt (located).
     """
-    notes: list[str] = []
-    found = receipts_in(log.lines, log.file)
-    if found:
-        line, receipt = found[-1]
-        if len(found) > 1:
-            notes.append(f"{len(found)} receipts in the log: the last one (line {line}) is read")
-        digest = receipt.get("digest")
-        source = (f"the receipt in the log (line {line}): profile {receipt.get('profile')} ({receipt.get('target')})"
-                  + (f", registered {digest}" if digest else ""))
+    first, notes = first_receipt(*receipts_in(log.lines, log.file))
+    if first is not None:
+        line, receipt = first
+        digest, profile = receipt.get("digest"), receipt.get("profile")
+        source = (f"the receipt in the log (line {line}): profile {shown(str(profile), 60)} ({shown(str(receipt.get('target')), 20)})"
+                  + (f", registered {shown(str(digest), 80)}" if digest else ""))
         registered = {**receipt["registered"], "target": receipt.get("target")}
-        return (Values(registered, receipt.get("observed") or {}, source, receipt.get("profile"),
-                       receipt.get("differences") or []), receipt.get("profile"), notes)
+        return (Values(registered, receipt.get("observed") or {}, source, profile,
+                       receipt.get("differences") or []), profile, notes)
     registered = registered_in(log.lines)
     profile, _ = annotations_in(log.lines)
     if registered is not None:
@@ -50,7 +47,7 @@ def values_in_log(log: LogText) -> tuple[Values | None, str | None, list[str]]:
     return None, profile, notes
 
 
-def answers_for(found: list[Found], values: Values | None, facts: Any = None) -> list[Answer]:
+def answers_for(found: list[Found], values: Values | None, cluster: Cluster | None = None) -> list[Answer]:
     """Each failure recognised in a log (:func:`~kfdefaults.why.failures.recognise`), answered with ``values`` and
-    the cluster's ``facts``."""
-    return [answer(f, values, facts) for f in found]
+    what the ``cluster`` says (its facts, a cold node's start: :class:`~kfdefaults.why.answers.Cluster`)."""
+    return [answer(f, values, cluster) for f in found]

@@ -10,8 +10,33 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..backend.elastic_config import nnodes_range
+from ..check.start import ColdStart
+from ..check.torch_defaults import RDZV_DEFAULTS
 from .failures import Found
-from .values import Setting, Values
+from .values import Setting, Values, bounded
+
+
+@dataclass
+class Cluster:
+    """What the cluster says for an answer: its facts, and how late a cold node of the task starts there.
+
+    Attributes:
+        facts: The cluster's facts (:class:`~kfdefaults.validate.facts.ClusterFacts`), or ``None``.
+        start: The start times of a cold node, on the pool the task runs on where it is known
+            (:meth:`kfdefaults.pipeline.Pipeline.cold_start`: the figures ``kfdefaults timeline`` shows); ``None``
+            without facts.
+    """
+
+    facts: Any = None
+    start: ColdStart | None = None
+
+    def worst_start(self) -> tuple[int, str] | None:
+        """``(seconds, where they come from)`` of the slowest cold start the facts state, ``None`` when they state
+        none: ``pool h100's worst cold start (node_start worst 1500 s at FILE:LINE:COLUMN; ...)``."""
+        if self.start is None or self.start.span.worst is None:
+            return None
+        return self.start.span.worst, f"{self.start.whose} worst cold start {self.start.span.sources('worst')}"
 
 
 @dataclass
@@ -57,63 +82,77 @@ def _seconds(setting: Setting, default: int) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
-def _facts_start(facts: Any) -> tuple[int, str] | None:
-    """The slowest start of a node and its image pull, from the cluster's facts: ``(seconds, where)``."""
-    if facts is None:
+def _range(nnodes: Setting) -> tuple[int, int] | None:
+    """``nnodes`` as ``(min, max)``; ``None`` when unknown or unreadable (a log may hold anything)."""
+    try:
+        return nnodes_range(nnodes.value) if nnodes.value is not None else None
+    except ValueError:
         return None
-    node, pull = facts.get("node_start", "worst"), facts.get("image_pull", "worst")
-    if not isinstance(node, int) or not isinstance(pull, int):
-        return None
-    loc = facts.location("node_start", "worst")
-    return node + pull, f"{loc.file}:{loc.line}"
 
 
-def _rendezvous_timeout(a: Answer, v: Values, facts: Any) -> None:
-    join = v.elastic("rdzv_configs", "join_timeout")
-    a.settings += [join, v.elastic("nnodes")]
-    waited = _seconds(join, 600)
-    start = _facts_start(facts)
+def _by(setting: Setting) -> str:
+    """`` (set by LAYER FILE:LINE)``, or ``""`` for a value nobody set."""
+    return f" (set by {setting.set_by})" if setting.set_by else ""
+
+
+def _rendezvous_timeout(a: Answer, v: Values, cluster: Cluster) -> None:
+    join, nnodes = v.elastic("rdzv_configs", "join_timeout"), v.elastic("nnodes")
+    a.settings += [join, nnodes]
+    waited = _seconds(join, RDZV_DEFAULTS["join_timeout"])
+    span = _range(nnodes) if a.known else None
+    if span is not None and span[0] < span[1]:
+        last_call = v.elastic("rdzv_configs", "last_call_timeout")
+        a.settings.append(last_call)
+        if span[0] <= 1:  # dynamic_rendezvous' _RendezvousJoinOp: MIN nodes in, the round completes at last call
+            a.change.append(f"nnodes {span[0]}:{span[1]}{_by(nnodes)}: no missing node times this rendezvous out, "
+                            f"the round closes last_call_timeout ({_seconds(last_call, RDZV_DEFAULTS['last_call_timeout'])}"
+                            " s) after the first node is in, with the nodes that are; this node joined no round "
+                            f"within join_timeout ({waited} s): it waited for a round after one had closed, and the "
+                            "nodes running it did not restart to admit it, or the store did not answer; the other "
+                            "pods' logs say which (kfdefaults why on them)")
+            return
+        a.change.append(f"fewer than nnodes' minimum, {span[0]}, joined within join_timeout{a.now(join, ' s')}")
+    start = cluster.worst_start()
     if start is not None and (start[0] >= waited or not a.known):
-        a.change.append(f"raise join_timeout above {start[0]} s, the slowest start of a node plus its image pull that "
-                        f"the cluster's facts state ({start[1]}){a.now(join, ' s')}")
+        a.change.append(f"raise join_timeout{a.now(join, ' s')} above {start[0]} s, {start[1]}")
     elif start is not None:
-        a.change.append(f"join_timeout ({waited} s) is already above the slowest node start and image pull the facts "
-                        f"state ({start[0]} s, {start[1]}): a node did not come at all; look for a pod left Pending "
-                        "(kubectl get pods, kubectl describe pod)")
+        a.change.append(f"join_timeout ({waited} s) is already above {start[0]} s, {start[1]}: a node did not come at all; "
+                        "look for a pod left Pending (kubectl get pods, kubectl describe pod)")
     else:
         a.change.append(f"raise join_timeout{a.now(join, ' s')} above the longest gap between the first and the last pod "
                         "of the job starting (their start times: kubectl get pods -o wide); no cluster facts state how "
                         "long a node takes to start, so no number is given here")
 
 
-def _store_unreachable(a: Answer, v: Values, facts: Any) -> None:
+def _store_unreachable(a: Answer, v: Values, cluster: Cluster) -> None:
     read, join = v.elastic("rdzv_configs", "read_timeout"), v.elastic("rdzv_configs", "join_timeout")
     a.settings += [read, join]
     waited = _number(a.found, r"timed out after (\d+)ms")
-    other_run = waited is not None and (not a.known or waited != _seconds(read, 60) * 1000)
+    read_s, join_s = _seconds(read, RDZV_DEFAULTS["read_timeout"]), _seconds(join, RDZV_DEFAULTS["join_timeout"])
+    other_run = waited is not None and (not a.known or waited != read_s * 1000)
     if other_run:
         a.change.append(f"the log's store client gave up each try after {waited} ms: read_timeout was "
-                        f"{waited / 1000:g} s in that run" + (f", not the {_seconds(read, 60)} s here" if a.known else ""))
-    if a.known and _seconds(read, 60) >= _seconds(join, 600):
-        reached = f"read_timeout{a.now(read, ' s')} already reaches join_timeout's {_seconds(join, 600)} s: "
+                        f"{waited / 1000:g} s in that run" + (f", not the {read_s} s here" if a.known else ""))
+    if a.known and read_s >= join_s:
+        reached = f"read_timeout{a.now(read, ' s')} already reaches join_timeout's {join_s} s: "
         a.change.append(reached + ("the run had another read_timeout than the profile's now: check that the pod "
                                    "ran on this profile (kfdefaults verify)" if other_run else
                                    "the job's first pod, which serves the store, started later than that or never; "
                                    "its events say why (kubectl describe pod)"))
         return
-    target = f"join_timeout's {_seconds(join, 600)} s" if a.known else "join_timeout's value"
+    target = f"join_timeout's {join_s} s" if a.known else "join_timeout's value"
     a.change.append(f"raise read_timeout{a.now(read, ' s')} to {target}: the store is served by the job's first pod, "
                     "which may be the slowest to start")
 
 
-def _store_host_gone(a: Answer, v: Values, facts: Any) -> None:
+def _store_host_gone(a: Answer, v: Values, cluster: Cluster) -> None:
     a.settings += [v.elastic("monitor_interval")]
     a.change.append("no timeout to change: the pod that serves the rendezvous store (PET_RDZV_ENDPOINT, the job's "
                     "first worker) ended first, and this agent noticed at its next monitor_interval; that pod's own log "
                     "says why (kfdefaults why on it)")
 
 
-def _admitting_round(a: Answer, v: Values, facts: Any) -> None:
+def _admitting_round(a: Answer, v: Values, cluster: Cluster) -> None:
     a.settings += [v.env("TORCH_DISABLE_SHARE_RDZV_TCP_STORE"), v.elastic("rdzv_configs", "read_timeout"),
                    v.elastic("nnodes")]
     a.change.append("set TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in the primary container's env: in torch 2.13 the round "
@@ -121,22 +160,39 @@ def _admitting_round(a: Answer, v: Values, facts: Any) -> None:
                     "(docs/clocks-measured.md)")
 
 
-def _closed(a: Answer, v: Values, facts: Any) -> None:
-    restarts = v.elastic("max_restarts")
+def _closed(a: Answer, v: Values, cluster: Cluster) -> None:
+    restarts, nnodes = v.elastic("max_restarts"), v.elastic("nnodes")
+    span = _range(nnodes) if a.known else None
+    if span is not None and span[0] < span[1]:  # the job may have run, and ended, without this node
+        last_call = v.elastic("rdzv_configs", "last_call_timeout")
+        lc = _seconds(last_call, RDZV_DEFAULTS["last_call_timeout"])
+        a.settings += [nnodes, last_call]
+        a.change.append(f"nnodes {span[0]}:{span[1]} let the job start without this node: its round closed "
+                        f"last_call_timeout ({lc} s) after {span[0]} node{'s' * (span[0] != 1)} were in, the job ran "
+                        "without it, and its agents closed the rendezvous when they ended, before this node came")
+        start = cluster.worst_start()
+        a.change.append(f"to have every node in the job, fix its size, nnodes: {span[1]}{_by(nnodes)}: the round then "
+                        f"waits up to join_timeout for all of them; or raise last_call_timeout ({lc} s now)"
+                        f"{_by(last_call)} above " + (f"{start[0]} s, {start[1]}" if start else "how late a node starts"))
+        a.change.append("if the job failed rather than finished, its first failure is in another pod's log (kfdefaults "
+                        "why on it)")
+        return
     a.settings += [restarts]
     a.change.append("the rendezvous closes when an agent gives up (its workers failed with no restarts left), and a pod "
-                    "restarted into it cannot join: the first failure is in another pod's log")
+                    "restarted into it cannot join: the first failure is in another pod's log"
+                    + ("" if a.known else "; with nnodes MIN:MAX it also closes when the job ran and ended without "
+                                          "this node (last_call_timeout)"))
     a.change.append(f"to restart failed workers in place instead, raise max_restarts{a.now(restarts)}")
 
 
-def _spare(a: Answer, v: Values, facts: Any) -> None:
+def _spare(a: Answer, v: Values, cluster: Cluster) -> None:
     a.settings += [v.elastic("nnodes")]
     a.change.append("nothing to change here: a node beyond nnodes' maximum waited as a spare and left when the "
                     "rendezvous closed (torch 2.13 turns that exit into this AttributeError); the first failure is in "
                     "another pod's log")
 
 
-def _shm(a: Answer, v: Values, facts: Any) -> None:
+def _shm(a: Answer, v: Values, cluster: Cluster) -> None:
     shm, memory = v.shm(), v.limit("memory")
     a.settings += [shm, memory]
     if a.known and shm.value is None and shm.set_by is None and shm.key == "/dev/shm":
@@ -150,16 +206,16 @@ def _shm(a: Answer, v: Values, facts: Any) -> None:
                     "by as much")
 
 
-def _oom(a: Answer, v: Values, facts: Any) -> None:
+def _oom(a: Answer, v: Values, cluster: Cluster) -> None:
     memory, shm = v.limit("memory"), v.shm()
     a.settings += [memory, shm]
-    headroom = facts.get("shm_headroom") if facts is not None else None
+    headroom = cluster.facts.get("shm_headroom") if cluster.facts is not None else None
     a.change.append(f"raise the memory limit{a.now(memory)} above what the processes need plus what /dev/shm may "
                     f"hold{a.now(shm)}: the pages of a memory-backed /dev/shm count against the limit"
                     + (f"; the cluster's facts keep {headroom} beside /dev/shm (shm_headroom)" if headroom else ""))
 
 
-def _nccl_watchdog(a: Answer, v: Values, facts: Any) -> None:
+def _nccl_watchdog(a: Answer, v: Values, cluster: Cluster) -> None:
     a.settings += [v.elastic("nccl_collective_timeout_sec"), v.env("TORCH_NCCL_ASYNC_ERROR_HANDLING")]
     timeout = _number(a.found, r"Timeout\(ms\)=(\d+)")
     a.change.append(f"the collective outlived the process group's timeout{f' ({timeout} ms)' if timeout else ''}: a "
@@ -167,7 +223,7 @@ def _nccl_watchdog(a: Answer, v: Values, facts: Any) -> None:
                     "(10 minutes for nccl), which Flyte 2's elastic.nccl_collective_timeout_sec sets the default of")
 
 
-def _nccl_heartbeat(a: Answer, v: Values, facts: Any) -> None:
+def _nccl_heartbeat(a: Answer, v: Values, cluster: Cluster) -> None:
     a.settings += [v.env("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"), v.elastic("nccl_heartbeat_timeout_sec")]
     stuck = _number(a.found, r"got stuck for (\d+) seconds")
     a.change.append(f"NCCL's watchdog was stuck{f' {stuck} s' if stuck else ''} (a hung CUDA or NCCL call); raise "
@@ -175,29 +231,30 @@ def _nccl_heartbeat(a: Answer, v: Values, facts: Any) -> None:
                     "stuck rank (TORCH_NCCL_DUMP_ON_TIMEOUT's flight recorder)")
 
 
-def _peer_gone(a: Answer, v: Values, facts: Any) -> None:
+def _peer_gone(a: Answer, v: Values, cluster: Cluster) -> None:
     a.settings += [v.elastic("max_restarts")]
     a.change.append("no setting of this pod to change: a worker of another pod died first, and gloo closed the "
                     "connection to it; that pod's log has the first failure (kfdefaults why on it)")
 
 
-def _gloo(a: Answer, v: Values, facts: Any) -> None:
+def _gloo(a: Answer, v: Values, cluster: Cluster) -> None:
     waited = _number(a.found, r"Timed out waiting (\d+)ms")
     a.change.append(f"a rank never entered the collective within the process group's timeout"
                     f"{f' ({waited} ms)' if waited else ''}: init_process_group(timeout=...) in the training code; find "
                     "the rank that did not arrive (its pod's log)")
 
 
-def _kueue(a: Answer, v: Values, facts: Any) -> None:
+def _kueue(a: Answer, v: Values, cluster: Cluster) -> None:
+    facts = cluster.facts
     timeout = facts.get("kueue", "wait_for_pods_ready", "timeout") if facts is not None else None
     if timeout is not None:
         loc = facts.location("kueue", "wait_for_pods_ready", "timeout")
         a.settings.append(Setting("kueue.wait_for_pods_ready.timeout (cluster facts)", timeout,
                                   f"facts {loc.file}:{loc.line}"))
-    start = _facts_start(facts)
+    start = cluster.worst_start()
     if timeout is not None and start is not None:
-        a.change.append(f"the pods must be ready within {timeout} s, and the facts give up to {start[0]} s for a node "
-                        "to start and pull the image: ask the platform to raise Kueue's waitForPodsReady.timeout "
+        a.change.append(f"the pods must be ready within {timeout} s, and a node may take {start[0]} s to start and "
+                        f"pull the image, {start[1]}: ask the platform to raise Kueue's waitForPodsReady.timeout "
                         "above that, or run on a pool with warm nodes")
     else:
         a.change.append("the pods were not all ready within Kueue's waitForPodsReady.timeout (Kueue's default 300 s): "
@@ -213,7 +270,11 @@ _SIGNALS = {-9: "SIGKILL: the kernel's OOM killer at the memory limit, or a kill
             1: "an exception in the training code: its traceback is in the log above the ChildFailedError"}
 
 
-def _worker(a: Answer, v: Values, facts: Any) -> None:
+MAX_CODES = 5
+"""Exit codes an answer names one by one at most; the others are counted."""
+
+
+def _worker(a: Answer, v: Values, cluster: Cluster) -> None:
     restarts = v.elastic("max_restarts")
     a.settings.append(restarts)
     codes = list(dict.fromkeys(a.found.exit_codes))
@@ -221,13 +282,18 @@ def _worker(a: Answer, v: Values, facts: Any) -> None:
         a.settings.append(v.limit("memory"))
     if -7 in codes:
         a.settings.append(v.shm())
-    for code in codes:
-        a.change.append(f"exit code {code}: {_SIGNALS.get(code, 'see the worker log above the ChildFailedError')}")
+    known = [c for c in codes if c in _SIGNALS]
+    a.change += [f"exit code {code}: {_SIGNALS[code]}" for code in known]
+    other = [c for c in codes if c not in _SIGNALS]
+    if other:
+        named = ", ".join(str(c) for c in other[:MAX_CODES]) + (f" and {len(other) - MAX_CODES} more"
+                                                               if len(other) > MAX_CODES else "")
+        a.change.append(f"exit code{'s' * (len(other) != 1)} {named}: see the worker log above the ChildFailedError")
     a.change.append(f"max_restarts{a.now(restarts)} restarts the workers in place that many times before the task "
                     "fails")
 
 
-ANSWERS: dict[str, Callable[[Answer, Values, Any], None]] = {
+ANSWERS: dict[str, Callable[[Answer, Values, Cluster], None]] = {
     "shm-bus-error": _shm, "shm-no-space": _shm, "oom-killed": _oom, "nccl-watchdog": _nccl_watchdog,
     "nccl-heartbeat": _nccl_heartbeat, "gloo-timeout": _gloo, "peer-gone": _peer_gone, "rendezvous-timeout": _rendezvous_timeout,
     "rendezvous-closed": _closed, "store-unreachable": _store_unreachable, "store-host-gone": _store_host_gone,
@@ -236,18 +302,19 @@ ANSWERS: dict[str, Callable[[Answer, Values, Any], None]] = {
 }
 
 
-def answer(found: Found, values: Values | None, facts: Any = None) -> Answer:
+def answer(found: Found, values: Values | None, cluster: Cluster | None = None) -> Answer:
     """The answer to one recognised failure, with the settings from ``values`` (``None``: the keys only, without
-    values) and the cluster's ``facts`` (:class:`~kfdefaults.validate.facts.ClusterFacts`, or ``None``).
+    values) and what the ``cluster`` says (:class:`Cluster`; ``None``: nothing).
 
     Where the receipt found that the pod differed from what was registered at a key of the answer, the answer says
     so first: the pod did not have the value the profile set."""
     a = Answer(found, known=values is not None and values.known)
-    ANSWERS[found.failure.name](a, values if values is not None else Values({}, {}, "", None), facts)
+    ANSWERS[found.failure.name](a, values if values is not None else Values({}, {}, "", None), cluster or Cluster())
     if values is not None:
         keys = {s.key for s in a.settings}
         for d in values.differences:
             if d.get("path") in keys:
-                a.change.insert(0, f"this pod had {d.get('observed')}, not the {d.get('registered')} registered at "
-                                   f"{d.get('path')}: likely {d.get('cause')}; restore it first")
+                said = {k: bounded(d.get(k)) for k in ("observed", "registered", "path", "cause")}
+                a.change.insert(0, f"this pod had {said['observed']}, not the {said['registered']} registered at "
+                                   f"{said['path']}: likely {said['cause']}; restore it first")
     return a

@@ -32,10 +32,36 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Union
 
 MAX_EVIDENCE = 3
 """Lines quoted per failure."""
+
+MAX_EXIT_CODES = 1000
+"""Exit codes read of a log at most (a log of a thousand failed workers, say)."""
+
+
+class After:
+    """A line that holds ``first`` and, later on it, the literal ``then``: searched for as the literal first (its last
+    place on the line), then ``first`` before it, in time linear in the line's length (``first[^\\n]*then`` as one
+    regex is quadratic: it scans to the line's end from every place ``first`` matches).
+
+    Attributes:
+        pattern: What a line must hold for :func:`recognise` to look further: the literal, as a regex.
+    """
+
+    def __init__(self, first: str, then: str) -> None:
+        self.first, self.then = re.compile(first), then
+        self.pattern = re.escape(then)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        at = text.rfind(self.then)
+        return None if at < 0 else self.first.search(text, 0, at)
+
+
+Pattern = Union["re.Pattern[str]", After]
+"""What a line is matched with (``.search(text)``, ``.pattern``): a regex whose time is linear in the line's length
+(each repetition bounded, or over characters its literal start cannot be made of), or :class:`After`."""
 
 
 @dataclass(frozen=True)
@@ -53,14 +79,15 @@ class Failure:
 
     name: str
     title: str
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[Pattern, ...]
     worker: bool = False
-    unless: tuple[re.Pattern[str], ...] = ()
-    requires: tuple[re.Pattern[str], ...] = ()
+    unless: tuple[Pattern, ...] = ()
+    requires: tuple[Pattern, ...] = ()
 
 
-def _re(*texts: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(t) for t in texts)
+def _re(*texts: str | tuple[str, str]) -> tuple[Pattern, ...]:
+    """The patterns of a failure: a regex, or ``(first, then)`` for :class:`After`."""
+    return tuple(After(*t) if isinstance(t, tuple) else re.compile(t) for t in texts)
 
 
 _HOST_GONE = _re(r"Connection was likely closed", r"Broken pipe", r"Connection reset by peer")
@@ -69,7 +96,7 @@ FAILURES = (
     Failure("shm-bus-error", "a DataLoader worker died of a bus error: /dev/shm is full",
             _re(r"is killed by signal: Bus error", r"Unexpected bus error encountered in worker"), worker=True),
     Failure("shm-no-space", "no space left in /dev/shm",
-            _re(r"(?:shared memory|/dev/shm|</torch_\d+_)[^\n]*No space left on device",
+            _re((r"shared memory|/dev/shm|</torch_\d{1,20}_", "No space left on device"),
                 r"Error while creating shared memory segment", r"failed to extend /dev/shm/"), worker=True),
     Failure("oom-killed", "the container was OOM-killed at its memory limit", _re(r"\bOOMKilled\b")),
     Failure("nccl-watchdog", "an NCCL collective outlived the process group's timeout",
@@ -86,7 +113,7 @@ FAILURES = (
             _re(r"RendezvousClosedError")),
     Failure("store-unreachable", "the rendezvous store was never reached within read_timeout",
             _re(r"The client socket has timed out after \d+ms while trying to connect",
-                r"TCP client failed to connect/validate to host \S+ - timed out",
+                r"TCP client failed to connect/validate to host \S{1,300} - timed out",
                 r"The connection to the C10d store has failed"), unless=_HOST_GONE),
     Failure("store-host-gone", "the rendezvous store's host ended: its agent failed first",
             _re(r"The connection to the C10d store has failed", r"RendezvousConnectionError"), requires=_HOST_GONE),
@@ -97,7 +124,7 @@ FAILURES = (
     Failure("kueue-pods-ready", "Kueue evicted the job: its pods were not ready within waitForPodsReady's timeout",
             _re(r"Exceeded the PodsReady timeout", r"\bPodsReadyTimeout\b")),
     Failure("worker-failed", "a training process failed (ChildFailedError)",
-            _re(r"ChildFailedError", r"failed \(exitcode: -?\d+\) local_rank", r"exitcode\s+: -?\d+")),
+            _re(r"ChildFailedError", r"failed \(exitcode: -?\d{1,20}\) local_rank", r"exitcode\s{1,40}: -?\d")),
 )
 """The catalogue, in the order answers are given: the cause before its echoes."""
 
@@ -110,7 +137,8 @@ class Found:
         failure: Which.
         evidence: ``(line number, text)`` of the first lines that show it, one per line of the file (of a JSON log
             line, the longest line of its message that shows it).
-        exit_codes: For ``worker-failed``: each failed worker's exit code, in order.
+        exit_codes: For ``worker-failed``: each failed worker's exit code, in order (about the first
+            :data:`MAX_EXIT_CODES`).
     """
 
     failure: Failure
@@ -118,7 +146,7 @@ class Found:
     exit_codes: list[int] = field(default_factory=list)
 
 
-_EXIT = re.compile(r"exitcode\s*:\s*(-?\d{1,10})(?!\d)")  # an exit code; a longer number is none
+_EXIT = re.compile(r"exitcode\s{0,40}:\s{0,40}(-?\d{1,10})(?!\d)")  # an exit code; a longer number is none
 _ANY = re.compile("|".join(f"(?:{p.pattern})" for f in FAILURES for p in f.patterns + f.unless + f.requires))
 
 
@@ -129,7 +157,7 @@ def recognise(lines: Iterable[tuple[int, str]]) -> list[Found]:
     """
     lines = [(n, t) for n, t in lines if _ANY.search(t)]  # one search per line of a long log, then the few that match
 
-    def anywhere(patterns: tuple[re.Pattern[str], ...]) -> bool:
+    def anywhere(patterns: tuple[Pattern, ...]) -> bool:
         return any(p.search(t) for _, t in lines for p in patterns)
 
     candidates = [f for f in FAILURES if not (f.unless and anywhere(f.unless)) and (not f.requires or anywhere(f.requires))]
@@ -144,7 +172,7 @@ def recognise(lines: Iterable[tuple[int, str]]) -> list[Found]:
                 entry.evidence[same[0]] = (number, text)
             elif not same and len(entry.evidence) < MAX_EVIDENCE:
                 entry.evidence.append((number, text))
-            if failure.name == "worker-failed":
+            if failure.name == "worker-failed" and len(entry.exit_codes) < MAX_EXIT_CODES:
                 entry.exit_codes += [int(c) for c in _EXIT.findall(text)]
     if any(found[name].failure.worker for name in found):
         found.pop("worker-failed", None)

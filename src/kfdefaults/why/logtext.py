@@ -46,7 +46,7 @@ MAX_JSON_LINE = 4 << 20
 """A longer line is not read as JSON."""
 
 _CHUNK = 1 << 20
-_CRI = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] ")
+_CRI = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]{1,40}(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) ([FP]) ")  # match(): at the start
 _MESSAGE_KEYS = ("message", "msg", "log")
 
 
@@ -196,11 +196,44 @@ def _binary(sample: bytes) -> str | None:
 
 
 def _lines(data: bytes, number: int) -> Iterator[tuple[int, str]]:
-    """The lines of ``data`` (its first line numbered ``number``), JSON lines unfolded."""
+    """The lines of ``data`` (its first line numbered ``number``), a line the container runtime split into partial
+    records joined again (under its first record's number), JSON lines unfolded."""
+    pending: list[str] = []  # the parts so far of a line split into partial records
+    first = number
     for offset, raw in enumerate(data.decode("utf-8", "replace").split("\n")):
-        text = _CRI.sub("", raw.replace("\x00", "").rstrip("\r"), count=1)
+        text, partial = _record(raw.replace("\x00", "").rstrip("\r"))
+        if partial:
+            first = first if pending else number + offset
+            pending.append(text)
+            continue
+        at = number + offset
+        if pending:
+            text, at = "".join(pending) + text, first
+            pending = []
         for line in _unfold(text):
-            yield number + offset, line
+            yield at, line
+    if pending:  # the last record was a partial one: the log ends within a line
+        for line in _unfold("".join(pending)):
+            yield first, line
+
+
+def _record(raw: str) -> tuple[str, bool]:
+    """A line of a container runtime's log file as the program wrote it, and whether it is a partial record (the
+    runtime splits a line longer than 16 KiB): a CRI record (``TIME STREAM P|F TEXT``: ``P`` partial, ``F`` the
+    last part) or docker's json-file record (``{"log": TEXT, "stream": ..., "time": ...}``, ``TEXT`` without its
+    line feed in a partial one); any other line as it is."""
+    cri = _CRI.match(raw)
+    if cri is not None:
+        return raw[cri.end():], cri.group(1) == "P"
+    if raw.startswith('{"log":') and '"stream":' in raw and len(raw) <= MAX_JSON_LINE:
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw, False
+        if isinstance(data, dict) and isinstance(data.get("log"), str) and data.get("stream") in ("stdout", "stderr"):
+            log = data["log"]
+            return (log[:-1], False) if log.endswith("\n") else (log, True)
+    return raw, False
 
 
 def _unfold(text: str) -> list[str]:

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from ..check import torch_defaults
+from ..errors import shown
 from ..k8s.mounts import is_shm_mount
 from ..merge.provenance import provenance
 from ..merge.result import Resolved
@@ -20,15 +22,28 @@ from ..receipt.document import pod_problem
 from ..settings import RUNTIME_ENV
 
 DEFAULTS = {
-    "elastic.rdzv_configs.join_timeout": "torch's 600 s",
-    "elastic.rdzv_configs.read_timeout": "torch's 60 s",
-    "elastic.rdzv_configs.last_call_timeout": "torch's 30 s",
-    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "torch's 480 s",
     "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "the store is shared",
     "shm": "the container runtime's 64Mi",
     "memory": "no limit",
 }
-"""What applies where nothing sets a value (docs/timeouts.md)."""
+"""What applies where nothing sets a value and it is not torch's (docs/timeouts.md); torch's: :data:`TORCH`."""
+
+TORCH = {"elastic.rdzv_configs.join_timeout": "join_timeout", "elastic.rdzv_configs.read_timeout": "read_timeout",
+         "elastic.rdzv_configs.last_call_timeout": "last_call_timeout",
+         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "nccl_heartbeat"}
+"""Key -> its default in torch's table by release (:mod:`kfdefaults.check.torch_defaults`)."""
+
+
+def default_text(key: str, torch: str | None) -> str | None:
+    """What applies where nothing sets ``key``: ``600 s, torch 2.5.1 default (dynamic_rendezvous.py ...)`` for a
+    default of torch's (of the ``torch`` release, the facts'; else the assumed one, said so), else
+    :data:`DEFAULTS`'."""
+    name = TORCH.get(key)
+    if name is None:
+        return DEFAULTS.get(key)
+    found = torch_defaults.default(name, torch_defaults.taken_for(torch)[0])
+    value = f"{found.value} s, " if found is not None and found.value is not None else ""
+    return value + torch_defaults.label(name, torch)
 
 
 @dataclass
@@ -49,8 +64,22 @@ class Setting:
     default: str | None = None
     observed: str | None = None
 
+    def __post_init__(self) -> None:  # a receipt's text may be of any size: each field is shown, bounded
+        if not isinstance(self.value, (int, float, type(None))):
+            self.value = bounded(self.value)
+        self.set_by, self.observed = (None if v is None else bounded(v) for v in (self.set_by, self.observed))
+
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None or k in ("key", "value")}
+
+
+SHOWN = 200
+"""Characters of a text from a log (a value, who set it, a name) shown at most."""
+
+
+def bounded(value: Any) -> str:
+    """``value`` as text of at most about :data:`SHOWN` characters (:func:`~kfdefaults.errors.shown`)."""
+    return shown(value if isinstance(value, str) else json.dumps(value, default=str)[:SHOWN + 50], SHOWN)
 
 
 class Values:
@@ -66,6 +95,7 @@ class Values:
     Attributes:
         known: Whether there are values at all (``Values({}, {}, "", None)`` has only the keys).
         target: The SDK the task was registered for, when known.
+        torch: The torch release of the task's image, where the cluster's facts state it: whose defaults apply.
     """
 
     def __init__(self, registered: Mapping[str, Any], observed: Mapping[str, Any], source: str,
@@ -77,13 +107,15 @@ class Values:
         self.source, self.profile = source, profile
         self.differences = differences or []
         self.known = bool(source)
+        self.torch: str | None = None
 
     def elastic(self, *path: str) -> Setting:
         node: Any = self.elastic_settings
         for part in path:
             node = node.get(part) if isinstance(node, dict) else None
         key = format_path(("elastic", *path))
-        return Setting(key, node, (self.pod.get("elastic") or {}).get(key) if node is not None else None, DEFAULTS.get(key))
+        return Setting(key, node, (self.pod.get("elastic") or {}).get(key) if node is not None else None,
+                       default_text(key, self.torch))
 
     def _container(self) -> tuple:
         return ("pod_template", "spec", "containers", Select("name", self.pod.get("primary") or "primary"))
@@ -115,7 +147,7 @@ class Values:
         key = format_path(self._container() + ("env", Select("name", name), "value"))
         seen = (self.observed.get("env") or {}).get(name)
         return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
-                       DEFAULTS.get(name), seen if self.observed else None)
+                       default_text(name, self.torch), seen if self.observed else None)
 
 
 class ProfileValues(Values):
@@ -182,7 +214,7 @@ def registered_in(lines: Iterable[tuple[int, str]]) -> tuple[int, dict[str, Any]
     return None
 
 
-_PROFILE = re.compile(r"kfdefaults\.io/profile[\"']?\s*[:=]\s*[\"']?([a-z0-9][a-z0-9-]*)")
+_PROFILE = re.compile(r"kfdefaults\.io/profile[\"']?\s*[:=]\s*[\"']?([a-z0-9][a-z0-9-]{0,252})")  # a name's length
 _DIGEST = re.compile(r"kfdefaults\.io/digest[\"']?\s*[:=]\s*[\"']?(sha256:[0-9a-f]{64})")
 
 
