@@ -381,7 +381,17 @@ def test_the_facts_naming_a_node_list_that_is_not_there_is_an_error_at_their_lin
     cluster["nodes_file"].unlink()
     result = invoke(["fit", "gpu-large", "--platform", str(cluster["platform"])])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"{cluster['facts_file']}:2:8: nodes: no node list at ")
+    assert result.unfolded.startswith(f"{cluster['facts_file']}:2:8: nodes: no node list at ")
+    assert all(len(line) <= 160 for line in result.stderr.splitlines() if str(cluster["platform"]) not in line[20:])
+
+
+@pytest.mark.parametrize("named", ["/etc/passwd", "../nodes.json", "sub/../../nodes.json"])
+def test_the_facts_node_list_is_read_only_from_inside_their_folder(cluster, named):
+    facts = cluster["facts_file"]
+    facts.write_text(facts.read_text().replace("_nodes.json", named, 1))
+    result = invoke(["fit", "gpu-large", "--platform", str(cluster["platform"])])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.unfolded.startswith(f"{facts}:2:8: nodes: `{named}` is not a path inside the facts file's folder")
 
 
 def test_the_text_output_traces_every_figure(cluster):
@@ -421,16 +431,16 @@ def test_validate_warns_about_a_profile_that_fits_no_pool_at_the_line_that_stops
     column = path.read_text().splitlines()[5].rindex("16") + 1  # the request, which the scheduler reads
     result = invoke(["validate", str(path), "--platform", str(cluster["platform"])])
     assert result.exit_code == 0
-    [warning] = [line for line in result.stderr.splitlines() if "fits none" in line]
-    assert warning.startswith(f"{path}:6:{column}: [team] pod_template.spec.containers[name=primary].resources.requests."
-                              '"nvidia.com/gpu": warning: fits none of the 5 node pools: the closest, `a100` '
-                              f"({cluster['nodes_file']}:")
+    [warning] = [line for line in result.unfolded.splitlines() if "fits none" in line]
+    assert warning.startswith(f"{path}:6:{column}: [team] pod_template.spec.containers[name=primary].resources."
+                              'requests."nvidia.com/gpu": warning: fits none of the 5 node pools: the task would stay '
+                              "Pending")
+    assert f"the task would stay Pending the closest, `a100` ({cluster['nodes_file']}:" in warning
     a100_gpus = line_of(cluster["nodes"], '"nvidia.com/gpu": "8"')
     assert f"the pod requests 16 nvidia.com/gpu, a node offers 8 (set at [team] {path}:6:{column}; the pool's at " \
            f"{cluster['nodes_file']}:{a100_gpus}:" in warning
     # the command it suggests needs the folders this one was given: without them no pool is known (exit 2)
-    assert warning.endswith("`kfdefaults fit gpu-large`, given the same folders and facts, shows every pool; the task "
-                            "would stay Pending")
+    assert warning.endswith("`kfdefaults fit gpu-large`, given the same folders and facts, shows every pool")
     assert invoke(["fit", "gpu-large", "--platform", str(cluster["platform"]), "--team",
                    str(cluster["team"])]).exit_code == 1
     assert invoke(["validate", str(path), "--platform", str(cluster["platform"]), "--strict"]).exit_code == 1
@@ -509,7 +519,7 @@ def test_a_shm_size_that_leaves_less_than_the_stated_headroom_is_a_warning(clust
             emptyDir: {{sizeLimit: {size}}}
         """), "        "))
     result = invoke(["validate", str(path), "--platform", str(cluster["platform"])])
-    found = [line for line in result.stderr.splitlines() if "shm_headroom" in line]
+    found = [line for line in result.unfolded.splitlines() if "shm_headroom" in line]
     assert bool(found) is warned, result.stderr
     if warned:
         left = "0" if size == "auto" else f"{64 - int(size[:-2])}Gi"
@@ -553,19 +563,20 @@ def test_on_an_80_column_terminal_the_table_fits_and_every_figure_is_there(clust
     words = " ".join(screen.split())  # the details wrap at the terminal's width: read them as one text
     assert f"6 nodes x 24 h = 144 node-hours, 48 GPUs x 24 h = 1152 GPU-hours; 144 x 32.77 per node-hour " \
            f"({cluster['facts_file']}:8:26) = 4718.88" in words
-    assert f"the pool has at most 16 ({cluster['facts_file']}:7:12)" in words
+    assert f"the pool has at most 16 ({cluster['facts_file']}:7:12) that take one" in words
     assert all(len(line) <= 80 for line in lines if cluster["facts_file"].parent.name not in line)
 
 
 def test_the_json_output_is_the_same_shape_for_every_pool(cluster):
     document, _ = fit(cluster, "gpu-large")
-    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "deadline", "pools"}
+    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "pods_created", "deadline", "pools"}
     assert document["pod"] == {"source": "profile", "template": None, "requests": {"nvidia.com/gpu": "8"},
                                "requested_at": {"nvidia.com/gpu": document["pod"]["requested_at"]["nvidia.com/gpu"]}}
     assert set(document["pod"]["requested_at"]["nvidia.com/gpu"]) == {"layer", "path", "file", "line", "column"}
     for pool in document["pools"]:
         assert set(pool) == {"name", "at", "source", "fits", "schedulable", "reasons", "preferences", "pods_per_node",
-                             "nodes_needed", "nodes_max", "usable_nodes", "reserves", "unchecked", "notes"}
+                             "nodes_needed", "nodes_max", "usable_nodes", "nodes_taking_none", "pending", "reserves",
+                             "unchecked", "notes"}
         assert set(pool["at"]) == {"file", "line", "column"}
         for reason in pool["reasons"]:
             assert set(reason) == {"plugin", "reason", "detail", "profile", "pool", "rule"}

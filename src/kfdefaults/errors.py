@@ -15,9 +15,17 @@ module imports nothing else of kfdefaults but :mod:`kfdefaults.escape`.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any, Iterable, NamedTuple
 
 from .escape import printable
+
+HEAD_MAX = 160
+"""The longest first line of a finding the command line prints: ``FILE:LINE:COLUMN: [layer] path: message``; the
+rest of the message goes to indented lines below it (:func:`finding_lines`)."""
+
+DETAIL_INDENT = "    "
 
 
 class KfdefaultsError(Exception):
@@ -179,20 +187,23 @@ class Finding:
         message: What is wrong and, where possible, how to fix it.
         severity: ``"error"`` or ``"warning"``.
         layer: The layer the file belongs to (``builtin``, ``platform``, ``team``, ``task``), if known.
+        details: What the message says more, one sentence each (the figures and where each is written, what it
+            holds): the command line prints each on an indented line below the message (:func:`finding_lines`).
     """
 
-    __slots__ = ("location", "path", "message", "severity", "layer")
+    __slots__ = ("location", "path", "message", "severity", "layer", "details")
 
     def __init__(self, location: Location, path: str, message: str, severity: str = "error",
-                 layer: str | None = None) -> None:
+                 layer: str | None = None, details: Iterable[str] = ()) -> None:
         self.location = location
         self.path = path
         self.message = message
         self.severity = severity
         self.layer = layer
+        self.details = tuple(details)
 
     def _fields(self) -> tuple:
-        return (self.location, self.path, self.message, self.severity, self.layer)
+        return (self.location, self.path, self.message, self.severity, self.layer, self.details)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Finding) and self._fields() == other._fields()
@@ -202,14 +213,19 @@ class Finding:
 
     def __repr__(self) -> str:
         return (f"Finding(location={self.location!r}, path={self.path!r}, message={self.message!r}, "
-                f"severity={self.severity!r}, layer={self.layer!r})")
+                f"severity={self.severity!r}, layer={self.layer!r}, details={self.details!r})")
 
-    def __str__(self) -> str:
-        """``FILE:LINE:COLUMN: [layer] path: message``, one line, :func:`~kfdefaults.escape.printable`."""
+    def head(self) -> str:
+        """``FILE:LINE:COLUMN: [layer] path: severity: ``, what the message follows (nothing of an error's)."""
         layer = f"[{self.layer}] " if self.layer else ""
         path = f"{self.path}: " if self.path else ""
         prefix = "" if self.severity == "error" else f"{self.severity}: "
-        return printable(f"{self.location}: {layer}{path}{prefix}{self.message}")
+        return f"{self.location}: {layer}{path}{prefix}"
+
+    def __str__(self) -> str:
+        """``FILE:LINE:COLUMN: [layer] path: message; detail; ...``, one line, :func:`~kfdefaults.escape.printable`
+        (an exception's text, a Python warning, JSON's ``text``); the command line prints :func:`finding_lines`."""
+        return printable("; ".join((self.head() + self.message, *(d.strip() for d in self.details))))
 
 
 class ProfileError(KfdefaultsError):
@@ -245,3 +261,113 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
             unique.append(f)
     order = {id(f): i for i, f in enumerate(unique)}
     return sorted(unique, key=lambda f: (f.location.file, f.location.line, f.location.column, order[id(f)]))
+
+
+def once_per_cause(by_profile: dict[str, list[Finding]]) -> list[Finding]:
+    """The findings of several profiles, each problem once: findings at one location and path whose messages differ
+    only in their figures (the same check, run for two profiles on pools of other start times) are one cause, said
+    by the first profile's finding; when it stands for more than one profile, a detail names them."""
+    causes: dict[tuple, tuple[Finding, list[str]]] = {}
+    for name, findings in by_profile.items():
+        for f in findings:
+            key = (str(f.location), f.path, f.severity, _FIGURES.sub("#", f.message))
+            first, names = causes.setdefault(key, (f, []))
+            if name not in names:
+                names.append(name)
+    out = []
+    for f, names in causes.values():
+        if len(names) > 1:
+            f = Finding(f.location, f.path, f.message, f.severity, f.layer,
+                        (*f.details, f"for profiles {', '.join(shown(n, 40) for n in names[:10])}"
+                                     + (f" and {len(names) - 10} more" if len(names) > 10 else "")))
+        out.append(f)
+    return out
+
+
+_FIGURES = re.compile(r"[0-9]+")
+
+
+def relative_path(path: str) -> str:
+    """``path`` relative to the working folder when it is under it (``platform/h100.yaml``), else as given."""
+    here = _working_folder()
+    return path[len(here):] if here and path.startswith(here) else path
+
+
+def _working_folder() -> str | None:
+    """The working folder with a trailing separator; ``None`` for the root, or a folder that is gone."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return None
+    return None if here == os.sep else here.rstrip(os.sep) + os.sep
+
+
+def finding_lines(finding: Finding, width: int | None = None) -> list[str]:
+    """``finding`` as the command line prints it, the one format of every command's problems: the first line
+    ``FILE:LINE:COLUMN: [layer] path: message`` of at most :data:`HEAD_MAX` characters (the first clause of a longer
+    message), then the rest of the message, one clause a line (each keeps its ``:``, ``;`` or ``.``: the lines
+    joined by spaces are the message), and the finding's :attr:`~Finding.details`, each indented. Paths under the
+    working folder are written relative to it. ``width`` (a terminal's) wraps the indented lines; without
+    it (a pipe, a CI log) each stays one line. Every line is :func:`~kfdefaults.escape.printable`."""
+    here = _working_folder()
+    relative = (lambda text: text.replace(here, "")) if here else (lambda text: text)
+    head, message = relative(finding.head()), relative(finding.message)
+    rest: list[str] = []
+    if len(head) + len(message) > HEAD_MAX:
+        message, *rest = _clauses(message)
+        if len(head) + len(message) > HEAD_MAX:  # one clause too long for the line: it goes on below
+            cut = _cut(message, HEAD_MAX - len(head))
+            if cut > 0:
+                message, rest = message[:cut].rstrip(), [message[cut:].strip(), *rest]
+    lines = [printable(head + message)]
+    for detail in [*rest, *(relative(d) for d in finding.details)]:
+        indent = DETAIL_INDENT + " " * (len(detail) - len(detail.lstrip(" ")))
+        text = printable(detail.strip())
+        if width is None or len(indent) + len(text) <= width:
+            lines.append(indent + text)
+        else:
+            import textwrap  # lazy: only a terminal's long lines
+
+            lines += textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                   break_long_words=False, break_on_hyphens=False)
+    return lines
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def _cut(text: str, limit: int) -> int:
+    """Where to break ``text`` to keep its first part within ``limit`` characters: after the last ``", "`` outside
+    brackets and backticks there, else at the last space; 0 when there is none."""
+    comma, depth, quoted = 0, 0, False
+    for i, c in enumerate(text[:limit]):
+        if c == "`":
+            quoted = not quoted
+        elif not quoted and c in _OPEN:
+            depth += 1
+        elif not quoted and c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif not quoted and depth == 0 and c == "," and text[i + 1:i + 2] == " ":
+            comma = i + 1
+    return comma or max(text.rfind(" ", 0, limit + 1), 0)
+
+
+def _clauses(message: str) -> list[str]:
+    """``message`` cut into clauses after its first ``": "`` and after each ``"; "`` and ``". "`` outside brackets
+    and backticks (so a location, a quoted value or a parenthesis stays whole), each keeping its mark."""
+    parts, depth, quoted, start, colon = [], 0, False, 0, False
+    for i, c in enumerate(message):
+        if c == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and message[i + 1:i + 2] == " " and (c in ";." or (c == ":" and not colon)):
+            colon = colon or c == ":"
+            parts.append(message[start:i + 1])
+            start = i + 2
+    parts.append(message[start:])
+    return [p.strip() for p in parts if p.strip()]
