@@ -598,3 +598,65 @@ def test_the_facts_add_to_a_listed_pool_and_what_they_say_otherwise_is_a_note(cl
         f"the facts give nvidia.com/gpu 4 ({cluster['facts_file']}:9:35) but the nodes 8 "
         f"({cluster['nodes_file']}:{gpus}:39): the nodes count",
         "the facts give label gpu-type=h100 but the nodes gpu-type=a100: the nodes count"]
+
+
+H100 = {"cpu": "190", "memory": "183033764Ki", "nvidia.com/gpu": "8", "pods": "110", "ephemeral-storage": "3000Gi"}
+
+
+@pytest.fixture
+def h100_project(tmp_path: Path, monkeypatch) -> Path:
+    """A platform `h100` profile extending gpu-large with nnodes 1:8, a team layer, facts stating Kueue, and a node
+    list of one cloud pool of 3 nodes, one of them cordoned; the working folder is the project."""
+    (tmp_path / "platform").mkdir()
+    (tmp_path / "team").mkdir()
+    (tmp_path / "platform" / "h100.yaml").write_text('extends: gpu-large\nelastic:\n  nnodes: "1:8"\n')
+    (tmp_path / "team" / "h100.yaml").write_text("elastic:\n  rdzv_configs:\n    join_timeout: 2400\n")
+    (tmp_path / "platform" / "_cluster-facts.yaml").write_text(
+        "nodes: _nodes.json\nkueue:\n  wait_for_pods_ready: {enable: true, timeout: 600}\n")
+    nodes = pool_nodes("h100", 3, H100, taints=[GPU_TAINT], labels=GPU_LABELS)
+    nodes[2]["spec"]["unschedulable"] = True
+    write_node_list(tmp_path / "platform" / "_nodes.json", *nodes)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_validate_warns_only_about_profiles_in_use_once_in_short_lines_relative_to_the_working_folder(h100_project):
+    result = invoke(["validate", "--platform", "platform", "--team", "team"])
+    assert result.exit_code == 0
+    heads = [line for line in result.stderr.splitlines() if not line.startswith(" ")]
+    warnings = [line for line in heads if ": warning: " in line]
+    # one real problem: 6 of the 8 Worker pods find no node; no builtin profile the project never uses is named
+    assert warnings == ["platform/h100.yaml:3:11: [platform] elastic.nnodes: warning: 6 of the 8 pods of nnodes 1:8 "
+                        "stay Pending in every pool it fits (in `h100`, the fewest)"]
+    assert "1 warning" in result.stderr and "<profile" not in result.stderr
+    assert all(len(line) <= 160 for line in heads) and str(h100_project) not in result.stderr
+    assert "waitForPodsReady (600 s, facts platform/_cluster-facts.yaml:3:" in result.unfolded
+    assert invoke(["validate", "--platform", "platform", "--team", "team", "--strict"]).exit_code == 1
+
+
+def test_fit_puts_a_cordoned_node_in_its_pool_and_states_the_pods_left_pending(h100_project):
+    result = invoke(["fit", "h100", "--platform", "platform", "--team", "team", "-o", "text"])
+    lines = result.stdout.splitlines()
+    assert lines[1].split()[:7] == ["h100", "yes", "1-8", "of", "2,", "6", "Pending"]
+    assert len(lines[1:3]) == 2 and not lines[2].strip()  # one pool: the cordoned node is not a pool of its own
+    assert "  1 of its 3 nodes takes no pod of the job:" in lines
+    assert any(line.startswith("    h100-2: node(s) were unschedulable (platform/_nodes.json:") for line in lines)
+    assert "  Pending: 6 of the job's 8 pods find no node" in lines
+    assert "its ClusterQueue's quota holds 48 nvidia.com/gpu for the 6 that never start" in result.stdout
+    document, _ = fit_json(h100_project)
+    [pool] = document["pools"]
+    assert (document["pods_created"], pool["pending"], pool["usable_nodes"]) == (8, 6, 2)
+
+
+def fit_json(project: Path) -> tuple[dict, str]:
+    result = invoke(["fit", "h100", "--platform", "platform", "--team", "team", "-o", "json"])
+    return json.loads(result.stdout), result.stderr
+
+
+def test_a_node_offer_is_shown_in_the_unit_of_the_request(h100_project):
+    (h100_project / "team" / "h100.yaml").write_text(
+        "pod_template:\n  spec:\n    containers:\n      - name: primary\n"
+        "        resources: {requests: {memory: 1000Gi}}\n")
+    result = invoke(["fit", "h100", "--platform", "platform", "--team", "team", "-o", "text"])
+    assert result.exit_code == 1
+    assert "the pod requests 1000Gi memory, a node offers 174.6Gi" in result.stdout

@@ -108,7 +108,7 @@ def pool_lines(verdict: PoolFit, report: FitReport) -> list[str]:
     kinds = other_kinds(verdict)
     if kinds:
         count = sum(len(k.nodes) for k in kinds)
-        lines.append(f"  {count} of its {len(pool.nodes)} nodes take no pod of the job:")
+        lines.append(f"  {count} of its {len(pool.nodes)} nodes take{'s' * (count == 1)} no pod of the job:")
         lines += [f"    {named(k.nodes)}: {'; '.join(k.reasons)} ({where(k.at)})" for k in kinds]
     if verdict.pending:
         lines.append(f"  Pending: {verdict.pending} of the job's {report.created} pods find no node")
