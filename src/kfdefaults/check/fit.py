@@ -117,7 +117,7 @@ def judge_pool(pod: JudgedPod, pool: Pool, replicas: tuple[int, int], created: i
         capacity += (most - usable) * per_node if fitting and most is not None else 0
     elif most is not None:
         capacity = most * per_node
-    pending = None if capacity is None or not fitting and usable is not None else max(0, (created or replicas[1]) - capacity)
+    pending = None if capacity is None or not fitting else max(0, (created or replicas[1]) - capacity)
     return PoolFit(pool, verdicts, node, usable, per_node, needed, have, others=others, pending=pending)
 
 

@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterable
 
 from ..errors import KfdefaultsError, ProfileError
 from ..escape import printable
-from .streams import terminal_width
 
 WIDTH = 100
 """Help text is wrapped at this width, whatever the terminal, so that it reads the same everywhere."""
@@ -152,12 +151,9 @@ def err(text: str) -> None:
 
 
 def report(findings: Iterable[Any]) -> None:
-    """Each finding on standard error as :func:`kfdefaults.errors.finding_lines` writes it: a first line
-    ``FILE:LINE:COLUMN: [layer] path: message``, its details indented below, wrapped at the width of a terminal."""
-    from ..errors import finding_lines
-
-    width = terminal_width(sys.stderr)
-    sys.stderr.write("".join(line + "\n" for finding in findings for line in finding_lines(finding, width)))
+    """Each finding on its own line of standard error: ``FILE:LINE:COLUMN: [layer] path: message; detail; ...``."""
+    for finding in findings:
+        err(str(finding))
 
 
 def is_terminal() -> bool:
