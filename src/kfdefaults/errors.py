@@ -21,12 +21,6 @@ from typing import Any, Iterable, NamedTuple
 
 from .escape import printable
 
-HEAD_MAX = 160
-"""The longest first line of a finding the command line prints: ``FILE:LINE:COLUMN: [layer] path: message``; the
-rest of the message goes to indented lines below it (:func:`finding_lines`)."""
-
-DETAIL_INDENT = "    "
-
 
 class KfdefaultsError(Exception):
     """Base class of every error kfdefaults raises on purpose. Its text is :func:`~kfdefaults.escape.printable`."""
@@ -188,7 +182,7 @@ class Finding:
         severity: ``"error"`` or ``"warning"``.
         layer: The layer the file belongs to (``builtin``, ``platform``, ``team``, ``task``), if known.
         details: What the message says more, one sentence each (the figures and where each is written, what it
-            holds): the command line prints each on an indented line below the message (:func:`finding_lines`).
+            holds): the command line prints them after the message, each after ``; ``.
     """
 
     __slots__ = ("location", "path", "message", "severity", "layer", "details")
@@ -224,7 +218,7 @@ class Finding:
 
     def __str__(self) -> str:
         """``FILE:LINE:COLUMN: [layer] path: message; detail; ...``, one line, :func:`~kfdefaults.escape.printable`
-        (an exception's text, a Python warning, JSON's ``text``); the command line prints :func:`finding_lines`."""
+        (an exception's text, a Python warning, JSON's ``text``, the command line's)."""
         return printable("; ".join((self.head() + self.message, *(d.strip() for d in self.details))))
 
 
@@ -300,74 +294,3 @@ def _working_folder() -> str | None:
     except OSError:
         return None
     return None if here == os.sep else here.rstrip(os.sep) + os.sep
-
-
-def finding_lines(finding: Finding, width: int | None = None) -> list[str]:
-    """``finding`` as the command line prints it, the one format of every command's problems: the first line
-    ``FILE:LINE:COLUMN: [layer] path: message`` of at most :data:`HEAD_MAX` characters (the first clause of a longer
-    message), then the rest of the message, one clause a line (each keeps its ``:``, ``;`` or ``.``: the lines
-    joined by spaces are the message), and the finding's :attr:`~Finding.details`, each indented. Paths under the
-    working folder are written relative to it. ``width`` (a terminal's) wraps the indented lines; without
-    it (a pipe, a CI log) each stays one line. Every line is :func:`~kfdefaults.escape.printable`."""
-    here = _working_folder()
-    relative = (lambda text: text.replace(here, "")) if here else (lambda text: text)
-    head, message = relative(finding.head()), relative(finding.message)
-    rest: list[str] = []
-    if len(head) + len(message) > HEAD_MAX:
-        message, *rest = _clauses(message)
-        if len(head) + len(message) > HEAD_MAX:  # one clause too long for the line: it goes on below
-            cut = _cut(message, HEAD_MAX - len(head))
-            if cut > 0:
-                message, rest = message[:cut].rstrip(), [message[cut:].strip(), *rest]
-    lines = [printable(head + message)]
-    for detail in [*rest, *(relative(d) for d in finding.details)]:
-        indent = DETAIL_INDENT + " " * (len(detail) - len(detail.lstrip(" ")))
-        text = printable(detail.strip())
-        if width is None or len(indent) + len(text) <= width:
-            lines.append(indent + text)
-        else:
-            import textwrap  # lazy: only a terminal's long lines
-
-            lines += textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                                   break_long_words=False, break_on_hyphens=False)
-    return lines
-
-
-_OPEN, _CLOSE = "([{", ")]}"
-
-
-def _cut(text: str, limit: int) -> int:
-    """Where to break ``text`` to keep its first part within ``limit`` characters: after the last ``", "`` outside
-    brackets and backticks there, else at the last space; 0 when there is none."""
-    comma, depth, quoted = 0, 0, False
-    for i, c in enumerate(text[:limit]):
-        if c == "`":
-            quoted = not quoted
-        elif not quoted and c in _OPEN:
-            depth += 1
-        elif not quoted and c in _CLOSE:
-            depth = max(0, depth - 1)
-        elif not quoted and depth == 0 and c == "," and text[i + 1:i + 2] == " ":
-            comma = i + 1
-    return comma or max(text.rfind(" ", 0, limit + 1), 0)
-
-
-def _clauses(message: str) -> list[str]:
-    """``message`` cut into clauses after its first ``": "`` and after each ``"; "`` and ``". "`` outside brackets
-    and backticks (so a location, a quoted value or a parenthesis stays whole), each keeping its mark."""
-    parts, depth, quoted, start, colon = [], 0, False, 0, False
-    for i, c in enumerate(message):
-        if c == "`":
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif c in _OPEN:
-            depth += 1
-        elif c in _CLOSE:
-            depth = max(0, depth - 1)
-        elif depth == 0 and message[i + 1:i + 2] == " " and (c in ";." or (c == ":" and not colon)):
-            colon = colon or c == ":"
-            parts.append(message[start:i + 1])
-            start = i + 2
-    parts.append(message[start:])
-    return [p.strip() for p in parts if p.strip()]
