@@ -28,9 +28,15 @@ class Result:
     output: str
 
     @property
+    def unfolded(self) -> str:
+        """Standard error with each finding on one line again: its indented lines (the rest of a long message, one
+        clause a line, and its details: kfdefaults.errors.finding_lines) joined to it by a space."""
+        return unfold(self.stderr)
+
+    @property
     def messages(self) -> str:
         """Standard error without the line ``render`` starts with to say its target (``kfdefaults: target ...``)."""
-        return "".join(line for line in self.stderr.splitlines(keepends=True) if not line.startswith("kfdefaults: target "))
+        return "".join(line for line in self.unfolded.splitlines(keepends=True) if not line.startswith("kfdefaults: target "))
 
 
 class _Tee(io.StringIO):
@@ -63,3 +69,14 @@ def invoke(args: Sequence[str], env: Mapping[str, str | None] | None = None) -> 
         os.environ.clear()
         os.environ.update(saved)
     return Result(code, out.getvalue(), err.getvalue(), both.getvalue())
+
+
+def unfold(text: str) -> str:
+    """``text`` with every line that starts with four spaces joined to the line above it by one space."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("    ") and lines:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    return "".join(line + "\n" for line in lines)

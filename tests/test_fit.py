@@ -381,7 +381,17 @@ def test_the_facts_naming_a_node_list_that_is_not_there_is_an_error_at_their_lin
     cluster["nodes_file"].unlink()
     result = invoke(["fit", "gpu-large", "--platform", str(cluster["platform"])])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"{cluster['facts_file']}:2:8: nodes: no node list at ")
+    assert result.unfolded.startswith(f"{cluster['facts_file']}:2:8: nodes: no node list at ")
+    assert all(len(line) <= 160 for line in result.stderr.splitlines() if str(cluster["platform"]) not in line[20:])
+
+
+@pytest.mark.parametrize("named", ["/etc/passwd", "../nodes.json", "sub/../../nodes.json"])
+def test_the_facts_node_list_is_read_only_from_inside_their_folder(cluster, named):
+    facts = cluster["facts_file"]
+    facts.write_text(facts.read_text().replace("_nodes.json", named, 1))
+    result = invoke(["fit", "gpu-large", "--platform", str(cluster["platform"])])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.unfolded.startswith(f"{facts}:2:8: nodes: `{named}` is not a path inside the facts file's folder")
 
 
 def test_the_text_output_traces_every_figure(cluster):
@@ -421,16 +431,16 @@ def test_validate_warns_about_a_profile_that_fits_no_pool_at_the_line_that_stops
     column = path.read_text().splitlines()[5].rindex("16") + 1  # the request, which the scheduler reads
     result = invoke(["validate", str(path), "--platform", str(cluster["platform"])])
     assert result.exit_code == 0
-    [warning] = [line for line in result.stderr.splitlines() if "fits none" in line]
-    assert warning.startswith(f"{path}:6:{column}: [team] pod_template.spec.containers[name=primary].resources.requests."
-                              '"nvidia.com/gpu": warning: fits none of the 5 node pools: the closest, `a100` '
-                              f"({cluster['nodes_file']}:")
+    [warning] = [line for line in result.unfolded.splitlines() if "fits none" in line]
+    assert warning.startswith(f"{path}:6:{column}: [team] pod_template.spec.containers[name=primary].resources."
+                              'requests."nvidia.com/gpu": warning: fits none of the 5 node pools: the task would stay '
+                              "Pending")
+    assert f"the task would stay Pending; the closest, `a100` ({cluster['nodes_file']}:" in warning
     a100_gpus = line_of(cluster["nodes"], '"nvidia.com/gpu": "8"')
     assert f"the pod requests 16 nvidia.com/gpu, a node offers 8 (set at [team] {path}:6:{column}; the pool's at " \
            f"{cluster['nodes_file']}:{a100_gpus}:" in warning
     # the command it suggests needs the folders this one was given: without them no pool is known (exit 2)
-    assert warning.endswith("`kfdefaults fit gpu-large`, given the same folders and facts, shows every pool; the task "
-                            "would stay Pending")
+    assert warning.endswith("`kfdefaults fit gpu-large`, given the same folders and facts, shows every pool")
     assert invoke(["fit", "gpu-large", "--platform", str(cluster["platform"]), "--team",
                    str(cluster["team"])]).exit_code == 1
     assert invoke(["validate", str(path), "--platform", str(cluster["platform"]), "--strict"]).exit_code == 1
@@ -509,7 +519,7 @@ def test_a_shm_size_that_leaves_less_than_the_stated_headroom_is_a_warning(clust
             emptyDir: {{sizeLimit: {size}}}
         """), "        "))
     result = invoke(["validate", str(path), "--platform", str(cluster["platform"])])
-    found = [line for line in result.stderr.splitlines() if "shm_headroom" in line]
+    found = [line for line in result.unfolded.splitlines() if "shm_headroom" in line]
     assert bool(found) is warned, result.stderr
     if warned:
         left = "0" if size == "auto" else f"{64 - int(size[:-2])}Gi"
@@ -553,19 +563,20 @@ def test_on_an_80_column_terminal_the_table_fits_and_every_figure_is_there(clust
     words = " ".join(screen.split())  # the details wrap at the terminal's width: read them as one text
     assert f"6 nodes x 24 h = 144 node-hours, 48 GPUs x 24 h = 1152 GPU-hours; 144 x 32.77 per node-hour " \
            f"({cluster['facts_file']}:8:26) = 4718.88" in words
-    assert f"the pool has at most 16 ({cluster['facts_file']}:7:12)" in words
+    assert f"the pool has at most 16 ({cluster['facts_file']}:7:12) that take one" in words
     assert all(len(line) <= 80 for line in lines if cluster["facts_file"].parent.name not in line)
 
 
 def test_the_json_output_is_the_same_shape_for_every_pool(cluster):
     document, _ = fit(cluster, "gpu-large")
-    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "deadline", "pools"}
+    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "pods_created", "deadline", "pools"}
     assert document["pod"] == {"source": "profile", "template": None, "requests": {"nvidia.com/gpu": "8"},
                                "requested_at": {"nvidia.com/gpu": document["pod"]["requested_at"]["nvidia.com/gpu"]}}
     assert set(document["pod"]["requested_at"]["nvidia.com/gpu"]) == {"layer", "path", "file", "line", "column"}
     for pool in document["pools"]:
         assert set(pool) == {"name", "at", "source", "fits", "schedulable", "reasons", "preferences", "pods_per_node",
-                             "nodes_needed", "nodes_max", "usable_nodes", "reserves", "unchecked", "notes"}
+                             "nodes_needed", "nodes_max", "usable_nodes", "nodes_taking_none", "pending", "reserves",
+                             "unchecked", "notes"}
         assert set(pool["at"]) == {"file", "line", "column"}
         for reason in pool["reasons"]:
             assert set(reason) == {"plugin", "reason", "detail", "profile", "pool", "rule"}
@@ -587,3 +598,64 @@ def test_the_facts_add_to_a_listed_pool_and_what_they_say_otherwise_is_a_note(cl
         f"the facts give nvidia.com/gpu 4 ({cluster['facts_file']}:9:35) but the nodes 8 "
         f"({cluster['nodes_file']}:{gpus}:39): the nodes count",
         "the facts give label gpu-type=h100 but the nodes gpu-type=a100: the nodes count"]
+
+
+H100 = {"cpu": "190", "memory": "183033764Ki", "nvidia.com/gpu": "8", "pods": "110", "ephemeral-storage": "3000Gi"}
+
+
+@pytest.fixture
+def h100_project(tmp_path: Path, monkeypatch) -> Path:
+    """A platform `h100` profile extending gpu-large with nnodes 1:8, a team layer, facts stating Kueue, and a node
+    list of one cloud pool of 3 nodes, one of them cordoned; the working folder is the project."""
+    (tmp_path / "platform").mkdir()
+    (tmp_path / "team").mkdir()
+    (tmp_path / "platform" / "h100.yaml").write_text('extends: gpu-large\nelastic:\n  nnodes: "1:8"\n')
+    (tmp_path / "team" / "h100.yaml").write_text("elastic:\n  rdzv_configs:\n    join_timeout: 2400\n")
+    (tmp_path / "platform" / "_cluster-facts.yaml").write_text(
+        "nodes: _nodes.json\nkueue:\n  wait_for_pods_ready: {enable: true, timeout: 600}\n")
+    nodes = pool_nodes("h100", 3, H100, taints=[GPU_TAINT], labels=GPU_LABELS)
+    nodes[2]["spec"]["unschedulable"] = True
+    write_node_list(tmp_path / "platform" / "_nodes.json", *nodes)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_validate_warns_only_about_profiles_in_use_once_in_short_lines_relative_to_the_working_folder(h100_project):
+    result = invoke(["validate", "--platform", "platform", "--team", "team"])
+    assert result.exit_code == 0
+    warnings = [line for line in result.stderr.splitlines() if ": warning: " in line]
+    # one real problem: 6 of the 8 Worker pods find no node; no builtin profile the project never uses is named
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "platform/h100.yaml:3:11: [platform] elastic.nnodes: warning: 6 of the 8 pods of nnodes 1:8 stay Pending in "
+        "every pool it fits (in `h100`, the fewest)")
+    assert "1 warning" in result.stderr and "<profile" not in result.stderr and str(h100_project) not in result.stderr
+    assert "waitForPodsReady (600 s, facts platform/_cluster-facts.yaml:3:" in result.unfolded
+    assert invoke(["validate", "--platform", "platform", "--team", "team", "--strict"]).exit_code == 1
+
+
+def test_fit_puts_a_cordoned_node_in_its_pool_and_states_the_pods_left_pending(h100_project):
+    result = invoke(["fit", "h100", "--platform", "platform", "--team", "team", "-o", "text"])
+    lines = result.stdout.splitlines()
+    assert lines[1].split()[:7] == ["h100", "yes", "1-8", "of", "2,", "6", "Pending"]
+    assert len(lines[1:3]) == 2 and not lines[2].strip()  # one pool: the cordoned node is not a pool of its own
+    assert "  1 of its 3 nodes takes no pod of the job:" in lines
+    assert any(line.startswith("    h100-2: node(s) were unschedulable (platform/_nodes.json:") for line in lines)
+    assert "  Pending: 6 of the job's 8 pods find no node" in lines
+    assert "its ClusterQueue's quota holds 48 nvidia.com/gpu for the 6 that never start" in result.stdout
+    document, _ = fit_json(h100_project)
+    [pool] = document["pools"]
+    assert (document["pods_created"], pool["pending"], pool["usable_nodes"]) == (8, 6, 2)
+
+
+def fit_json(project: Path) -> tuple[dict, str]:
+    result = invoke(["fit", "h100", "--platform", "platform", "--team", "team", "-o", "json"])
+    return json.loads(result.stdout), result.stderr
+
+
+def test_a_node_offer_is_shown_in_the_unit_of_the_request(h100_project):
+    (h100_project / "team" / "h100.yaml").write_text(
+        "pod_template:\n  spec:\n    containers:\n      - name: primary\n"
+        "        resources: {requests: {memory: 1000Gi}}\n")
+    result = invoke(["fit", "h100", "--platform", "platform", "--team", "team", "-o", "text"])
+    assert result.exit_code == 1
+    assert "the pod requests 1000Gi memory, a node offers 174.6Gi" in result.stdout

@@ -456,24 +456,24 @@ def test_a_node_list_is_read_and_grouped_into_pools(tmp_path):
     path = tmp_path / "nodes.json"
     path.write_text(json.dumps(CLUSTER, indent=4))
     pools = node_pools(read_nodes(str(path)).nodes)
-    assert [(p.name, p.count, p.zones, p.unschedulable) for p in pools] == [
-        ("a100", 2, ("us-c1-a", "us-c1-b"), False), ("default", 2, ("us-c1-a", "us-c1-b"), False),
-        ("a100 (2)", 1, ("us-c1-a",), True), ("lonely", 1, (), False)]
-    assert pools[0].node_names == ["gpu-0", "gpu-1"] and pools[0].taints == [GPU_TAINT]
-    assert "kubernetes.io/hostname" not in pools[0].labels and pools[0].labels["nvidia.com/gpu.present"] == "true"
-    assert pools[1].allocatable == CPU
+    # a cordoned node is a state of a node of its pool: one of the pool's kinds, not a pool of its own
+    assert [(p.name, p.count, p.zones, [len(k) for k in p.kinds]) for p in pools] == [
+        ("a100", 3, ("us-c1-a", "us-c1-b"), [2, 1]), ("default", 2, ("us-c1-a", "us-c1-b"), [2]),
+        ("lonely", 1, (), [1])]
+    assert pools[0].node_names == ["gpu-0", "gpu-1", "gpu-2"] and pools[0].nodes[0]["spec"]["taints"] == [GPU_TAINT]
+    assert [n["spec"].get("unschedulable", False) for n in pools[0].nodes] == [False, False, True]
 
 
 def test_a_gpu_profile_fits_the_gpu_pool_only_and_says_why_not_elsewhere():
     gpu_pod = pod(container(limits={"nvidia.com/gpu": "8"}, requests={"cpu": "90", "memory": "1000Gi"}),
                   node_selector={"nvidia.com/gpu.present": "true"},
                   tolerations=[V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")])
-    reasons = {p.name: [r for v in filter_node(gpu_pod, p.nodes[0]) for r in v.reasons] for p in node_pools(CLUSTER["items"])}
+    reasons = {p.name: [[r for v in filter_node(gpu_pod, k[0]) for r in v.reasons] for k in p.kinds]
+               for p in node_pools(CLUSTER["items"])}
     assert reasons == {
-        "a100": [],
-        "default": [AFFINITY, "Insufficient cpu", "Insufficient memory", "Insufficient nvidia.com/gpu"],
-        "a100 (2)": ["node(s) were unschedulable"],
-        "lonely": [AFFINITY, "Insufficient cpu", "Insufficient memory", "Insufficient nvidia.com/gpu"]}
+        "a100": [[], ["node(s) were unschedulable"]],
+        "default": [[AFFINITY, "Insufficient cpu", "Insufficient memory", "Insufficient nvidia.com/gpu"]],
+        "lonely": [[AFFINITY, "Insufficient cpu", "Insufficient memory", "Insufficient nvidia.com/gpu"]]}
     untolerating = pod(container(limits={"nvidia.com/gpu": "1"}))
     verdicts = filter_node(untolerating, CLUSTER["items"][0])
     assert [v.plugin for v in verdicts] == list(FILTER_ORDER)
@@ -517,15 +517,15 @@ def clusters_and_pods(draw):
 @settings(max_examples=examples(200))
 @given(clusters_and_pods())
 def test_every_node_of_a_pool_gets_its_verdict_unless_the_pod_selects_a_per_node_label(case):
-    """The grouping rule: a pool's nodes differ only in PER_NODE_LABELS, so a pod that selects none of them gets
-    the same verdicts on each node of a pool; one that does is decided node by node, and may differ."""
+    """The grouping rule: the nodes of one kind of a pool differ only in per-node labels, so a pod that selects none
+    of them gets the same verdicts on each node of a kind; one that does is decided node by node, and may differ."""
     nodes, spec = case
     selects_per_node = any(k in json.dumps(spec.get("nodeSelector") or {}) + json.dumps(spec.get("affinity") or {})
                            for k in ("kubernetes.io/hostname", "topology.kubernetes.io/zone"))
     pools = node_pools(nodes)
     assert sorted(n["metadata"]["name"] for p in pools for n in p.nodes) == sorted(n["metadata"]["name"] for n in nodes)
-    for pool in pools:
-        verdicts = [filter_node(spec, n) for n in pool.nodes]
+    for kind in (k for p in pools for k in p.kinds):
+        verdicts = [filter_node(spec, n) for n in kind]
         for other in verdicts[1:]:
             assert [v for v in other if v.plugin != "NodeAffinity"] == [v for v in verdicts[0] if v.plugin != "NodeAffinity"]
             if not selects_per_node:

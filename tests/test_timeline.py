@@ -51,12 +51,12 @@ def render(platform: Path, name: str, *args: str):
 
 
 def warnings_of(result) -> list[str]:
-    return [line for line in result.stderr.splitlines() if ": warning: " in line]
+    return [line for line in result.unfolded.splitlines() if ": warning: " in line]
 
 
 def timeline(platform: Path, name: str, *args: str) -> dict:
     result = invoke(["timeline", name, "--only-platform", str(platform), "--target", "flytekit", "-o", "json", *args])
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 0, result.unfolded
     return json.loads(result.stdout)
 
 
@@ -155,7 +155,7 @@ def test_a_deadline_and_a_task_timeout_that_count_the_wait_for_nodes_and_images(
     assert (f"--set elastic.run_policy.active_deadline_seconds=120: [task] elastic.run_policy.active_deadline_seconds: "
             f"active_deadline_seconds is 120 s ([task] --set elastic.run_policy.active_deadline_seconds=120), no longer "
             f"than a cold node's typical start, 130 s (node_start typical 90 s at {path}:1:13; image_pull typical 40 s "
-            f"at {path}:2:13)") in result.stderr
+            f"at {path}:2:13)") in result.unfolded
     assert render(platform, "deadline", "--facts", "none").exit_code == 0  # no facts, no judgement
 
 
@@ -203,7 +203,7 @@ def test_the_timeline_text_fits_80_columns_and_traces_every_figure(platform):
     facts(platform, "kueue:\n  wait_for_pods_ready: {enable: true}\nflyte: {task_timeout: 86400}\n"
                     'torch: {version: "2.5.1"}\n')
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit"])
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 0, result.unfolded
     lines = result.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines if str(platform) not in line)
     text = " ".join(result.stdout.split())
@@ -262,15 +262,15 @@ def test_without_facts_the_timeline_says_where_facts_come_from(platform, tmp_pat
     empty.mkdir()
     result = invoke(["timeline", "gpu-large", "--only-platform", str(empty), "--target", "flytekit", "-o", "json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["start"]["missing"] == ["node_start", "image_pull"]
-    assert result.stderr == ("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
+    assert result.unfolded == ("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
                              "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or "
                              "[tool.kfdefaults] cluster_facts)\n")
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit"])
-    assert result.exit_code == 0 and result.stderr == ""  # the platform folder's facts: nothing to say
+    assert result.exit_code == 0 and result.unfolded == ""  # the platform folder's facts: nothing to say
     for args, env in ((["--facts", "none"], {}), ([], {"KFDEFAULTS_CLUSTER_FACTS": "none"})):  # none, as asked
         result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--target", "flytekit", *args],
                         env=env)
-        assert result.exit_code == 0 and result.stderr == "" and "torch unknown" in result.stdout
+        assert result.exit_code == 0 and result.unfolded == "" and "torch unknown" in result.stdout
 
 
 def test_the_start_times_are_those_of_the_pool_the_profile_fits(platform):
@@ -291,7 +291,7 @@ def test_the_start_times_are_those_of_the_pool_the_profile_fits(platform):
     assert document["start"]["worst"] == 900 + 420
     assert timeline(platform, "gpu-large", "--pool", "cpu")["start"]["worst"] == 600 + 420
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform), "--pool", "h100"])
-    assert result.exit_code == 1 and result.stderr == "kfdefaults: no node pool named 'h100' (the pools: a100, cpu)\n"
+    assert result.exit_code == 1 and result.unfolded == "kfdefaults: no node pool named 'h100' (the pools: a100, cpu)\n"
 
 
 POOLS = """\
@@ -357,7 +357,7 @@ def test_render_without_facts_imports_nothing_of_the_clocks(tmp_path):
             "print(sorted(m for m in sys.modules if 'clock' in m or 'timeline' in m or 'torch_defaults' in m))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={"KFDEFAULTS_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.unfolded
     assert done.stdout.splitlines()[-1] == "[]"
 
 
@@ -365,7 +365,7 @@ def test_a_bad_fact_is_an_error_at_its_line_and_nothing_is_printed(platform):
     path = facts(platform, "max_hang: -5\n")
     result = invoke(["timeline", "gpu-large", "--only-platform", str(platform)])
     assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr.startswith(f"{path}:3:11: max_hang: ")
+    assert result.unfolded.startswith(f"{path}:3:11: max_hang: ")
 
 
 def test_the_pool_option_s_help_says_which_pool_of_several_is_taken():

@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from cli_runner import invoke as run_cli
+from cli_runner import invoke as run_cli, unfold
 from conftest import PLATFORM, TEAM
 
 import kfdefaults
@@ -21,7 +21,9 @@ KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*KFDEFAULTS, *args], capture_output=True, text=True, env=env)
+    done = subprocess.run([*KFDEFAULTS, *args], capture_output=True, text=True, env=env)
+    done.unfolded = unfold(done.stderr)  # each finding on one line again: its indented lines joined to it
+    return done
 
 
 def invoke(*args: str):
@@ -323,8 +325,8 @@ def test_warnings_exit_0_unless_strict(tmp_path):
     path = write(tmp_path, "slow.yaml", "elastic:\n  rdzv_configs:\n    timeout: 1800\n")
     proc = run("validate", path)
     assert proc.returncode == 0
-    assert f"{path}:3:5: [team] elastic.rdzv_configs.timeout: warning: " in proc.stderr
-    assert "1 file, 1 profile: 0 errors, 1 warning" in proc.stderr
+    assert f"{path}:3:5: [team] elastic.rdzv_configs.timeout: warning: " in proc.unfolded
+    assert "1 file, 1 profile: 0 errors, 1 warning" in proc.unfolded
     assert run("validate", "--strict", path).returncode == 1
 
 
@@ -338,7 +340,7 @@ def test_one_bad_file_does_not_stop_the_others(tmp_path):
     good = write(folder, "c-good.yaml", "extends: gpu-large\npod_template:\n  spec:\n    containers:\n      - name: primary\n        imagePullPolicy: always\n")
     proc = run("validate", str(folder))
     assert proc.returncode == 1
-    lines = proc.stderr.splitlines()
+    lines = proc.unfolded.splitlines()
     assert lines[0].startswith(f"{bad}:2:11: [team] elastic.nnodes: ")
     assert lines[1].startswith(f"{worse}:2:1: invalid YAML")
     assert lines[2].startswith(f"{good}:6:26: [team] pod_template.spec.containers[name=primary].imagePullPolicy: ")
@@ -388,15 +390,15 @@ def test_without_paths_every_visible_layer_is_checked(tmp_path):
     proc = run("validate", env=env)
     assert proc.returncode == 1
     assert f"{bad}:5:9: [team] pod_template.spec.containers[name=primary].resource: unknown field `resource`; " \
-           "did you mean `resources`?" in proc.stderr
+           "did you mean `resources`?" in proc.unfolded
 
 
 def test_missing_paths_and_other_files_are_errors(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     proc = run("validate", str(tmp_path / "nope"), str(tmp_path / "notes.txt"))
     assert proc.returncode == 1
-    assert f"{tmp_path / 'nope'}: no such file or folder" in proc.stderr
-    assert f"{tmp_path / 'notes.txt'}:1:1: not a profile file" in proc.stderr
+    assert f"{tmp_path / 'nope'}: no such file or folder" in proc.unfolded
+    assert f"{tmp_path / 'notes.txt'}:1:1: not a profile file" in proc.unfolded
 
 
 def test_usage_mistakes_exit_2(tmp_path):
@@ -433,19 +435,19 @@ def test_render_reports_fragment_errors_and_prints_warnings(tmp_path):
                                           "        resources: {limits: {memory: 16GB}}\n")
     proc = run("render", "gpu-large", "--team", str(team))
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.startswith(f"{path}:5:38: [team] pod_template.spec.containers[name=primary].resources.limits.memory: "
+    assert proc.unfolded.startswith(f"{path}:5:38: [team] pod_template.spec.containers[name=primary].resources.limits.memory: "
                                   "`16GB` is not a Kubernetes quantity; did you mean `16G`")
     write(team, "gpu-large.yaml", "elastic:\n  rdzv_configs: {timeout: 1200}\n")
     proc = run("render", "gpu-large", "--team", str(team))
     assert proc.returncode == 0 and proc.stdout.startswith("name: gpu-large")
-    assert f"{path}:2:18: [team] elastic.rdzv_configs.timeout: warning: " in proc.stderr
+    assert f"{path}:2:18: [team] elastic.rdzv_configs.timeout: warning: " in proc.unfolded
 
 
 def test_set_values_are_checked_like_files():
     proc = run("render", "gpu-large", "--set", "pod_template.spec.containers[name=primary].imagePullPolicy=always")
     assert proc.returncode == 1
-    assert proc.stderr.startswith("--set pod_template.spec.containers[name=primary].imagePullPolicy=always: [task] ")
-    assert "did you mean `Always`?" in proc.stderr
+    assert proc.unfolded.startswith("--set pod_template.spec.containers[name=primary].imagePullPolicy=always: [task] ")
+    assert "did you mean `Always`?" in proc.unfolded
 
 
 def test_set_values_get_the_warnings_a_file_gets(tmp_path):
@@ -454,7 +456,7 @@ def test_set_values_get_the_warnings_a_file_gets(tmp_path):
     result = invoke("render", "gpu-large", "--set", "elastic.rdzv_configs.timeout=1800")
     assert result.exit_code == 0
     assert (f"--set elastic.rdzv_configs.timeout=1800: [task] elastic.rdzv_configs.timeout: warning: "
-            f"{file_warning.message}") in result.stderr.splitlines()
+            f"{file_warning.message}") in result.unfolded.splitlines()
 
 
 def test_resolve_raises_profile_error_for_bad_overrides():
@@ -524,13 +526,13 @@ def test_entries_that_are_not_readable_files_are_errors_not_skipped(tmp_path):
     _odd_entries(team)
     proc = run("validate", str(team), env={"KFDEFAULTS_NO_CACHE": "1"})
     assert proc.returncode == 1
-    assert f"{team}/loop-a.yaml:1:1: a symbolic link that loops" in proc.stderr
-    assert f"{team}/dangling.yaml:1:1: a symbolic link to a missing file" in proc.stderr
-    assert f"{team}/sub.yaml:1:1: not a profile file (a folder)" in proc.stderr
-    assert f"{team}/pipe.yaml:1:1: not a profile file (a pipe)" in proc.stderr  # and no hang on the pipe
-    assert "5 errors" in proc.stderr
+    assert f"{team}/loop-a.yaml:1:1: a symbolic link that loops" in proc.unfolded
+    assert f"{team}/dangling.yaml:1:1: a symbolic link to a missing file" in proc.unfolded
+    assert f"{team}/sub.yaml:1:1: not a profile file (a folder)" in proc.unfolded
+    assert f"{team}/pipe.yaml:1:1: not a profile file (a pipe)" in proc.unfolded  # and no hang on the pipe
+    assert "5 errors" in proc.unfolded
     proc = run("render", "loop-a", "--team", str(team))
-    assert proc.returncode == 1 and "a symbolic link that loops" in proc.stderr and proc.stdout == ""
+    assert proc.returncode == 1 and "a symbolic link that loops" in proc.unfolded and proc.stdout == ""
     assert run("render", "ok", "--team", str(team)).returncode == 0  # a broken neighbour does not stop the others
 
 
@@ -538,10 +540,10 @@ def test_paths_given_to_validate_say_what_they_are(tmp_path):
     _odd_entries(tmp_path / "odd")
     proc = run("validate", "", os.devnull, str(tmp_path / "odd" / "pipe.yaml"), str(tmp_path / "nope.yaml"))
     assert proc.returncode == 1
-    assert "'': an empty path names no file or folder" in proc.stderr
-    assert f"{os.devnull}: not a profile file (a device)" in proc.stderr
-    assert "pipe.yaml:1:1: not a profile file (a pipe)" in proc.stderr
-    assert "nope.yaml: no such file or folder" in proc.stderr
+    assert "'': an empty path names no file or folder" in proc.unfolded
+    assert f"{os.devnull}: not a profile file (a device)" in proc.unfolded
+    assert "pipe.yaml:1:1: not a profile file (a pipe)" in proc.unfolded
+    assert "nope.yaml: no such file or folder" in proc.unfolded
 
 
 def test_an_unreadable_folder_is_an_error_wherever_it_is_named(tmp_path, monkeypatch):
@@ -561,8 +563,8 @@ def test_an_unreadable_folder_is_an_error_wherever_it_is_named(tmp_path, monkeyp
 def test_two_path_folders_defining_one_name_are_told_they_are_one_layer():
     proc = run("validate", PLATFORM, TEAM)
     assert proc.returncode == 1
-    assert "is defined twice in the team layer" in proc.stderr
-    assert "the PATHs are checked together, as the team layer" in proc.stderr
+    assert "is defined twice in the team layer" in proc.unfolded
+    assert "the PATHs are checked together, as the team layer" in proc.unfolded
     assert run("validate", "--platform", PLATFORM, TEAM).returncode == 0
 
 
@@ -618,7 +620,7 @@ def test_validate_of_a_folder_whose_profiles_are_one_level_down_says_where_they_
     proc = run("validate", str(tmp_path / "repo"))
     assert proc.returncode == 1
     assert f"{tmp_path / 'repo'}: no profile files (*.yaml, *.yml, *.toml) in this folder; sub-folders are not " \
-           "searched, and profiles/ holds profile files" in proc.stderr
+           "searched, and profiles/ holds profile files" in proc.unfolded
 
 
 # --- the cluster's files given as PATHs --------------------------------------------------------------------------
@@ -636,10 +638,10 @@ def test_a_path_naming_the_clusters_facts_is_checked_as_the_facts_not_as_a_profi
             allocatable: {cpu: "4", memory: 16Gi}
         """)
     done = run("validate", facts)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.splitlines()[0] == (f"{facts}:3:3: flyte.task_timout: unknown field `task_timout`; did you mean "
+    assert done.returncode == 1 and "Traceback" not in done.unfolded
+    assert done.unfolded.splitlines()[0] == (f"{facts}:3:3: flyte.task_timout: unknown field `task_timout`; did you mean "
                                            "`task_timeout`?")
-    assert "[team]" not in done.stderr
+    assert "[team]" not in done.unfolded
     write(tmp_path / "platform", "_cluster-facts.yaml", """\
         description: the training cluster
         node_pools:
@@ -655,11 +657,11 @@ def test_a_path_naming_the_clusters_facts_is_checked_as_the_facts_not_as_a_profi
         """)
     done = run("validate", facts, team)  # the facts given count: cpu-small asks more than the pool has
     assert done.returncode == 0
-    assert f"{team}:5:37: [team] " in done.stderr and "fits none of the 1 node pool" in done.stderr
-    assert done.stderr.endswith("kfdefaults validate: 2 files, 1 profile: 0 errors, 1 warning\n")
+    assert f"{team}:5:37: [team] " in done.unfolded and "fits none of the 1 node pool" in done.unfolded
+    assert done.unfolded.endswith("kfdefaults validate: 2 files, 1 profile: 0 errors, 1 warning\n")
     done = run("validate", facts, "--facts", "none")
     assert done.returncode == 1
-    assert f"{facts}:1:1: the cluster's facts (not a profile), given beside --facts none: give one of the two" in done.stderr
+    assert f"{facts}:1:1: the cluster's facts (not a profile), given beside --facts none: give one of the two" in done.unfolded
 
 
 def test_a_platform_folder_that_states_only_its_cluster_is_checked_not_refused_as_empty(tmp_path):
@@ -669,13 +671,13 @@ def test_a_platform_folder_that_states_only_its_cluster_is_checked_not_refused_a
     facts = write(tmp_path / "platform", "_cluster-facts.yaml", "node_start: {typical: 60, worst: 300}\n")
     folder = os.path.dirname(facts)
     done = run("validate", "--layer", "platform", folder)
-    assert done.returncode == 0, done.stderr
-    assert "no profile files" not in done.stderr
+    assert done.returncode == 0, done.unfolded
+    assert "no profile files" not in done.unfolded
     done = run("validate", folder)  # the team layer, by default
     assert done.returncode == 1
     assert (f"{folder}: no profile files (*.yaml, *.yml, *.toml) in this folder; _cluster-facts.yaml states a "
-            "cluster, which only a platform folder does: --layer platform") in done.stderr
+            "cluster, which only a platform folder does: --layer platform") in done.unfolded
     write(tmp_path / "platform", "_cluster-facts.yaml", "node_start: {typical: 60, worst: 300}\nflyte: {task_timout: 1}\n")
     done = run("validate", "--layer", "platform", folder)
     assert done.returncode == 1
-    assert f"{facts}:2:9: flyte.task_timout: unknown field `task_timout`" in done.stderr
+    assert f"{facts}:2:9: flyte.task_timout: unknown field `task_timout`" in done.unfolded

@@ -16,7 +16,7 @@ from . import check
 from .backend.cluster import load_cluster_template
 from .check.deprecation import NOTE
 from .check.folders import empty_folder_warnings, given_cluster_files, given_files
-from .errors import Finding, Location, ProfileError, sorted_findings
+from .errors import Finding, Location, ProfileError, once_per_cause, sorted_findings
 from .layers import (
     FOLDER_LAYERS,
     Catalog,
@@ -35,7 +35,7 @@ from .layers.flags import folder_arguments
 from .lock import Lock
 from .merge.result import Resolved
 from .pipeline import Pipeline
-from .pipeline.project import find_project, or_report, project_lock
+from .pipeline.project import find_project, or_report, profiles_in_use, project_lock
 from .show.diff import Side, side
 from .targets import Target, default_target, target_named
 
@@ -248,16 +248,25 @@ def validate_paths(
     pipeline.loader.remember = False  # each file is checked once: reading the cache helps, filling it costs more
     findings.extend(empty_folder_warnings(catalog))  # a folder of a layer that adds nothing, as render says it
     checked = _files_to_check(pipeline, given, layer) if paths else _files_to_check(pipeline)
+    file_warnings: dict[str, list[Finding]] = {}
     for file, file_layer in checked:  # each file on its own: syntax, sections, rendezvous settings, the PodSpec
         try:
-            findings.extend(pipeline.loader.load(file, file_layer).warnings)
+            file_warnings[file] = pipeline.loader.load(file, file_layer).warnings
         except ProfileError as e:
             findings.extend(e.findings)
     names = sorted({profile_name_of(file) for file, _ in checked} if paths else set(pipeline.catalog.names()))
-    own = {file for file, _ in checked}
+    used = set(names) if paths else profiles_in_use(project, pipeline.lock, pipeline.catalog.index())
+    own, read, by_profile = {file for file, _ in checked}, set(), {}
     for name in names:  # each profile they define: duplicates, extends, the merge, and the merged result
-        findings.extend(_check_profile(pipeline, name, layer, several_paths=len(paths) > 1, own_files=own))
-    return Report(sorted_findings(findings), [*cluster_files, *(f for f, _ in checked)], names)
+        found = _check_profile(pipeline, name, layer, several_paths=len(paths) > 1, own_files=own,
+                               read=read if name in used else None)
+        # a profile the project neither defines nor uses (a builtin one) is held to its errors only
+        by_profile[name] = found if name in used else [f for f in found if f.severity == "error"]
+    layer_of = dict(checked)  # a builtin file's own warnings count through a profile in use that merges it
+    findings += [w for file, found in file_warnings.items() if layer_of[file] != "builtin" or file in read
+                 for w in found]
+    return Report(sorted_findings(findings + once_per_cause(by_profile)), [*cluster_files, *(f for f, _ in checked)],
+                  names)
 
 
 def _files_to_check(pipeline: Pipeline, given: Sequence[str] = (), layer: str = "team") -> list[tuple[str, str]]:
@@ -319,11 +328,13 @@ def _context_sources(platform: Iterable[str], team: Iterable[str], layer: str | 
 
 
 def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: bool,
-                   own_files: Collection[str] = ()) -> list[Finding]:
+                   own_files: Collection[str] = (), read: set[str] | None = None) -> list[Finding]:
     """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target (a deprecation
-    declared by one of ``own_files`` is a note)."""
+    declared by one of ``own_files`` is a note); ``read`` collects the files merged into it."""
     try:
         resolved = pipeline.resolve(name, remember=False)
+        if read is not None:
+            read.update(f.source for f in resolved.fragments)
         return check.warnings(resolved, pipeline.cluster, own_files, pools=pipeline.pools, facts=pipeline.facts)
     except ProfileError as e:
         for f in e.findings:

@@ -15,6 +15,8 @@ module imports nothing else of kfdefaults but :mod:`kfdefaults.escape`.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any, Iterable, NamedTuple
 
 from .escape import printable
@@ -179,20 +181,23 @@ class Finding:
         message: What is wrong and, where possible, how to fix it.
         severity: ``"error"`` or ``"warning"``.
         layer: The layer the file belongs to (``builtin``, ``platform``, ``team``, ``task``), if known.
+        details: What the message says more, one sentence each (the figures and where each is written, what it
+            holds): the command line prints them after the message, each after ``; ``.
     """
 
-    __slots__ = ("location", "path", "message", "severity", "layer")
+    __slots__ = ("location", "path", "message", "severity", "layer", "details")
 
     def __init__(self, location: Location, path: str, message: str, severity: str = "error",
-                 layer: str | None = None) -> None:
+                 layer: str | None = None, details: Iterable[str] = ()) -> None:
         self.location = location
         self.path = path
         self.message = message
         self.severity = severity
         self.layer = layer
+        self.details = tuple(details)
 
     def _fields(self) -> tuple:
-        return (self.location, self.path, self.message, self.severity, self.layer)
+        return (self.location, self.path, self.message, self.severity, self.layer, self.details)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Finding) and self._fields() == other._fields()
@@ -202,14 +207,19 @@ class Finding:
 
     def __repr__(self) -> str:
         return (f"Finding(location={self.location!r}, path={self.path!r}, message={self.message!r}, "
-                f"severity={self.severity!r}, layer={self.layer!r})")
+                f"severity={self.severity!r}, layer={self.layer!r}, details={self.details!r})")
 
-    def __str__(self) -> str:
-        """``FILE:LINE:COLUMN: [layer] path: message``, one line, :func:`~kfdefaults.escape.printable`."""
+    def head(self) -> str:
+        """``FILE:LINE:COLUMN: [layer] path: severity: ``, what the message follows (nothing of an error's)."""
         layer = f"[{self.layer}] " if self.layer else ""
         path = f"{self.path}: " if self.path else ""
         prefix = "" if self.severity == "error" else f"{self.severity}: "
-        return printable(f"{self.location}: {layer}{path}{prefix}{self.message}")
+        return f"{self.location}: {layer}{path}{prefix}"
+
+    def __str__(self) -> str:
+        """``FILE:LINE:COLUMN: [layer] path: message; detail; ...``, one line, :func:`~kfdefaults.escape.printable`
+        (an exception's text, a Python warning, JSON's ``text``, the command line's)."""
+        return printable("; ".join((self.head() + self.message, *(d.strip() for d in self.details))))
 
 
 class ProfileError(KfdefaultsError):
@@ -245,3 +255,42 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
             unique.append(f)
     order = {id(f): i for i, f in enumerate(unique)}
     return sorted(unique, key=lambda f: (f.location.file, f.location.line, f.location.column, order[id(f)]))
+
+
+def once_per_cause(by_profile: dict[str, list[Finding]]) -> list[Finding]:
+    """The findings of several profiles, each problem once: findings at one location and path whose messages differ
+    only in their figures (the same check, run for two profiles on pools of other start times) are one cause, said
+    by the first profile's finding; when it stands for more than one profile, a detail names them."""
+    causes: dict[tuple, tuple[Finding, list[str]]] = {}
+    for name, findings in by_profile.items():
+        for f in findings:
+            key = (str(f.location), f.path, f.severity, _FIGURES.sub("#", f.message))
+            first, names = causes.setdefault(key, (f, []))
+            if name not in names:
+                names.append(name)
+    out = []
+    for f, names in causes.values():
+        if len(names) > 1:
+            f = Finding(f.location, f.path, f.message, f.severity, f.layer,
+                        (*f.details, f"for profiles {', '.join(shown(n, 40) for n in names[:10])}"
+                                     + (f" and {len(names) - 10} more" if len(names) > 10 else "")))
+        out.append(f)
+    return out
+
+
+_FIGURES = re.compile(r"[0-9]+")
+
+
+def relative_path(path: str) -> str:
+    """``path`` relative to the working folder when it is under it (``platform/h100.yaml``), else as given."""
+    here = _working_folder()
+    return path[len(here):] if here and path.startswith(here) else path
+
+
+def _working_folder() -> str | None:
+    """The working folder with a trailing separator; ``None`` for the root, or a folder that is gone."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return None
+    return None if here == os.sep else here.rstrip(os.sep) + os.sep

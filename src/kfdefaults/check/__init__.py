@@ -49,7 +49,8 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     (:func:`.deprecation.deprecations`; one declared by ``own_files``, the files ``validate`` was given, is a
     note), the target's warnings, for flytekit what the cluster's PodTemplate would break in it
     (:func:`.backend.backend_warnings`), and, with the cluster's ``pools``
-    (:class:`~kfdefaults.validate.pools.Pool`), a profile that fits none (:func:`.fit_causes.misfit_warning`),
+    (:class:`~kfdefaults.validate.pools.Pool`), a profile that fits none or leaves pods Pending
+    (:func:`.fit_causes.fit_warnings`),
     and with the cluster's ``facts`` the clocks that disagree with its start times, Kueue, its deadlines, its
     ``max_hang`` and its torch (:func:`.clock_lints.clock_warnings`, in the pool the profile fits).
 
@@ -69,11 +70,10 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
         # lazy: the fit check (the scheduler's filters, the pools, the PyTorchJob's model) costs about 25 ms to
         # import, which a render without node pools does not pay
         from .fit import fit
-        from .fit_causes import misfit_warning
+        from .fit_causes import fit_warnings
 
         report = fit(resolved, pools, cluster=cluster, facts=facts)
-        misfit = misfit_warning(report, resolved)
-        found += [misfit] if misfit is not None else []
+        found += fit_warnings(report, resolved)
         fitting = [v.pool.name for v in report.pools if v.fits]
     if facts is not None:
         # lazy: about 30 ms to import (see errors()), only where the cluster states its facts

@@ -28,16 +28,19 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from ..backend.cluster import ClusterTemplate
-from ..backend.elastic_config import nnodes_range
-from ..merge.origins import written_by
+from ..backend.elastic_config import job_fields, nnodes_range
 from ..backend.registered import is_multi_node, registered_pod_spec
-from ..k8s.nodes import PER_NODE_LABELS
+from ..k8s.nodes import is_per_node_label
+from ..merge.origins import written_by
 from ..k8s.scheduling import Verdict, filter_node, node_allocatable, pod_requests, scheduler_amounts
 from ..merge.result import Resolved
 from ..validate.pools import Pool
 from .backend import backend_pod
 from .fit_causes import causes, request_origin
 from .fit_report import Figure, FitReport, JudgedPod, PoolFit, Reserve
+
+WORKER_REPLICAS = ("spec", "pytorchReplicaSpecs", "Worker", "replicas")
+"""``spec.pytorchReplicaSpecs.Worker.replicas``: the pods of a PyTorchJob."""
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,17 +58,17 @@ def pod_to_judge(resolved: Resolved, cluster: ClusterTemplate | None) -> JudgedP
 
 def selects_per_node(spec: dict[str, Any]) -> bool:
     """Whether the pod's ``nodeSelector`` or required node affinity names a per-node label
-    (:data:`kfdefaults.k8s.nodes.PER_NODE_LABELS`) or a node field (``matchFields``): then the nodes of one pool
-    differ."""
-    if any(k in PER_NODE_LABELS for k in spec.get("nodeSelector") or {}):
+    (:func:`kfdefaults.k8s.nodes.is_per_node_label`: a host name, a zone, a rack) or a node field (``matchFields``):
+    then the nodes of one kind differ."""
+    if any(is_per_node_label(k) for k in spec.get("nodeSelector") or {}):
         return True
     required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     for term in required.get("nodeSelectorTerms") or []:
         if not isinstance(term, dict):
             continue
-        if term.get("matchFields") or any(isinstance(e, dict) and e.get("key") in PER_NODE_LABELS
-                                          for e in term.get("matchExpressions") or []):
+        if term.get("matchFields") or any(isinstance(e, dict) and isinstance(e.get("key"), str)
+                                          and is_per_node_label(e["key"]) for e in term.get("matchExpressions") or []):
             return True
     return False
 
@@ -87,20 +90,44 @@ def _without_unknown(verdicts: list[Verdict], unknown: Sequence[str]) -> list[Ve
     return [replace(v, reasons=tuple(r for r in v.reasons if r not in drop)) for v in verdicts]
 
 
-def judge_pool(pod: JudgedPod, pool: Pool, replicas: tuple[int, int]) -> PoolFit:
-    """The verdict of one pool: the filters, pods per node, nodes needed and nodes it may have."""
+def judge_pool(pod: JudgedPod, pool: Pool, replicas: tuple[int, int], created: int | None = None) -> PoolFit:
+    """The verdict of one pool: the filters on one node of each kind (:attr:`kfdefaults.validate.pools.Pool.kinds`;
+    on each node when the pod selects a per-node label), the nodes that take a pod, pods per node, nodes needed, the
+    nodes it may have, and how many of the ``created`` pods (default: ``nnodes``' maximum) find no node there."""
     per_node_labels = pool.listed is not None and selects_per_node(pod.spec)
-    judged = [(n, _without_unknown(filter_node(pod.spec, n), pool.unknown))
-              for n in (pool.nodes if per_node_labels else [pool.node])]
-    fitting = [(n, v) for n, v in judged if all(x.fits for x in v)]
-    node, verdicts = (fitting or judged)[0]
+    groups = [[n] for n in pool.nodes] if per_node_labels else pool.kinds
+    judged = [(g, _without_unknown(filter_node(pod.spec, g[0]), pool.unknown)) for g in groups]
+    takes = [all(x.fits for x in v) for _, v in judged]
+    fitting = [g for (g, _), ok in zip(judged, takes) if ok]
+    group, verdicts = next((gv for gv, ok in zip(judged, takes) if ok), judged[0])
+    others = [(g, v) for (g, v), ok in zip(judged, takes) if not ok and g is not group]
+    node = group[0]
     per_node = pods_per_node(pod.requests, node, pool.unknown)
     needed = (math.ceil(replicas[0] / per_node), math.ceil(replicas[1] / per_node)) if per_node else None
-    most = pool.bounds[1]
+    usable = sum(len(g) for g in fitting) if pool.listed is not None else None
+    most = pool.bounds[1] if pool.described("nodes") is not None or pool.listed is None else None
+    if usable is not None:  # the nodes like the one judged: those that take a pod, else its kind's; a node added
+        # later has none of the per-node labels the pod selects
+        alike = usable if fitting else len(group)
+        most = alike if most is None or per_node_labels else max(alike, most - (len(pool.nodes) - alike))
     have = None if most is None else Figure(most, "nodes", pool.location("nodes"))
-    if per_node_labels:
-        have = Figure(len(fitting), "nodes", pool.location("nodes"))
-    return PoolFit(pool, verdicts, node, len(fitting) if per_node_labels else None, per_node, needed, have)
+    capacity = None
+    if usable is not None:
+        capacity = sum(len(g) * pods_per_node(pod.requests, g[0], pool.unknown) for g in fitting)
+        capacity += (most - usable) * per_node if fitting and most is not None else 0
+    elif most is not None:
+        capacity = most * per_node
+    pending = None if capacity is None or not fitting else max(0, (created or replicas[1]) - capacity)
+    return PoolFit(pool, verdicts, node, usable, per_node, needed, have, others=others, pending=pending)
+
+
+def worker_pods(resolved: Resolved) -> int:
+    """The pods the task creates: the PyTorchJob's ``Worker`` replicas as the backend writes them
+    (:func:`kfdefaults.backend.elastic_config.job_fields`: ``nnodes``' maximum) for a multi-node task, else its one
+    pod."""
+    if not is_multi_node(resolved.elastic_settings):
+        return 1
+    return int(job_fields(resolved.elastic_settings).get(WORKER_REPLICAS, 1))
 
 
 def replicas_of(resolved: Resolved) -> tuple[tuple[int, int], Figure | None]:
@@ -151,17 +178,22 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
         resolved: The merged profile.
         pools: The cluster's pools (:func:`kfdefaults.validate.pools.load_pools`).
         cluster: The cluster's default PodTemplate: the pod judged is then the backend's (flytekit).
-        facts: The cluster's facts, for the Flyte task timeout.
+        facts: The cluster's facts, for the Flyte task timeout and Kueue.
     """
     pod = pod_to_judge(resolved, cluster)
     pod.origins = {name: request_origin(resolved, pod, name, cluster) for name in pod.requests}
     replicas, replicas_at = replicas_of(resolved)
-    limit = deadline(resolved, facts)
+    limit, created = deadline(resolved, facts), worker_pods(resolved)
     verdicts = []
     for pool in pools:
-        verdict = judge_pool(pod, pool, replicas)
+        verdict = judge_pool(pod, pool, replicas, created)
         verdict.causes = causes(resolved, pod, verdict, replicas_at, cluster)
         if verdict.fits:
             verdict.reserve = reserve(pod, verdict, replicas, limit)
         verdicts.append(verdict)
-    return FitReport(resolved.name, resolved.target.name, pod, replicas, replicas_at, limit, verdicts)
+    kueue = None
+    if facts is not None and facts.get("kueue") is not None:
+        from .clocks import kueue_wait  # lazy: the clocks, only where the facts state Kueue
+
+        kueue = kueue_wait(facts)
+    return FitReport(resolved.name, resolved.target.name, pod, replicas, replicas_at, limit, verdicts, created, kueue)

@@ -13,19 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..backend.cluster import LAYER as CLUSTER_LAYER
 from ..backend.cluster import ClusterTemplate
 from ..backend.registered import PYTORCH_CONTAINER
 from ..errors import Finding, Location
-from ..k8s.quantity import quantity_value
+from ..k8s.quantity import quantity_text, quantity_value, unit_of
 from ..k8s.scheduling import BLOCKING_EFFECTS, node_allocatable, required_node_affinity_matches, taint_string
 from ..k8s.tolerations import Tolerations, tolerates
 from ..merge.origins import Setter, pod_leaf, written_by
 from ..merge.result import Resolved
 from ..paths import format_path
-from .shm import quantity_text
 
 from .fit_report import Figure, FitReport, JudgedPod, Origin, PoolFit
 
@@ -83,19 +82,6 @@ def _where(resolved: Resolved, cluster: ClusterTemplate | None, steps: list) -> 
     return _origin(_setter(resolved, steps), steps) or _template_origin(cluster, steps)
 
 
-def amount_text(resource: str, amount: Fraction | None) -> str:
-    """An amount as a Kubernetes quantity: cpu in cores (``500m``, ``90``), bytes with the largest binary suffix that
-    divides them (``16Gi``), a count as a number."""
-    if amount is None:
-        return "none"
-    if resource == "cpu":
-        milli = amount * 1000
-        return str(int(amount)) if amount.denominator == 1 else f"{int(milli)}m"
-    if amount.denominator == 1 and (resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")):
-        return quantity_text(amount)
-    return str(int(amount)) if amount.denominator == 1 else str(float(amount))
-
-
 def request_origin(resolved: Resolved, pod: JudgedPod, resource: str, cluster: ClusterTemplate | None) -> Origin | None:
     """Where the largest request of ``resource`` among the pod's containers is written (its request, else its
     limit, which the API server makes the request); pod-level ``resources`` and ``overhead`` else."""
@@ -129,11 +115,8 @@ def request_origin(resolved: Resolved, pod: JudgedPod, resource: str, cluster: C
 
 
 def _pool_location(verdict: PoolFit, *fact: Any) -> Location:
-    """A fact of the node judged: the pool's, or, when the pod selects per-node labels, that node's own."""
-    pool = verdict.pool
-    if pool.listed is not None and verdict.node is not pool.node and fact[:1] == ("labels",):
-        return pool.listed.location(verdict.node, "metadata", *fact)
-    return pool.location(*fact)
+    """A fact of the node judged (the first of its kind, or the one node when the pod selects per-node labels)."""
+    return verdict.pool.location(*fact, node=verdict.node)
 
 
 def _taint_cause(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, cluster: ClusterTemplate | None,
@@ -208,14 +191,17 @@ def _resource_cause(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, cluste
         pods = node_allocatable(verdict.node).get("pods")
         detail = ("the pool's nodes allow no pods: their status.allocatable has no `pods`" if pods is None else
                   "the pool's nodes allow no pods: their status.allocatable.pods is 0" if pods == 0 else
-                  f"the pool's nodes allow {amount_text('pods', pods)} pods each")
-        return Cause("NodeResourcesFit", reason, detail, None, verdict.pool.location("allocatable", "pods"), source)
+                  f"the pool's nodes allow {quantity_text(pods, 'pods')} pods each")
+        return Cause("NodeResourcesFit", reason, detail, None, _pool_location(verdict, "allocatable", "pods"), source)
     resource = reason.removeprefix("Insufficient ")
     offered = node_allocatable(verdict.node).get(resource)
-    detail = (f"the pod requests {amount_text(resource, pod.requests.get(resource))} {resource}, a node offers "
-              f"{amount_text(resource, offered)}")
+    asked = quantity_text(pod.requests.get(resource), resource)
+    shown = quantity_text(offered, resource, unit_of(asked))  # one unit for both: 1000Gi beside 174.6Gi
+    if offered is not None and shown == asked:
+        shown = quantity_text(offered, resource, unit_of(asked), digits=3)
+    detail = f"the pod requests {asked} {resource}, a node offers {shown}"
     return Cause("NodeResourcesFit", reason, detail, request_origin(resolved, pod, resource, cluster),
-                 verdict.pool.location("allocatable", resource), source)
+                 _pool_location(verdict, "allocatable", resource), source)
 
 
 def causes(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, replicas_at: Figure | None,
@@ -225,8 +211,8 @@ def causes(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, replicas_at: Fi
     for v in verdict.verdicts:
         for reason in v.reasons:
             if v.plugin == "NodeUnschedulable":
-                found.append(Cause(v.plugin, reason, "the pool's nodes are cordoned (spec.unschedulable)",
-                                   _where(resolved, cluster, _TOLERATIONS), verdict.pool.location("unschedulable"),
+                found.append(Cause(v.plugin, reason, "the node is cordoned (spec.unschedulable)",
+                                   _where(resolved, cluster, _TOLERATIONS), _pool_location(verdict, "unschedulable"),
                                    v.source))
             elif v.plugin == "TaintToleration":
                 found.append(_taint_cause(resolved, pod, verdict, cluster, reason, v.source))
@@ -245,6 +231,43 @@ def causes(resolved: Resolved, pod: JudgedPod, verdict: PoolFit, replicas_at: Fi
     return found
 
 
+class OtherKind(NamedTuple):
+    """Nodes of a pool that take no pod of the job where others do, and why.
+
+    Attributes:
+        nodes: Their names, in the order of the list.
+        reasons: The scheduler's reasons on the first of them.
+        at: Where the first reason's fact is written on the first node (its ``spec.unschedulable``, taints,
+            labels or allocatable amount).
+    """
+
+    nodes: list[str]
+    reasons: tuple[str, ...]
+    at: Location
+
+
+_FACT = {"NodeUnschedulable": ("unschedulable",), "TaintToleration": ("taints",), "NodeAffinity": ("labels",)}
+
+
+def other_kinds(verdict: PoolFit) -> list[OtherKind]:
+    """The pool's other kinds of nodes that take no pod (:attr:`PoolFit.others`), with the scheduler's reasons and
+    where the first is written."""
+    found = []
+    for nodes, verdicts in verdict.others:
+        failed = next(v for v in verdicts if not v.fits)
+        fact = _FACT.get(failed.plugin) or ("allocatable", failed.reasons[0].removeprefix("Insufficient ").replace(
+            "Too many pods", "pods"))
+        found.append(OtherKind([n["metadata"]["name"] for n in nodes], tuple(r for v in verdicts for r in v.reasons),
+                               verdict.pool.location(*fact, node=nodes[0])))
+    return found
+
+
+def fit_warnings(report: FitReport, resolved: Resolved) -> list[Finding]:
+    """The warnings of a profile's fit, each a function of the report: it fits no pool (:func:`misfit_warning`),
+    or pods of its job stay Pending wherever it fits (:func:`pending_warning`)."""
+    return [f for f in (misfit_warning(report, resolved), pending_warning(report)) if f is not None]
+
+
 def misfit_warning(report: FitReport, resolved: Resolved) -> Finding | None:
     """The warning of a profile that fits none of the pools: located at the profile line that stops the closest
     pool (the one with the fewest failing plugins, then the fewest reasons, then the first), naming that pool's
@@ -253,14 +276,54 @@ def misfit_warning(report: FitReport, resolved: Resolved) -> Finding | None:
         return None
     closest = min(report.pools, key=lambda p: (len({c.plugin for c in p.causes}), len(p.causes)))
     first = next((c for c in closest.causes if c.profile is not None), None)
-    stops = "; ".join(f"{c.reason}: {c.detail}"
-                      + (f" (set at [{c.profile.layer}] {c.profile.location}" if c.profile else " (")
-                      + f"; the pool's at {c.pool})" for c in closest.causes)
     count = len(report.pools)
-    message = (f"fits none of the {count} node pool{'s' * (count != 1)}: the closest, `{closest.pool.name}` "
-               f"({closest.pool.location()}), is stopped by {stops}. `kfdefaults fit {resolved.name}`, given the "
-               "same folders and facts, shows every pool; the task would stay Pending")
+    details = (f"the closest, `{closest.pool.name}` ({closest.pool.location()}), is stopped by:",
+               *(f"  {c.reason}: {c.detail} (" + (f"set at [{c.profile.layer}] {c.profile.location}; " if c.profile
+                                                  else "") + f"the pool's at {c.pool})" for c in closest.causes),
+               f"`kfdefaults fit {resolved.name}`, given the same folders and facts, shows every pool")
+    message = f"fits none of the {count} node pool{'s' * (count != 1)}: the task would stay Pending"
     origin = first.profile if first is not None else None
     if origin is None:
-        return Finding(Location(f"<profile {resolved.name}>"), "", message, "warning")
-    return Finding(origin.location, origin.path, message, "warning", origin.layer)
+        return Finding(Location(f"<profile {resolved.name}>"), "", message, "warning", details=details)
+    return Finding(origin.location, origin.path, message, "warning", origin.layer, details)
+
+
+def pending_warning(report: FitReport) -> Finding | None:
+    """The warning of a job whose pods stay Pending in every pool it fits (``nnodes 1:8`` on 2 nodes: 6 of its 8
+    ``Worker`` pods), at the ``nnodes`` line, with what those pods hold (:func:`pending_lines`); ``None`` when a pool
+    it fits runs them all, or none is known to."""
+    fitting = [v for v in report.pools if v.fits]
+    if not fitting or any(v.pending is None or v.pending == 0 for v in fitting) or report.replicas_at is None:
+        return None
+    best = min(fitting, key=lambda v: v.pending or 0)
+    at = report.replicas_at
+    return Finding(at.at, "elastic.nnodes", f"{best.pending} of the {report.created} pods of nnodes {at.value} stay "
+                   f"Pending in every pool it fits (in `{best.pool.name}`, the fewest)", "warning", at.layer,
+                   tuple(pending_lines(report, best)))
+
+
+def pending_lines(report: FitReport, verdict: PoolFit) -> list[str]:
+    """What the pods of the job that find no node in ``verdict``'s pool (:attr:`PoolFit.pending`) hold, as
+    sentences: under Kueue (the facts state it), quota for every pod from the workload's admission (Kueue admits a
+    workload's pod sets whole), which ``waitForPodsReady`` does not give back once a ``Worker`` runs (Kueue counts a
+    PyTorchJob ready when the training operator marks it Running: pkg/controller/jobs/kubeflow/kubeflowjob
+    ``PodsReady``); else the namespace's ResourceQuota, which counts the requests of every pod not yet finished."""
+    pending = verdict.pending or 0
+    if not pending:
+        return []
+    running = report.created - pending
+    totals = ", ".join(f"{quantity_text(amount * pending, name)} {name}" for name, amount in
+                       sorted(report.pod.requests.items()) if amount) or "nothing"
+    lines = [f"{running} run on the {verdict.usable if verdict.usable is not None else verdict.have.value if verdict.have else '?'}"
+             f" nodes that take one ({verdict.per_node} per node), and the job trains with {running} of nnodes "
+             f"{report.replicas[0]}:{report.replicas[1]}"]
+    kueue = report.kueue
+    if kueue is not None:
+        ready = f"waitForPodsReady ({kueue.text}, {kueue.source})" if kueue.value is not None else "waitForPodsReady"
+        lines.append(f"under Kueue the workload is admitted for all {report.created} pods: its ClusterQueue's quota "
+                     f"holds {totals} for the {pending} that never start, for the whole run; {ready} does not evict "
+                     "it once a Worker runs (Kueue's PodsReady of a PyTorchJob is its Running condition)")
+    else:
+        lines.append(f"they hold no node, but the namespace's ResourceQuota counts their requests ({totals}) for "
+                     "the whole run")
+    return lines

@@ -111,13 +111,17 @@ class PoolFit:
         verdicts: The scheduler's filters on the node judged (:data:`kfdefaults.k8s.scheduling.FILTER_ORDER`), a
             resource the pool leaves unknown taken out of ``NodeResourcesFit``'s reasons.
         node: The node judged: one that fits when the pod selects per-node labels, else the pool's first.
-        usable: With per-node labels selected, how many listed nodes fit; ``None`` when every node is alike.
+        usable: How many listed nodes take a pod of the job; ``None`` for a pool only described.
         per_node: Pods of the job one node holds (0: none).
         needed: ``(min, max)`` nodes ``nnodes`` needs, or ``None`` when a node holds none.
-        have: The most nodes the pool may have (the facts' ``nodes``, else those listed, else ``None``), and where
-            that is written.
+        have: The most nodes that may take a pod of the job (the facts' ``nodes`` less the listed nodes that take
+            none, else those listed that take one, else ``None``), and where that is written.
         reserve: What the job holds there at worst (:func:`reserve`), when it fits.
         causes: Why it does not fit, each traced (:func:`.fit_causes.causes`); filled by :func:`fit`.
+        others: The pool's other kinds of nodes that take no pod (a cordoned node, one with less memory): each
+            kind's nodes and the filters' verdicts on its first.
+        pending: Pods of the job that find no node in the pool, at its largest size there, and so stay Pending;
+            ``None`` when unknown.
     """
 
     pool: Pool
@@ -129,6 +133,8 @@ class PoolFit:
     have: Figure | None
     reserve: Reserve | None = None
     causes: list[Any] = field(default_factory=list)
+    others: list[tuple[list[dict[str, Any]], list[Verdict]]] = field(default_factory=list)
+    pending: int | None = None
 
     @property
     def schedulable(self) -> bool:
@@ -159,6 +165,8 @@ class FitReport:
         replicas: ``nnodes`` as ``(min, max)`` pods, and where it is set (``None``: the plugin's default, 1).
         deadline: The job's deadline (:func:`deadline`), or ``None``.
         pools: Each pool's verdict, in the pools' order.
+        created: The pods the task creates (:func:`.fit.worker_pods`: the PyTorchJob's ``Worker`` replicas).
+        kueue: Kueue's ``waitForPodsReady`` (:func:`.clocks.kueue_wait`) when the facts state Kueue, else ``None``.
     """
 
     profile: str
@@ -168,6 +176,8 @@ class FitReport:
     replicas_at: Figure | None
     deadline: Figure | None
     pools: list[PoolFit]
+    created: int = 1
+    kueue: Any = None
 
     @property
     def fits(self) -> bool:

@@ -9,14 +9,14 @@ from typing import Any, Collection, Sequence
 
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import is_shm_mount
-from ..k8s.quantity import quantity_value
+from ..k8s.quantity import quantity_text, quantity_value
 from ..merge.provenance import Setter, highest, provenance, where
 from ..paths import PathT, Select, format_path
 from ..read import TOML_SUFFIXES
 from ..smp.schema import schema_type
 from ..backend.registered import is_multi_node
 from ..validate.suggest import closest
-from .shm import ShmHeadroom, quantity_text
+from .shm import ShmHeadroom
 
 
 SPEC = ("pod_template", "spec")

@@ -11,7 +11,6 @@ a quantity (``8Gi``) or a percentage of the memory limit (``25%``). Without it t
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -42,11 +41,3 @@ def shm_headroom(facts: Any) -> ShmHeadroom | None:
     ``sizeLimit`` above the memory limit is warned about)."""
     value = facts.get("shm_headroom") if facts is not None else None
     return None if value is None else ShmHeadroom(str(value), facts.location("shm_headroom"))
-
-
-def quantity_text(amount: Fraction) -> str:
-    """Bytes as a quantity with the largest binary suffix that writes them whole (``60Gi``), else in bytes."""
-    for power, suffix in ((4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki")):
-        if amount % (1024 ** power) == 0 and amount:
-            return f"{int(amount // 1024 ** power)}{suffix}"
-    return str(math.floor(amount))

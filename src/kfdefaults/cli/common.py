@@ -162,7 +162,7 @@ def err(text: str, *, wrap: bool = False) -> None:
 
 
 def report(findings: Iterable[Any]) -> None:
-    """Each finding on its own line of standard error: ``FILE:LINE:COLUMN: [layer] path: message``."""
+    """Each finding on its own line of standard error: ``FILE:LINE:COLUMN: [layer] path: message; detail; ...``."""
     for finding in findings:
         err(str(finding))
 

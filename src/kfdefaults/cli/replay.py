@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .streams import Kept
+from .streams import Kept, terminal_width
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -69,10 +69,7 @@ def command_key(argv: list[str]) -> str | None:
 
 def _stream(stream: Any) -> str:
     """What of a stream its output may follow: its encoding, and whether it is a terminal and how wide."""
-    try:
-        width = os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
-    except (AttributeError, ValueError, OSError):
-        width = None
+    width = terminal_width(stream)
     return f"{getattr(stream, 'encoding', None)} {getattr(stream, 'errors', None)} {width}"
 
 

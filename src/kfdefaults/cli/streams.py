@@ -74,3 +74,15 @@ class Kept:
         if name in ("buffer", "fileno", "writelines"):
             self.complete = False
         return getattr(self.stream, name)
+
+
+def terminal_width(stream: Any) -> int | None:
+    """The width of the terminal ``stream`` writes to; ``None`` when it is not one (a pipe, a file, a CI log). A
+    :class:`Kept` stream is asked through to its own, which the replay's key holds, without marking it incomplete."""
+    import os
+
+    stream = stream.stream if isinstance(stream, Kept) else stream
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+    except (AttributeError, ValueError, OSError):
+        return None

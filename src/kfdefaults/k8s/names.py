@@ -14,7 +14,9 @@ Lengths are counted in bytes, as Go's ``len`` counts them (names outside ASCII b
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 from .quantity import quantity_value
 
@@ -186,6 +188,28 @@ def is_extended_resource(name: str) -> bool:
     if is_native_resource(name) or name.startswith(QUOTA_REQUESTS_PREFIX):
         return False
     return qualified_name_problem(QUOTA_REQUESTS_PREFIX + name) is None
+
+
+INTEGER_RESOURCES = frozenset({"pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
+                               "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"})
+"""pkg/apis/core/helper ``integerResources``: the standard resources counted in whole units."""
+
+
+def resource_value_problem(name: str, value: Any) -> str | None:
+    """Why the API server refuses quantity ``value`` of resource ``name`` in a resource list, or ``None``
+    (pkg/apis/core/validation ``ValidateResourceQuantityValue``, which ``ValidateNodeResources`` applies to a node's
+    capacity and allocatable and ``validateResourceRequirements`` to a container's): a negative quantity
+    (``ValidateNonnegativeQuantity``), or a fraction of a resource counted in whole units, ``pods`` or an extended
+    resource such as ``nvidia.com/gpu`` (``IsIntegerResourceName``: ``MilliValue() % 1000 != 0``, so ``0.5`` and
+    ``100m`` are refused). ``value`` that is no quantity at all is :func:`kfdefaults.k8s.quantity.quantity_problem`'s."""
+    amount = quantity_value(value)
+    if amount is None:
+        return None
+    if amount < 0:
+        return f"`{value}` is negative; Kubernetes rejects negative resource quantities (ValidateNonnegativeQuantity)"
+    if (name in INTEGER_RESOURCES or is_extended_resource(name)) and math.ceil(amount * 1000) % 1000:
+        return (f"`{value}` is not a whole number; Kubernetes counts `{name}` in whole units (IsIntegerResourceName)")
+    return None
 
 
 def container_resource_name_problem(name: str) -> str | None:

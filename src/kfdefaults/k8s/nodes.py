@@ -1,28 +1,32 @@
 """Nodes as ``kubectl get nodes -o json`` prints them: what a node must hold, and node pools.
 
-**A pool** is a set of nodes the scheduler's filters (:mod:`.scheduling`) tell apart only by the labels in
-:data:`PER_NODE_LABELS`: nodes with the same labels once those are left out, the same taints (as a set: their
-order only changes which one a reason names), the same ``spec.unschedulable`` and the same allocatable resources
-(exact amounts: ``1000m`` is ``1``) form one pool. So a pod that selects no per-node label gets the same verdict
-on every node of a pool, and one that does (``kubernetes.io/hostname``, a zone) is decided node by node
-(:attr:`NodePool.nodes` holds them all).
+**A pool** is what a cloud calls one: the nodes that carry the same value of its node-pool label
+(:data:`POOL_LABELS`: GKE, EKS, eksctl, Karpenter, AKS), whatever else differs between them. Nodes without such a
+label form a pool by their labels once the per-node and topology labels are left out (:func:`is_per_node_label`:
+the host name, zone and region, ``topology.*`` labels, a block or rack label of topology-aware scheduling, an
+instance id): six nodes in two blocks of three, each with its rack, are one pool. Taints, allocatable amounts and
+``spec.unschedulable`` never split a pool: a cordoned node, a node that reports a few MiB less memory, a node tainted
+``node.kubernetes.io/not-ready`` are states of nodes of their pool.
 
-Zones are per-node labels: a cloud node pool spans zones, and is one pool here, whose :attr:`NodePool.zones`
-lists them. Nodes whose allocatable differs (an instance type of the same cloud pool that reports a few MiB less
-memory, a cordoned node) are pools of their own, since a pod may fit one and not the other.
+Within a pool, :attr:`NodePool.kinds` groups the nodes the scheduler's filters (:mod:`.scheduling`) cannot tell
+apart but by per-node labels: the same labels (per-node ones left out), taints (as a set: their order only changes
+which one a reason names), ``spec.unschedulable`` and allocatable amounts (exact: ``1000m`` is ``1``). A pod that
+selects no per-node label gets one verdict per kind, judged once; one that does (a host name, a zone, a rack) is
+decided node by node. Grouping is one pass over the list, a dictionary lookup per node.
 
-**A pool's name** is the value of the first well-known pool label its nodes carry (:data:`POOL_LABELS`: GKE,
-EKS, eksctl, Karpenter, AKS), else their ``node.kubernetes.io/instance-type``, else its first node's name; when
-two pools would share a name, the later ones are called ``NAME (2)``, ``NAME (3)``, in the order of the list.
+**A pool's name** is the value of its pool label, else its nodes' ``node.kubernetes.io/instance-type``, else its
+first node's name; when two pools would share a name, the later ones are called ``NAME (2)``, ``NAME (3)``, in the
+order of the list.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
 from ..errors import shown
-from .names import is_dns1123_subdomain, label_value_problem, qualified_name_problem
+from .names import is_dns1123_subdomain, label_value_problem, qualified_name_problem, resource_value_problem
 from .quantity import quantity_problem, quantity_value
 
 POOL_LABELS = (
@@ -41,37 +45,54 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 """The well-known zone labels (k8s.io/api core/v1 well_known_labels.go ``LabelTopologyZone``, and its deprecated
 ``LabelFailureDomainBetaZone``)."""
 
-PER_NODE_LABELS = ("kubernetes.io/hostname", *ZONE_LABELS, "topology.gke.io/zone", "topology.ebs.csi.aws.com/zone",
-                   "topology.k8s.aws/zone-id", "topology.disk.csi.azure.com/zone")
-"""Labels that differ from node to node of one pool, left out of a pool's identity: the host name, and the zone
-as Kubernetes, GKE and the AWS and Azure storage drivers write it."""
+PER_NODE_LABELS = ("kubernetes.io/hostname", *ZONE_LABELS, "failure-domain.beta.kubernetes.io/region",
+                   "cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock",
+                   "cloud.google.com/gce-topology-host", "alpha.eksctl.io/instance-id")
+"""Labels known to differ from node to node of one pool that :func:`is_per_node_label` would not tell by their
+words: the host name, the zone and region (well_known_labels.go), GKE's topology labels of compact placement,
+eksctl's instance id."""
+
+PER_NODE_WORDS = frozenset({"hostname", "host", "zone", "region", "rack", "block", "subblock", "superblock",
+                            "topology", "id", "ip"})
+"""Words of a label's name (split at ``-``, ``.`` and ``_``) that mark it per node: ``topology.k8s.aws/zone-id``,
+``cloud.provider.com/topology-rack`` (Kueue's topology examples), ``example.com/block``."""
+
+_WORDS = re.compile(r"[-._]")
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 """core/v1 ``TaintEffect`` values (pkg/apis/core/validation ``validateTaintEffect``)."""
 
 
+def is_per_node_label(key: str) -> bool:
+    """Whether label ``key`` differs from node to node of one pool, and so never decides what a pool is: one of
+    :data:`PER_NODE_LABELS`, a label of a ``topology.*`` prefix (``topology.kubernetes.io/*``, ``topology.gke.io``,
+    the storage drivers' zones) or with ``topology`` in its name, or one whose name holds a word of
+    :data:`PER_NODE_WORDS` (a zone, a rack, a block, an instance id)."""
+    if key in PER_NODE_LABELS:
+        return True
+    prefix, _, name = key.rpartition("/")
+    return prefix.startswith("topology.") or "topology" in name or any(w in PER_NODE_WORDS for w in _WORDS.split(name))
+
+
+def node_labels(node: Mapping[str, Any]) -> dict[str, str]:
+    """A node's ``metadata.labels``, per-node ones included."""
+    return dict((node.get("metadata") or {}).get("labels") or {})
+
+
 @dataclass
 class NodePool:
-    """Nodes the scheduler treats alike (see the module's description).
+    """Nodes of one pool (see the module's description).
 
     Attributes:
-        name: The pool's name: a pool label's value, the instance type, or the first node's name.
-        nodes: The nodes, as read, in the order of the list.
-        labels: The labels of its nodes, those of :data:`PER_NODE_LABELS` left out.
-        taints: Its nodes' taints, as the first node lists them.
-        allocatable: Its nodes' allocatable resources (``status.allocatable``, else ``status.capacity``), as the
-            first node writes them: resource name -> quantity.
-        unschedulable: Whether its nodes are cordoned (``spec.unschedulable``).
-        zones: The zones its nodes are in (``topology.kubernetes.io/zone``, else the deprecated beta label), sorted.
+        name: The pool's name: its pool label's value, the instance type, or the first node's name.
+        nodes: The nodes, as read, in the order of the list, each with all its labels (:func:`node_labels`).
+        kinds: The nodes again, grouped into those the scheduler's filters tell apart only by per-node labels, in
+            the order of their first node.
     """
 
     name: str
     nodes: list[dict[str, Any]]
-    labels: dict[str, str]
-    taints: list[dict[str, Any]]
-    allocatable: dict[str, Any]
-    unschedulable: bool
-    zones: tuple[str, ...] = ()
+    kinds: list[list[dict[str, Any]]]
 
     @property
     def count(self) -> int:
@@ -82,6 +103,22 @@ class NodePool:
     def node_names(self) -> list[str]:
         """Its nodes' names, in the order of the list."""
         return [n["metadata"]["name"] for n in self.nodes]
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        """The zones its nodes are in (``topology.kubernetes.io/zone``, else the deprecated beta label), sorted."""
+        return tuple(sorted(set(self.domains(ZONE_LABELS[0])) | set(self.domains(ZONE_LABELS[1]))))
+
+    def domains(self, level: str) -> dict[str, list[dict[str, Any]]]:
+        """The pool's nodes by their value of the label ``level`` (a topology level: ``topology.kubernetes.io/zone``,
+        ``cloud.google.com/gce-topology-block``, a rack label), in the order of the list; nodes without the label
+        are left out."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for node in self.nodes:
+            value = node_labels(node).get(level)
+            if value is not None:
+                found.setdefault(value, []).append(node)
+        return found
 
 
 class NodeProblem(NamedTuple):
@@ -99,40 +136,38 @@ def _allocatable(node: Mapping[str, Any]) -> dict[str, Any]:
     return dict(allocatable if allocatable is not None else status.get("capacity") or {})
 
 
-def _identity(node: Mapping[str, Any]) -> tuple:
-    labels = (node.get("metadata") or {}).get("labels") or {}
+def _kind(node: Mapping[str, Any], shared: frozenset) -> tuple:
     spec = node.get("spec") or {}
-    return (frozenset((k, v) for k, v in labels.items() if k not in PER_NODE_LABELS),
+    return (shared,
             frozenset((t.get("key"), t.get("value") or "", t.get("effect")) for t in spec.get("taints") or []),
             spec.get("unschedulable") is True,
             frozenset((k, quantity_value(v)) for k, v in _allocatable(node).items()))
 
 
-def _zone(labels: Mapping[str, str]) -> str | None:
-    return next((labels[k] for k in ZONE_LABELS if k in labels), None)
-
-
 def node_pools(nodes: list[dict[str, Any]]) -> list[NodePool]:
-    """The pools of ``nodes`` (see the module's description), in the order their first node comes in the list.
+    """The pools of ``nodes`` (see the module's description), in the order their first node comes in the list: the
+    one grouping of nodes into pools that ``fit``, ``validate``, ``timeline`` and ``diff`` read (through
+    :func:`kfdefaults.validate.pools.load_pools`).
 
     Args:
         nodes: Nodes as ``kubectl get nodes -o json`` prints each item, each with a ``metadata.name`` (as
             :func:`node_problems` checks).
     """
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple, tuple[list[dict[str, Any]], dict[tuple, list[dict[str, Any]]]]] = {}
     for node in nodes:
-        groups.setdefault(_identity(node), []).append(node)
+        labels = node_labels(node)
+        shared = frozenset((k, v) for k, v in labels.items() if not is_per_node_label(k))
+        label = next((k for k in POOL_LABELS if k in labels), None)
+        members, kinds = groups.setdefault(("pool label", label, labels[label]) if label is not None
+                                           else ("labels", shared), ([], {}))
+        members.append(node)
+        kinds.setdefault(_kind(node, shared), []).append(node)
     pools, taken = [], {}
-    for members in groups.values():
+    for key, (members, kinds) in groups.items():
         first = members[0]
-        labels = {k: v for k, v in ((first.get("metadata") or {}).get("labels") or {}).items()
-                  if k not in PER_NODE_LABELS}
-        name = next((labels[k] for k in (*POOL_LABELS, INSTANCE_TYPE_LABEL) if k in labels), first["metadata"]["name"])
+        name = key[2] if key[0] == "pool label" else node_labels(first).get(INSTANCE_TYPE_LABEL, first["metadata"]["name"])
         taken[name] = taken.get(name, 0) + 1
-        zones = {_zone((n.get("metadata") or {}).get("labels") or {}) for n in members} - {None}
-        pools.append(NodePool(name if taken[name] == 1 else f"{name} ({taken[name]})", members, labels,
-                              list((first.get("spec") or {}).get("taints") or []), _allocatable(first),
-                              (first.get("spec") or {}).get("unschedulable") is True, tuple(sorted(zones))))
+        pools.append(NodePool(name if taken[name] == 1 else f"{name} ({taken[name]})", members, list(kinds.values())))
     return pools
 
 
@@ -147,8 +182,9 @@ def node_problems(node: Any) -> list[NodeProblem]:
     (``ValidateNodeName``, apimachinery ``NameIsDNSSubdomain``), ``metadata.labels`` map qualified names to label
     values, ``spec.taints`` have a qualified name as key, a label value as value and an effect of
     :data:`TAINT_EFFECTS` (``validateNodeTaints``), ``spec.unschedulable`` is true or false, and
-    ``status.allocatable`` and ``status.capacity`` map resource names to quantities (pkg/apis/core/validation
-    ``ValidateNode``). So a name or a taint that fit, timeline and diff print is one the API server keeps: short,
+    ``status.allocatable`` and ``status.capacity`` map resource names to quantities that are not negative, and whole
+    for ``pods`` and extended resources (pkg/apis/core/validation ``ValidateNodeResources``, through
+    :func:`kfdefaults.k8s.names.resource_value_problem`). So a name or a taint that fit, timeline and diff print is one the API server keeps: short,
     without control characters. Values quoted in a message are quoted short (:func:`kfdefaults.errors.shown`).
 
     Returns:
@@ -188,7 +224,7 @@ def node_problems(node: Any) -> list[NodeProblem]:
             problems.append(NodeProblem(("status", key), problem))
             continue
         for name, value in (resources or {}).items():
-            if (problem := quantity_problem(value)) is not None:
+            if (problem := quantity_problem(value) or resource_value_problem(name, value)) is not None:
                 problems.append(NodeProblem(("status", key, name), problem))
     return problems
 

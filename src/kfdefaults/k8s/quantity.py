@@ -192,3 +192,55 @@ def _not_a_quantity(value: str) -> str:
             "n u m k M G T P E (powers of 1000), or an exponent e3"
         )
     return f"`{value}` is not a Kubernetes quantity{hint}"
+
+
+# --- display --------------------------------------------------------------------------------------------------
+
+_UNITS = {**{s: Fraction(1024) ** p for s, p in _BINARY.items()}, **{s: Fraction(1000) ** p for s, p in _DECIMAL.items()},
+          "": Fraction(1)}
+
+
+def is_byte_resource(resource: str) -> bool:
+    """Whether ``resource`` is counted in bytes: ``memory``, ``ephemeral-storage``, ``storage``, ``hugepages-*``."""
+    return resource in ("memory", "ephemeral-storage", "storage") or resource.startswith("hugepages-")
+
+
+def decimal_text(value: Fraction | float | int, digits: int = 1) -> str:
+    """A number with at most ``digits`` decimals, trailing zeros dropped (``96``, ``2.5``, ``174.6``)."""
+    text = f"{float(value):.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def unit_of(text: str) -> str | None:
+    """The suffix of the quantity ``text`` (``Gi`` of ``1000Gi``, ``m`` of ``500m``, ``""`` of ``8``); ``None`` for an
+    exponent (``1e9``) or what is no quantity."""
+    m = _QUANTITY.fullmatch(str(text))
+    if m is None or m.group("exponent") is not None:
+        return None
+    return m.group("binary") or m.group("decimal") or ""
+
+
+def quantity_text(amount: Fraction | int | None, resource: str = "memory", unit: str | None = None,
+                  digits: int = 1) -> str:
+    """An amount of ``resource`` as a Kubernetes quantity, for people; ``none`` for ``None``.
+
+    Without ``unit``, exact: bytes with the largest binary suffix that writes them whole (``60Gi``), else the largest
+    decimal one (``1G``), else in bytes; cpu in cores or millicores (``90``, ``500m``); a count as a number. With
+    ``unit`` (a suffix: ``Gi``, ``m``, ``""``), in that unit with at most ``digits`` decimals: a node's
+    ``183033764Ki`` beside a request of ``1000Gi`` is ``174.6Gi``.
+    """
+    if amount is None:
+        return "none"
+    amount = Fraction(amount)
+    if amount < 0:
+        return "-" + quantity_text(-amount, resource, unit, digits)
+    if unit is not None and unit in _UNITS:
+        return decimal_text(amount / _UNITS[unit], digits) + unit
+    if resource == "cpu":
+        return str(int(amount)) if amount.denominator == 1 else f"{math.ceil(amount * 1000)}m"
+    if is_byte_resource(resource) and amount:
+        amount = Fraction(math.floor(amount))
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki", "E", "P", "T", "G", "M", "k"):
+            if amount % _UNITS[suffix] == 0:
+                return f"{int(amount // _UNITS[suffix])}{suffix}"
+    return str(int(amount)) if amount.denominator == 1 else decimal_text(amount, 3)

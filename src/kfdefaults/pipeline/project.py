@@ -58,3 +58,18 @@ def project_lock(project: Project, inputs: Inputs | None = None) -> Lock | None:
         return None
     present = inputs.look(path) is not None if inputs is not None else os.path.lexists(path)
     return read_lock(path, inputs) if present else None
+
+
+def profiles_in_use(project: Project, lock: Lock | None, index: dict[str, dict[str, list[str]]]) -> set[str]:
+    """The profiles a project defines or uses, whose warnings ``validate`` reports: those a layer above the builtin
+    one defines (``index``: :meth:`kfdefaults.layers.catalog.Catalog.index`), those its ``kfdefaults.lock`` holds, and
+    those an ``Elastic(profile="...")`` call of its code names (:func:`kfdefaults.lock.scan.profiles_used`). A
+    builtin profile counts through them: a warning at its line is one a profile in use inherits. A project that
+    defines and names none uses the builtin profiles as they are: all of them, then."""
+    used = {name for layer, names in index.items() if layer != "builtin" for name in names}
+    used |= set(lock.profiles) if lock is not None else set()
+    if project.root is not None:
+        from ..lock.scan import profiles_used  # lazy: the walk of the project's code, only where there is one
+
+        used |= {use.profile for use in profiles_used(project.root) if use.profile}
+    return used or {name for names in index.values() for name in names}

@@ -27,7 +27,7 @@ import math
 import os
 from typing import Any, Mapping
 
-from ..k8s.quantity import quantity_value
+from ..k8s.quantity import quantity_text as byte_quantity, quantity_value  # byte_quantity: for why/values
 from ..paths import Select, format_path
 
 CAUSES = {
@@ -262,11 +262,3 @@ def _text(value: Any) -> str | None:
 
 def _bytes(n: int | None) -> str | None:
     return None if n is None else byte_quantity(n)
-
-
-def byte_quantity(n: int) -> str:
-    """A count of bytes as the largest binary unit that divides it exactly: ``67108864`` -> ``64Mi``."""
-    for unit, shift in (("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)):
-        if n and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)

@@ -3,32 +3,27 @@ then each pool's reasons and figures, every one with the ``FILE:LINE:COLUMN`` it
 
 from __future__ import annotations
 
-import os
 import textwrap
 from fractions import Fraction
 from typing import Any
 
+from ..check.fit_causes import Origin, other_kinds, pending_lines
 from ..check.fit_report import Figure, FitReport, PoolFit
-from ..check.fit_causes import Origin, amount_text
-from ..errors import Location
+from ..errors import Location, relative_path
 from ..escape import printable
+from ..k8s.quantity import decimal_text as number
+from ..k8s.quantity import quantity_text
 from .output import output_encoding, to_json
 
 COLUMNS = ("pool", "fits", "nodes", "pods/node", "at worst")
 
+MAX_NAMED = 3
+"""Most node names a line of a pool names (``h100-c, h100-d, h100-e and 1,997 more``)."""
+
 
 def where(location: Location | None) -> str:
     """``FILE:LINE:COLUMN``, the file relative to the working folder when it is under it."""
-    if location is None:
-        return "-"
-    file = location.file
-    if os.path.isabs(file):
-        try:
-            relative = os.path.relpath(file)
-        except ValueError:  # another drive
-            relative = file
-        file = file if relative.startswith("..") else relative
-    return str(Location(file, location.line, location.column))
+    return "-" if location is None else str(location._replace(file=relative_path(location.file)))
 
 
 def origin_text(origin: Origin | None) -> str:
@@ -49,16 +44,11 @@ def money(value: Fraction) -> str:
     return f"{float(value):.2f}"
 
 
-def number(value: Fraction | float | int, digits: int = 1) -> str:
-    """A number with at most ``digits`` decimals, trailing zeros dropped (``96``, ``2.5``)."""
-    text = f"{float(value):.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 def _nodes_cell(verdict: PoolFit) -> str:
     need = "-" if verdict.needed is None else (str(verdict.needed[0]) if verdict.needed[0] == verdict.needed[1]
                                                else f"{verdict.needed[0]}-{verdict.needed[1]}")
-    return f"{need} of {'?' if verdict.have is None else verdict.have.value}"
+    pending = f", {verdict.pending} Pending" if verdict.pending else ""
+    return f"{need} of {'?' if verdict.have is None else verdict.have.value}{pending}"
 
 
 def _worst_cell(verdict: PoolFit) -> str:
@@ -75,9 +65,10 @@ def _worst_cell(verdict: PoolFit) -> str:
     return ", ".join(parts)
 
 
-def summary_rows(report: FitReport) -> list[tuple[str, str, str, str, str]]:
-    """One row per pool: name, ``yes``/``no``, the nodes needed (``MIN-MAX``) of the most it has, pods per node,
-    what the job holds at worst (node-hours, GPU-hours, the cost in the price's currency)."""
+def summary_rows(report: FitReport) -> list[tuple[str, ...]]:
+    """One row per pool: name, ``yes``/``no``, the nodes needed (``MIN-MAX``) of the most that take a pod (and the
+    pods that stay Pending), pods per node, what the job holds at worst (node-hours, GPU-hours, the cost in the
+    price's currency)."""
     return [(v.pool.name, "yes" if v.fits else "no", _nodes_cell(v), str(v.per_node) if v.per_node else "-",
              _worst_cell(v)) for v in report.pools]
 
@@ -88,20 +79,21 @@ def head_lines(report: FitReport) -> list[str]:
     judged = (f"the pod Flyte's backend builds (the cluster's PodTemplate {where(Location(pod.template or ''))})"
               if pod.source == "backend" else "the merged profile's pod (no cluster template)")
     lines = [f"{report.profile} ({report.target}): {judged}"]
-    requests = [f"{name} {amount_text(name, amount)} ({origin_text(pod.origins.get(name))})"
+    requests = [f"{name} {quantity_text(amount, name)} ({origin_text(pod.origins.get(name))})"
                 for name, amount in sorted(pod.requests.items())] or ["nothing"]
     lines.append("  requests: " + "; ".join(requests))
     low, high = report.replicas
     pods = str(low) if low == high else f"{low} to {high}"
-    lines.append(f"  pods: {pods}, nnodes {_figure(report.replicas_at) if report.replicas_at else '1 (the default)'}")
+    lines.append(f"  pods: {pods} of the {report.created} it creates, nnodes "
+                 f"{_figure(report.replicas_at) if report.replicas_at else '1 (the default)'}")
     lines.append(f"  deadline: {_figure(report.deadline, ' s')}")
     return lines
 
 
-def pool_lines(verdict: PoolFit, requested: Any = ()) -> list[str]:
+def pool_lines(verdict: PoolFit, report: FitReport) -> list[str]:
     """A pool's verdict in full: each reason with where the profile asks it, where the pool refuses it and the rule
-    it follows (the scheduler's Go file and function), the
-    nodes, what the job holds at worst, the resources of ``requested`` the pool leaves unchecked, its notes."""
+    it follows (the scheduler's Go file and function), the nodes, its nodes that take no pod and why, the pods that
+    stay Pending and what they hold, what the job holds at worst, the resources the pool leaves unchecked, its notes."""
     pool = verdict.pool
     lines = [f"{pool.name} ({where(pool.location())}): {'fits' if verdict.fits else 'does not fit'}"]
     for cause in verdict.causes:
@@ -112,7 +104,15 @@ def pool_lines(verdict: PoolFit, requested: Any = ()) -> list[str]:
         needed = verdict.needed or (0, 0)
         have = "an unknown number" if verdict.have is None else f"at most {verdict.have.value} ({where(verdict.have.at)})"
         lines.append(f"  {verdict.per_node} pod{'s' * (verdict.per_node != 1)} per node: {needed[0]} to {needed[1]} "
-                     f"nodes; the pool has {have}")
+                     f"nodes; the pool has {have} that take one")
+    kinds = other_kinds(verdict)
+    if kinds:
+        count = sum(len(k.nodes) for k in kinds)
+        lines.append(f"  {count} of its {len(pool.nodes)} nodes take{'s' * (count == 1)} no pod of the job:")
+        lines += [f"    {named(k.nodes)}: {'; '.join(k.reasons)} ({where(k.at)})" for k in kinds]
+    if verdict.pending:
+        lines.append(f"  Pending: {verdict.pending} of the job's {report.created} pods find no node")
+        lines += [f"    {line}" for line in pending_lines(report, verdict)]
     held = verdict.reserve
     if held is not None and held.deadline is not None:
         hours = Fraction(held.deadline.value, 3600)
@@ -123,10 +123,16 @@ def pool_lines(verdict: PoolFit, requested: Any = ()) -> list[str]:
             text += (f"; {number(held.node_hours or 0)} x {held.price.value} per node-hour ({where(held.price.at)}) = "
                      f"{money(held.cost)}")
         lines.append(text)
-    for resource in (r for r in pool.unknown if r in requested):
+    for resource in (r for r in pool.unknown if r in report.pod.requests):
         lines.append(f"  {resource}: not stated by the pool, not checked")
     lines += [f"  note: {note}" for note in pool.notes]
     return lines
+
+
+def named(nodes: list[str]) -> str:
+    """Node names, at most :data:`MAX_NAMED` of them: ``a, b, c and 1,997 more``."""
+    more = len(nodes) - MAX_NAMED
+    return ", ".join(nodes[:MAX_NAMED]) + (f" and {more:,} more" if more > 0 else "")
 
 
 def _location_data(location: Location | None) -> dict[str, Any] | None:
@@ -161,21 +167,26 @@ def _pool_data(v: PoolFit) -> dict[str, Any]:
         "pods_per_node": v.per_node,
         "nodes_needed": None if v.needed is None else {"min": v.needed[0], "max": v.needed[1]},
         "nodes_max": _figure_data(v.have), "usable_nodes": v.usable,
-        "reserves": reserve, "unchecked": list(v.pool.unknown), "notes": list(v.pool.notes)}
+        "nodes_taking_none": [{"nodes": k.nodes, "reasons": list(k.reasons), "at": _location_data(k.at)}
+                              for k in other_kinds(v)],
+        "pending": v.pending, "reserves": reserve, "unchecked": list(v.pool.unknown), "notes": list(v.pool.notes)}
 
 
 def fit_document(report: FitReport) -> dict[str, Any]:
     """The JSON form: ``{"profile", "target", "fits", "pod": {"source", "template", "requests", "requested_at"},
     "nnodes": {"min", "max", "set_at"}, "deadline": FIGURE | null, "pools": [...]}``, each pool with its
     ``reasons`` (``plugin``, ``reason``, ``detail``, ``profile`` and ``pool`` locations, the ``rule`` it follows),
-    ``pods_per_node``, ``nodes_needed``, ``nodes_max`` and ``reserves`` (nodes, GPUs, node- and GPU-hours, cost)."""
+    ``pods_per_node``, ``nodes_needed``, ``nodes_max``, ``nodes_taking_none`` (nodes of the pool that take no pod,
+    and why), ``pending`` (pods of the ``pods_created`` that find no node) and ``reserves`` (nodes, GPUs, node- and
+    GPU-hours, cost)."""
     pod = report.pod
     return {
         "profile": report.profile, "target": report.target, "fits": report.fits,
         "pod": {"source": pod.source, "template": pod.template,
-                "requests": {n: amount_text(n, a) for n, a in sorted(pod.requests.items())},
+                "requests": {n: quantity_text(a, n) for n, a in sorted(pod.requests.items())},
                 "requested_at": {n: _origin_data(pod.origins.get(n)) for n in sorted(pod.requests)}},
         "nnodes": {"min": report.replicas[0], "max": report.replicas[1], "set_at": _figure_data(report.replicas_at)},
+        "pods_created": report.created,
         "deadline": _figure_data(report.deadline),
         "pools": [_pool_data(v) for v in report.pools]}
 
@@ -198,13 +209,13 @@ def print_fit_table(report: FitReport, width: int | None = None) -> None:
     table = Table(title=Text(printable(f"{report.profile}: {'fits' if report.fits else 'fits no pool'}", encoding)),
                   title_justify="left")
     for column in COLUMNS:
-        table.add_column(column, no_wrap=column != "at worst", overflow="fold")
+        table.add_column(column, no_wrap=column not in ("nodes", "at worst"), overflow="fold")
     for row, verdict in zip(summary_rows(report), report.pools):
         style = "green" if verdict.fits else "red"
         table.add_row(Text(printable(row[0], encoding)), Text(row[1], style=style),
                       *(Text(printable(c, encoding)) for c in row[2:]))
     console.print(table)
-    for line in [*head_lines(report), *(line for v in report.pools for line in ["", *pool_lines(v, report.pod.requests)])]:
+    for line in [*head_lines(report), *(line for v in report.pools for line in ["", *pool_lines(v, report)])]:
         indent = " " * (len(line) - len(line.lstrip(" ")) + 4)  # a wrapped line hangs under its own
         for part in textwrap.wrap(printable(line, encoding), console.width, subsequent_indent=indent,
                                   break_long_words=False, break_on_hyphens=False) or [""]:
@@ -226,6 +237,6 @@ def show_fit(report: FitReport, output: str) -> int:
     else:
         encoding = output_encoding()
         lines = text_table(summary_rows(report)) + [""] + head_lines(report)
-        lines += [line for v in report.pools for line in ["", *pool_lines(v, report.pod.requests)]]
+        lines += [line for v in report.pools for line in ["", *pool_lines(v, report)]]
         sys.stdout.write("".join(printable(line, encoding) + "\n" for line in lines))
     return 0 if report.fits else 1

@@ -125,11 +125,29 @@ def _items(data: Any) -> tuple[list[dict[str, Any]], list[NodeProblem]]:
         if len(items) > MAX_LISTED_NODES:
             return [], [NodeProblem(("items", MAX_LISTED_NODES), f"more than {MAX_LISTED_NODES:,} nodes: kfdefaults "
                                     "reads a node list of at most that many, more than any cluster has")]
-        return items, [NodeProblem(("items", i) + p.path, p.message, p.key) for i, item in enumerate(items)
-                       for p in node_problems(item)]
+        problems = [NodeProblem(("items", i) + p.path, p.message, p.key) for i, item in enumerate(items)
+                    for p in node_problems(item)]
+        return items, problems or _duplicates(items)
     if isinstance(data, dict) and "kind" not in data and "items" in data:
         return [], [NodeProblem((), "a node list says `kind: List`: give the output of `kubectl get nodes -o json`")]
     return [data], node_problems(data)
+
+
+def _duplicates(items: list[dict[str, Any]]) -> list[NodeProblem]:
+    """A node named like an earlier one, at its name: the API server keeps one Node per name (a second create is
+    ``AlreadyExists``, k8s.io/apiserver pkg/registry/generic/registry/store.go ``Create``), so such a list is two
+    lists joined, or an edit."""
+    first: dict[str, int] = {}
+    found = []
+    for i, item in enumerate(items):
+        name = item["metadata"]["name"]
+        if name in first:
+            found.append(NodeProblem(("items", i, "metadata", "name"), f"a second node named {shown(name, 60)!r} (the "
+                                     f"first is items[{first[name]}]): the API server keeps one Node per name; give "
+                                     "one `kubectl get nodes -o json`"))
+        else:
+            first[name] = i
+    return found
 
 
 def _error(location: Location, path: tuple, message: str) -> ProfileError:

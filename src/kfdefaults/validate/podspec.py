@@ -32,11 +32,11 @@ from ..k8s.names import (
     dns1123_label_hint,
     env_var_name_problem,
     dns1123_label_problem,
-    is_extended_resource,
     qualified_name_hint,
     qualified_name_problem,
+    resource_value_problem,
 )
-from ..k8s.quantity import quantity_problem, quantity_value
+from ..k8s.quantity import quantity_problem
 from ..paths import Select, format_path, join
 from ..read import Document
 from ..smp.schema import definitions
@@ -187,9 +187,9 @@ class FragmentChecker:
         if problem:
             self.report(path, name, problem)
             return
-        amount = quantity_value(value)
-        if amount is not None and amount < 0:
-            self.report(path, name, f"`{value}` is negative; Kubernetes rejects negative resource quantities")
+        negative = resource_value_problem("", value)  # a field that is not a resource list's: never counted whole
+        if negative:
+            self.report(path, name, negative)
 
     # -- containers
 
@@ -330,11 +330,9 @@ class FragmentChecker:
             self.report(path, name, f"`{key}` is not a valid resource name: {problem}"
                         + (f"; did you mean `{hint}`?" if hint else ""), key=True)
             return
-        if is_extended_resource(key):
-            amount = quantity_value(value)
-            if amount is not None and amount.denominator != 1:
-                self.report(path, name, f"`{value}` is not a whole number; Kubernetes counts extended resources such as "
-                            f"`{key}` in whole units")
+        problem = resource_value_problem(key, value)
+        if problem and "negative" not in problem:  # a negative quantity is said by _quantity, for every field
+            self.report(path, name, problem)
 
     def _dns_label(self, value: str, path: PathT, name: str, what: str, note: str = "") -> None:
         """A name that must be a DNS-1123 label (apimachinery ``IsDNS1123Label``), and not empty."""

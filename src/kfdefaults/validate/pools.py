@@ -4,7 +4,8 @@ Two sources, read through the pipeline's input manifest so that a replayed comma
 
 * **a node list** (``kubectl get nodes -o json``, :mod:`.nodes`): given with ``--nodes FILE``, else named by the
   facts file's ``nodes:`` (a path relative to the facts file). Its nodes are grouped into pools by
-  :func:`kfdefaults.k8s.nodes.node_pools`: labels (but the per-node ones), taints, allocatable, cordoned;
+  :func:`kfdefaults.k8s.nodes.node_pools`: the cloud's node-pool label, else the labels but the per-node and
+  topology ones; a cordoned node, a taint or an allocatable amount of one node is a state of a node of its pool;
 * **the facts file's** ``node_pools`` (:mod:`.facts`): pools a platform describes (labels, taints, allocatable,
   ``nodes``, ``price_per_node_hour``), for pools a node list cannot show (a pool scaled to zero has no node).
 
@@ -22,12 +23,13 @@ is a note. A described pool that no node list shows is a pool of its own, judged
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Finding, Location, ProfileError
+from ..errors import Finding, Location, ProfileError, shown
 from ..inputs import Inputs
-from ..k8s.nodes import node_pools
+from ..k8s.nodes import NodePool, node_pools
 from ..k8s.quantity import quantity_value
 from .nodes import NodeList, read_nodes
 
@@ -61,6 +63,7 @@ class Pool:
             the first listed node, or one built from the described pool.
         nodes: Its listed nodes (``[]`` for a pool only described).
         listed: The node list its nodes come from, or ``None``.
+        group: Its listed nodes as :func:`kfdefaults.k8s.nodes.node_pools` groups them, or ``None``.
         facts: The facts file, when ``node_pools`` describes it (by :attr:`name`).
         unknown: Resources the pool does not state, left unchecked (see the module's description).
         notes: What the two sources disagree on, each with both places.
@@ -70,9 +73,21 @@ class Pool:
     node: dict[str, Any]
     nodes: list[dict[str, Any]] = field(default_factory=list)
     listed: NodeList | None = None
+    group: NodePool | None = None
     facts: ClusterFacts | None = None
     unknown: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def kinds(self) -> list[list[dict[str, Any]]]:
+        """Its nodes by what the scheduler's filters tell apart (:attr:`kfdefaults.k8s.nodes.NodePool.kinds`); a
+        described pool's one node, else."""
+        return self.group.kinds if self.group is not None else [[self.node]]
+
+    def domains(self, level: str) -> dict[str, list[dict[str, Any]]]:
+        """Its listed nodes, all labels kept, by their value of the topology label ``level``
+        (:meth:`kfdefaults.k8s.nodes.NodePool.domains`); ``{}`` for a pool only described."""
+        return self.group.domains(level) if self.group is not None else {}
 
     def described(self, *path: str) -> Any:
         """The fact ``node_pools.NAME.<path>`` of this pool, or ``None``."""
@@ -94,18 +109,20 @@ class Pool:
         """``price_per_node_hour`` (any currency), or ``None``."""
         return self.described("price_per_node_hour")
 
-    def location(self, *fact: str | int) -> Location:
+    def location(self, *fact: str | int, node: dict[str, Any] | None = None) -> Location:
         """Where a fact of the pool is written, as a path of a described pool (``"allocatable", "nvidia.com/gpu"``,
         ``"taints", 0``, ``"labels", KEY``, ``"nodes"``, ``"price_per_node_hour"``; ``()``: the pool itself): in the
-        node list for what its nodes say, in the facts file for what only they say."""
+        node list for what its nodes say (``node``'s, one of :attr:`nodes`; else the first's), in the facts file for
+        what only they say."""
         if self.listed is not None and (not fact or fact[0] in (*_NODE_PATHS, "allocatable")):
+            node = node if node is not None else self.node
             if not fact:
-                return self.listed.location(self.node, "metadata", "name")
+                return self.listed.location(node, "metadata", "name")
             if fact[0] == "allocatable":
-                status = self.node.get("status") or {}
+                status = node.get("status") or {}
                 kind = "allocatable" if status.get("allocatable") is not None else "capacity"
-                return self.listed.location(self.node, "status", kind, *fact[1:])
-            return self.listed.location(self.node, *_NODE_PATHS[str(fact[0])], *fact[1:])
+                return self.listed.location(node, "status", kind, *fact[1:])
+            return self.listed.location(node, *_NODE_PATHS[str(fact[0])], *fact[1:])
         if self.facts is not None and not fact:  # the pool's name
             return self.facts.document.location(("node_pools", self.name), key=True)
         if self.facts is not None and (self.listed is None or self.described(str(fact[0])) is not None):
@@ -134,7 +151,7 @@ def load_pools(facts: ClusterFacts | None, nodes_file: str | None, inputs: Input
         return None
     pools = []
     for group in node_pools(listed.nodes) if listed is not None else []:
-        pool = Pool(group.name, group.nodes[0], group.nodes, listed, facts if group.name in described else None)
+        pool = Pool(group.name, group.nodes[0], group.nodes, listed, group, facts if group.name in described else None)
         pool.notes += _disagreements(pool)
         pools.append(pool)
     taken = {p.name for p in pools}
@@ -153,6 +170,9 @@ def _node_list(facts: ClusterFacts | None, nodes_file: str | None, inputs: Input
     named = facts.get("nodes") if facts is not None else None
     if facts is None or named is None:
         return None
+    if os.path.isabs(named) or ".." in re.split(r"[\\/]", named):  # a planted facts file reads no file elsewhere
+        raise ProfileError([Finding(facts.location("nodes"), "nodes", f"`{shown(named, 60)}` is not a path inside "
+                                    "the facts file's folder: name the node list relative to it, without `..`")])
     path = os.path.join(os.path.dirname(facts.file), named)
     present = inputs.look(path) if inputs is not None else (True if os.path.exists(path) else None)
     if present is None:
