@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from ..backend.cluster import ClusterTemplate
 from ..backend.elastic_config import nnodes_range
+from ..merge.auto import device_autos, resolve_devices
 from ..merge.origins import written_by
 from ..backend.registered import is_multi_node, registered_pod_spec
 from ..k8s.nodes import PER_NODE_LABELS
@@ -158,10 +159,16 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
     replicas, replicas_at = replicas_of(resolved)
     limit = deadline(resolved, facts)
     verdicts = []
+    offered = {p.name: p.allocatable for p in pools} if device_autos(resolved) else {}
     for pool in pools:
-        verdict = judge_pool(pod, pool, replicas)
-        verdict.causes = causes(resolved, pod, verdict, replicas_at, cluster)
+        judged, at = resolved, pod
+        if offered:  # a device count written `auto`: this pool's (merge.auto.resolve_devices)
+            judged = resolve_devices(resolved, offered, pool.name)
+            at = pod_to_judge(judged, cluster)
+            at.origins = {name: request_origin(judged, at, name, cluster) for name in at.requests}
+        verdict = judge_pool(at, pool, replicas)
+        verdict.causes = causes(judged, at, verdict, replicas_at, cluster)
         if verdict.fits:
-            verdict.reserve = reserve(pod, verdict, replicas, limit)
+            verdict.reserve = reserve(at, verdict, replicas, limit)
         verdicts.append(verdict)
     return FitReport(resolved.name, resolved.target.name, pod, replicas, replicas_at, limit, verdicts)
