@@ -422,8 +422,9 @@ def builtin_profiles_page() -> str:
             f"What a flytekit task on `{name}` gets with no other layer (`kfdefaults render {name} --target flytekit`; "
             f"the plugin's defaults filled in; `--target flyte2` fills in [Flyte 2's](../flyte2.md#settings-per-sdk)):"
             "\n\n",
-            *([f"Its device count `auto` is the pool's: here for a pool whose nodes offer 4 `{device}` "
-               f"(`facts.yaml`: `node_pools: {{p4d: {{allocatable: {{{device}: 4}}}}}}`):\n\n"] if device else []),
+            *([f"Its device count `auto` is the pool's: here for a pool whose nodes offer 4 `{device}`:\n\n"
+               f"<!-- doc-test: file -->\n```yaml title=\"facts.yaml\"\n{files['facts.yaml']}```\n\n"]
+              if files else []),
             f"```console\n$ kfdefaults render {' '.join(args)}\n"
             f"{_cli('render', *args, files=files).rstrip()}\n```\n",
         ]
