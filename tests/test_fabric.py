@@ -154,3 +154,10 @@ def test_auto_is_a_quantity_only_for_a_fabric_device(tmp_path: Path) -> None:
         """))
     result = invoke(["validate", str(team)])
     assert result.exit_code == 1 and "`auto` is not a Kubernetes quantity" in result.stderr
+
+
+def test_broken_facts_are_reported_at_their_line_not_as_missing(tmp_path: Path) -> None:
+    team, facts = _setup(tmp_path, "fabric-efa", POOLS.split("  p5:")[0].replace("efa: 4", "efa: 9Ei"))
+    result = invoke(["render", "train", "--team", str(team), "--facts", str(facts)])
+    assert result.exit_code == 1 and f"{facts}:4:" in result.stderr and "largest quantity" in result.stderr
+    assert "no cluster facts" not in result.stderr

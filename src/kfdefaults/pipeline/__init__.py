@@ -347,7 +347,7 @@ class Pipeline:
             resolved = leave_out_duplicate_shm(resolved, self.cluster)
         judged = as_written = resolved
         if device_autos(resolved):
-            offered = {p.name: p.allocatable for p in self.pools or []} if self._facts_if_sound() or self.nodes_file else None
+            offered = {p.name: p.allocatable for p in self.pools or []} if self.facts_file or self.nodes_file else None
             judged = resolve_devices(resolved, offered, next(iter(offered or {"": 0})) if per_pool else None)
             resolved = resolved if per_pool else judged
         errors = check.errors(judged, self._facts_if_sound()) if checked else []
