@@ -367,9 +367,13 @@ def _lists(k8s: dict[str, Any], root: str) -> Iterator[tuple[str, str]]:
 # ---------------------------------------------------------------------------------------------------- builtin profiles
 
 
-def _cli(*args: str) -> str:
+_POOL_DEVICES = ("vpc.amazonaws.com/efa", "rdma/ib")
+"""The fabric devices the builtin fragments request as ``auto``: rendered with a pool that offers them."""
+
+
+def _cli(*args: str, files: dict[str, str] | None = None) -> str:
     """Run ``kfdefaults ARGS`` in a process of its own, with no platform or team folder of the environment and
-    from an empty folder (no pyproject.toml team layer either)."""
+    from an empty folder (no pyproject.toml team layer either) holding only ``files`` (name -> text)."""
     import subprocess
     import sys
     import tempfile
@@ -377,6 +381,9 @@ def _cli(*args: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("KFDEFAULTS_PLATFORM_PATH", "KFDEFAULTS_TEAM_PATH")}
     env["NO_COLOR"] = "1"
     with tempfile.TemporaryDirectory() as empty:
+        for name, text in (files or {}).items():
+            with open(os.path.join(empty, name), "w", encoding="utf-8") as f:
+                f.write(text)
         proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", *args], cwd=empty, env=env,
                               capture_output=True, text=True)
     if proc.returncode != 0:
@@ -405,14 +412,21 @@ def builtin_profiles_page() -> str:
         with open(os.path.join(folder, file), encoding="utf-8") as f:
             text = f.read()
         lang = "toml" if file.endswith(".toml") else "yaml"
+        device = next((d for d in _POOL_DEVICES if f"{d}: auto" in text), None)
+        args, files = (name, "--target", "flytekit"), None
+        if device is not None:  # the device count is the pool's: rendered for one pool of 4
+            args, files = (*args, "--facts", "facts.yaml"), {"facts.yaml": f'node_pools:\n  p4d:\n    allocatable: {{"{device}": 4}}\n'}
         out += [
             f"\n## `{name}`\n\n",
             f'The file, `profiles/{file}` (installed as `kfdefaults/profiles/{file}`):\n\n```{lang} title="{file}"\n{text.rstrip()}\n```\n\n',
             f"What a flytekit task on `{name}` gets with no other layer (`kfdefaults render {name} --target flytekit`; "
             f"the plugin's defaults filled in; `--target flyte2` fills in [Flyte 2's](../flyte2.md#settings-per-sdk)):"
             "\n\n",
-            f"```console\n$ kfdefaults render {name} --target flytekit\n"
-            f"{_cli('render', name, '--target', 'flytekit').rstrip()}\n```\n",
+            *([f"Its device count `auto` is the pool's: here for a pool whose nodes offer 4 `{device}`:\n\n"
+               f"<!-- doc-test: file -->\n```yaml title=\"facts.yaml\"\n{files['facts.yaml']}```\n\n"]
+              if files else []),
+            f"```console\n$ kfdefaults render {' '.join(args)}\n"
+            f"{_cli('render', *args, files=files).rstrip()}\n```\n",
         ]
     return "".join(out)
 

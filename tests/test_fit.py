@@ -473,7 +473,7 @@ def test_validate_reports_a_broken_node_list_and_checks_the_profiles_all_the_sam
     assert result.stderr.count(f"{cluster['nodes_file']}:{line}:") == 1 and "a taint's effect is one of" in result.stderr
     assert f"{first}:8:60: [team] pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit: warning: /dev/shm " \
            "sizeLimit 2Gi" in result.stderr  # the first profile checked keeps its own warnings
-    assert "5 profiles: 1 error, 1 warning" in result.stderr
+    assert "8 profiles: 1 error, 1 warning" in result.stderr  # the builtin ones with the three fabric-* fragments
 
 
 def test_diff_markdown_says_which_pools_a_change_makes_the_profile_fit_or_stop_fitting(cluster, tmp_path):

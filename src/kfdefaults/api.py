@@ -332,7 +332,7 @@ def _check_profile(pipeline: Pipeline, name: str, layer: str, *, several_paths: 
     """Errors and warnings of profile ``name`` merged across its layers, for the pipeline's target (a deprecation
     declared by one of ``own_files`` is a note); ``read`` collects the files merged into it."""
     try:
-        resolved = pipeline.resolve(name, remember=False)
+        resolved = pipeline.resolve(name, remember=False, per_pool=True)  # a device `auto` is each pool's
         if read is not None:
             read.update(f.source for f in resolved.fragments)
         return check.warnings(resolved, pipeline.cluster, own_files, pools=pipeline.pools, facts=pipeline.facts)
@@ -403,7 +403,7 @@ def compare(
             # one profile under two sets of folders, defined on one side only: new (or deleted) in the change
             sides.append(Side(f"{label}: absent", name, shown, []))
             continue
-        resolved = pipeline.resolve(name)
+        resolved = pipeline.resolve(name, per_pool=True)
         sides.append(side(label, resolved, shown, fit=pipeline.fit(resolved)))
     if not sides[0].entries and not sides[1].entries and pipeline is not None:
         pipeline.fragments(name_a)  # on neither side: the unknown-profile error, with its near names

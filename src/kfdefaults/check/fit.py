@@ -31,8 +31,9 @@ from ..backend.cluster import ClusterTemplate
 from ..backend.elastic_config import job_fields, nnodes_range
 from ..backend.registered import is_multi_node, registered_pod_spec
 from ..k8s.nodes import is_per_node_label
-from ..merge.origins import written_by
 from ..k8s.scheduling import Verdict, filter_node, node_allocatable, pod_requests, scheduler_amounts
+from ..merge.auto import device_autos, resolve_devices
+from ..merge.origins import written_by
 from ..merge.result import Resolved
 from ..validate.pools import Pool
 from .backend import backend_pod
@@ -185,11 +186,17 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
     replicas, replicas_at = replicas_of(resolved)
     limit, created = deadline(resolved, facts), worker_pods(resolved)
     verdicts = []
+    offered = {p.name: p.allocatable for p in pools} if device_autos(resolved) else {}
     for pool in pools:
-        verdict = judge_pool(pod, pool, replicas, created)
-        verdict.causes = causes(resolved, pod, verdict, replicas_at, cluster)
+        judged, at = resolved, pod
+        if offered:  # a device count written `auto`: this pool's (merge.auto.resolve_devices)
+            judged = resolve_devices(resolved, offered, pool.name)
+            at = pod_to_judge(judged, cluster)
+            at.origins = {name: request_origin(judged, at, name, cluster) for name in at.requests}
+        verdict = judge_pool(at, pool, replicas, created)
+        verdict.causes = causes(judged, at, verdict, replicas_at, cluster)
         if verdict.fits:
-            verdict.reserve = reserve(pod, verdict, replicas, limit)
+            verdict.reserve = reserve(at, verdict, replicas, limit)
         verdicts.append(verdict)
     kueue = None
     if facts is not None and facts.get("kueue") is not None:

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
                                      target=chosen_target(args)[0], cluster_template=args.cluster_template,
                                      facts=args.facts, nodes=args.nodes)
         tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
-        resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)])
+        resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)],
+                                    per_pool=True)
         report = pipeline.fit(resolved)
         if report is None:
             raise KfdefaultsError("no node pools known: give --nodes FILE (kubectl get nodes -o json), or state them in "

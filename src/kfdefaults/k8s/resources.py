@@ -3,6 +3,7 @@ Flyte 2's ``Resources``) set them."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .names import overcommit_allowed
@@ -10,6 +11,17 @@ from .quantity import quantity_value
 
 GPU_RESOURCE = "nvidia.com/gpu"
 """What Flyte's backend calls the SDKs' ``gpu`` resource by default (propeller's ``gpu-resource-name``)."""
+
+
+FABRIC_DEVICE = re.compile(r"vpc\.amazonaws\.com/efa|rdma/[^/]+|nvidia\.com/[^/]*rdma[^/]*")
+"""Extended resources that hand a pod an RDMA fabric device: AWS EFA (the aws-efa-k8s-device-plugin), an
+``rdma/...`` resource of NVIDIA's RDMA shared device plugin, an ``nvidia.com/...rdma...`` one of its SR-IOV
+plugin. A multi-node GPU job that requests none of what its nodes offer talks NCCL over TCP sockets."""
+
+
+def is_fabric_device(name: str) -> bool:
+    """Whether resource ``name`` is a fabric device (:data:`FABRIC_DEVICE`)."""
+    return FABRIC_DEVICE.fullmatch(name) is not None
 
 
 def resource_name(name: str) -> str:

@@ -17,7 +17,9 @@ is the resolved value, never ``auto``:
   volume that is not memory-backed, the key is left out: no size limit. Pages in a memory-backed ``/dev/shm``
   count against the container's memory, so a larger size could never be used.
 
-:func:`resolve_auto` returns the rule applied to each value as text, for ``--explain``.
+:func:`resolve_auto` returns the rule applied to each value as text, for ``--explain``. A fabric device count
+written ``auto`` (``vpc.amazonaws.com/efa: auto``) is the pool's, not the profile's: :func:`resolve_devices` works it
+out from the cluster's pools once they are known.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from ..errors import Finding, Location, ProfileError
 from ..k8s.quantity import quantity_value
+from ..k8s.resources import is_fabric_device
 from ..paths import Select, format_path
 from ..targets import INT32_MAX
 from .origins import where, written_by
@@ -203,3 +206,66 @@ def uses_auto(fragments: list[Any]) -> bool:
         if isinstance(spec, dict) and _auto_markers(spec):
             return True
     return False
+
+
+def device_autos(resolved: Resolved) -> list[tuple[str, str]]:
+    """``(kind, resource)`` of every fabric device the primary container requests as ``auto``
+    (``("limits", "vpc.amazonaws.com/efa")``)."""
+    spec = (resolved.pod_template_spec or {}).get("spec") or {}
+    primary = next((c for c in spec.get("containers") or [] if isinstance(c, dict)
+                    and c.get("name") == resolved.primary_container_name), None)
+    resources = (primary or {}).get("resources") if isinstance((primary or {}).get("resources"), dict) else {}
+    return [(kind, name) for kind in ("requests", "limits") if isinstance(resources.get(kind), dict)
+            for name, value in resources[kind].items() if value == AUTO and is_fabric_device(name)]
+
+
+def resolve_devices(resolved: Resolved, offered: dict[str, dict[str, Fraction]] | None,
+                    pool: str | None = None) -> Resolved:
+    """Replace a fabric device count written ``auto`` (``vpc.amazonaws.com/efa: auto``, the builtin ``fabric-*``
+    fragments) by what a node of the pool offers, as ``nproc_per_node: auto`` takes the node's GPUs.
+
+    Args:
+        resolved: A merged profile; not modified.
+        offered: Pool name -> what one of its nodes offers (its allocatable, as amounts); ``None``: no pool known.
+        pool: The pool the pod is judged on (``fit``): its count, ``1`` where it offers none (so that the
+            scheduler's filter says the pool lacks the device). ``None``: the one count every pool that offers the
+            device agrees on.
+
+    Raises:
+        ProfileError: ``pool`` is ``None`` and no pool offers the device, or pools offer different counts: at the
+            ``auto`` line, naming the fact that is missing.
+    """
+    autos = device_autos(resolved)
+    if not autos:
+        return resolved
+    out = resolved.copy()
+    spec = out.pod_template_spec["spec"]
+    primary = next(c for c in spec["containers"] if isinstance(c, dict) and c.get("name") == out.primary_container_name)
+    for kind, resource in autos:
+        if pool is not None:
+            count = (offered or {}).get(pool, {}).get(resource) or 1
+        else:
+            counts = {name: amount[resource] for name, amount in (offered or {}).items() if amount.get(resource)}
+            if len(set(counts.values())) != 1:
+                raise _device_unknown(out, kind, resource, counts, offered is not None)
+            count = next(iter(counts.values()))
+        primary["resources"][kind][resource] = math.floor(count)
+    return out
+
+
+def _device_unknown(resolved: Resolved, kind: str, resource: str, counts: dict[str, Fraction], any_pool: bool
+                    ) -> ProfileError:
+    path = ("pod_template", "spec", "containers", Select("name", resolved.primary_container_name), "resources", kind,
+            resource)
+    setter = written_by(resolved.fragments, path)
+    location = setter.origin.location if setter is not None else Location(f"<profile {resolved.name}>")
+    if counts:
+        found = ", ".join(f"{name} {math.floor(n)}" for name, n in counts.items())
+        why = f"the pools offer different counts ({found}): write the count for the pool this profile runs on"
+    else:
+        fact = f'node_pools.NAME.allocatable."{resource}"'
+        why = (f"{'no pool of the cluster offers it' if any_pool else 'no cluster facts or node list are given'}: "
+               f"state `{fact}` in the cluster's facts (or give `--nodes`), or write the count")
+    message = f"`{resource}: auto` is the count a node of the pool offers, and {why}"
+    return ProfileError([Finding(location, format_path(path), message, "error",
+                                 setter.origin.layer if setter is not None else None)])

@@ -35,6 +35,7 @@ from ..layers import (
     layer_sources,
 )
 from ..lock import Lock, lock_findings, locked_but_missing, platform_fallback_warning
+from ..merge.auto import device_autos, resolve_devices
 from ..merge.expand import expand, extends_location
 from ..merge.fold import merge_fragments
 from ..merge.result import Resolved, SdkObjects
@@ -327,7 +328,7 @@ class Pipeline:
                              kubernetes_version=self.kubernetes_version)
 
     def resolve(self, name: str, task: Iterable[Fragment | None] = (), *, remember: bool = True,
-                check_lock: bool = True, checked: bool = True) -> Resolved:
+                check_lock: bool = True, checked: bool = True, per_pool: bool = False) -> Resolved:
         """Merge profile ``name`` across its layers, the task-layer fragments on top.
 
         Args:
@@ -339,6 +340,8 @@ class Pipeline:
             checked: Raise what stops the merged profile (its target's and the backend's errors); ``False`` for
                 the digest of a profile's file layers, which its task layer may be what makes runnable
                 (``start_method: null`` over a ``start_method: fork`` on Flyte 2).
+            per_pool: Leave a fabric device count written ``auto`` for :meth:`fit` to work out pool by pool;
+                else it is the count the cluster's pools offer (:func:`kfdefaults.merge.auto.resolve_devices`).
 
         With a cluster template, the merge ends with the cluster layer (:mod:`kfdefaults.backend.avoid`). With a
         lock file, the profile (its file layers, the task layer left out) must be what was locked
@@ -351,7 +354,8 @@ class Pipeline:
                 cluster's template is broken, the pod Flyte's backend builds would hold two containers of one
                 name (:func:`kfdefaults.check.backend.backend_errors`, flytekit only), a deadline ends the job
                 before a cold node is up (:func:`kfdefaults.check.clock_lints.clock_errors`), or the profile is
-                not what ``kfdefaults.lock`` records (each change at the lock's line).
+                not what ``kfdefaults.lock`` records (each change at the lock's line), or a device count written
+                ``auto`` that the pools do not give (:func:`kfdefaults.merge.auto.resolve_devices`).
         """
         task = [f for f in task if f is not None]
         try:
@@ -365,11 +369,16 @@ class Pipeline:
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
             resolved = leave_out_duplicate_shm(resolved, self.cluster)
-        errors = check.errors(resolved, self._facts_if_sound()) if checked else []
+        judged = as_written = resolved
+        if device_autos(resolved):
+            offered = {p.name: p.allocatable for p in self.pools or []} if self.facts_file or self.nodes_file else None
+            judged = resolve_devices(resolved, offered, next(iter(offered or {"": 0})) if per_pool else None)
+            resolved = resolved if per_pool else judged
+        errors = check.errors(judged, self._facts_if_sound()) if checked else []
         if errors:
             raise ProfileError(errors)
         if self.lock is not None and check_lock:
-            profile = self.resolve(name, remember=remember, check_lock=False) if task else resolved
+            profile = self.resolve(name, remember=remember, check_lock=False, per_pool=True) if task else as_written
             held = lock_findings(self.lock, profile, self.catalog, self.cluster_template.path if self.cluster_template
                                  else None, template_applies=self.target.name == "flytekit",
                                  require_locked=self.require_locked)

@@ -234,7 +234,7 @@ def _changes(existing: Lock | None, names: list[str], project: Project, kubernet
         locked = existing.profiles.get(name, {})
         for target in [t for t in TARGETS if t in locked] or list(TARGETS)[:1]:
             try:
-                resolved = pipelines[target].resolve(name)
+                resolved = pipelines[target].resolve(name, per_pool=True)
             except ProfileError as e:
                 found += [f for f in e.findings if f not in found]
                 continue
@@ -263,7 +263,7 @@ def _lock_data(names: list[str], pipelines: dict[str, Pipeline], project: Projec
         problems: list[Finding] = []
         for target, pipeline in pipelines.items():
             try:
-                resolved = pipeline.resolve(name)
+                resolved = pipeline.resolve(name, per_pool=True)  # as written: a device `auto` is the pool's
             except ProfileError as e:
                 problems += [f for f in e.findings if f not in problems]  # each target says it alike
                 continue

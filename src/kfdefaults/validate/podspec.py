@@ -36,7 +36,8 @@ from ..k8s.names import (
     qualified_name_problem,
     resource_value_problem,
 )
-from ..k8s.quantity import quantity_problem
+from ..k8s.quantity import quantity_problem, quantity_value
+from ..k8s.resources import is_fabric_device
 from ..paths import Select, format_path, join
 from ..read import Document
 from ..smp.schema import definitions
@@ -183,6 +184,8 @@ class FragmentChecker:
     def _quantity(self, value: Any, path: PathT, name: str, owner: str | None, field: str | None) -> None:
         if value == "auto" and (owner, field) == (EMPTY_DIR_DEF, "sizeLimit"):
             return  # worked out from the merged memory request when the profile is rendered (kfdefaults.merge.auto)
+        if value == "auto" and len(path) >= 2 and path[-2] in ("requests", "limits") and is_fabric_device(str(path[-1])):
+            return  # the pool's device count, worked out from its nodes (kfdefaults.merge.auto.resolve_devices)
         problem = quantity_problem(value)
         if problem:
             self.report(path, name, problem)

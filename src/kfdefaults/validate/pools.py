@@ -25,12 +25,14 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from ..errors import Finding, Location, ProfileError, shown
 from ..inputs import Inputs
 from ..k8s.nodes import NodePool, node_pools
 from ..k8s.quantity import quantity_value
+from ..k8s.scheduling import node_allocatable
 from .nodes import NodeList, read_nodes
 
 TYPE_CHECKING = False
@@ -108,6 +110,11 @@ class Pool:
     def price(self) -> float | None:
         """``price_per_node_hour`` (any currency), or ``None``."""
         return self.described("price_per_node_hour")
+
+    @property
+    def allocatable(self) -> dict[str, Fraction]:
+        """What one of its nodes offers (its allocatable, else capacity), as exact amounts."""
+        return node_allocatable(self.node)
 
     def location(self, *fact: str | int, node: dict[str, Any] | None = None) -> Location:
         """Where a fact of the pool is written, as a path of a described pool (``"allocatable", "nvidia.com/gpu"``,
