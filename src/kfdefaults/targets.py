@@ -57,16 +57,18 @@ class Target:
             (flytekit's ``nccl_collective_timeout_sec``: :mod:`kfdefaults.flytekit.collective`).
         modules: The modules whose presence means the SDK is installed.
         extra: The extra of the ``kfdefaults`` package that installs the SDK (``pip install 'kfdefaults[EXTRA]'``).
+        adapter: The subpackage of kfdefaults that builds the SDK's objects and tasks (its ``preview`` module
+            serializes a task: :mod:`kfdefaults.runtime.preview`); the target's name unless given.
     """
 
     # a plain class, not a dataclass: importing dataclasses (and inspect) would cost every render 25 ms
     __slots__ = ("name", "title", "elastic_class", "pod_template_class", "defaults", "settings", "fixed", "modules",
-                 "extra", "kfdefaults_defaults", "applied")
+                 "extra", "kfdefaults_defaults", "applied", "adapter")
 
     def __init__(self, *, name: str, title: str, elastic_class: str, pod_template_class: str,
                  defaults: Mapping[str, Any], settings: tuple[str, ...], fixed: Mapping[str, Any],
                  modules: tuple[str, ...], extra: str, kfdefaults_defaults: frozenset[str] = frozenset(),
-                 applied: tuple[str, ...] = ()) -> None:
+                 applied: tuple[str, ...] = (), adapter: str | None = None) -> None:
         self.name = name
         self.title = title
         self.elastic_class = elastic_class
@@ -78,6 +80,7 @@ class Target:
         self.extra = extra
         self.kfdefaults_defaults = kfdefaults_defaults
         self.applied = applied
+        self.adapter = adapter or name
 
     def __str__(self) -> str:
         return self.name
