@@ -7,7 +7,7 @@ import os
 from typing import Any, Mapping
 
 from ..runtime.config import AdapterObjects, sdk_pod_template
-from ..targets import FLYTE2
+from ..targets import FLYTE2, OFF
 
 RUN_BASE_ENV = "_U_RUN_BASE"
 """The run's output folder, set by Flyte's backend in every Flyte 2 task pod."""
@@ -31,9 +31,10 @@ def plugin_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
 
     Keys the plugin has no field for are the ones Flyte 2 fixes (``start_method: spawn``): the target's check
     (:mod:`kfdefaults.check.target`) lets only their one value through. ``run_policy`` becomes the plugin's
-    ``RunPolicy``; a ``nccl_*`` setting absent here is ``None`` (torch's own default stays).
+    ``RunPolicy``; a ``nccl_*`` setting absent here, or ``off``, is ``None`` (torch's own default stays).
     """
-    kwargs = {k: v for k, v in settings.items() if k in FLYTE2.settings and k != "run_policy"}
+    kwargs = {k: None if v == OFF and k in FLYTE2.off else v for k, v in settings.items()
+              if k in FLYTE2.settings and k != "run_policy"}
     kwargs["rdzv_configs"] = dict(kwargs.get("rdzv_configs") or {})
     kwargs.setdefault("nccl_heartbeat_timeout_sec", None)
     kwargs.setdefault("nccl_collective_timeout_sec", None)

@@ -17,7 +17,7 @@ from ..k8s.models import to_k8s_model
 from ..layers.flags import folder_arguments
 from ..merge.result import Resolved, SdkObjects, copy_plain
 from ..pipeline import Pipeline
-from ..targets import Target
+from ..targets import OFF, Target
 from ..validate.suggest import ELASTIC_SYNONYMS, closest
 from . import ProfileCall
 
@@ -64,8 +64,12 @@ def unknown_arguments_message(target: Target, unknown: Iterable[str], refused: M
 
 def task_layer(target: Target, overrides: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """``Elastic(key=value, ...)`` as the ``elastic`` section of the task layer and the label of each key:
-    ``run_policy`` in profile shape; ``None`` deletes a lower layer's value."""
-    section = {k: (run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
+    ``run_policy`` in profile shape; an explicit ``None`` where the plugin gives ``None`` a meaning
+    (:attr:`~kfdefaults.targets.Target.off`: Flyte 2's ``nccl_heartbeat_timeout_sec=None`` leaves torch's own
+    default) is ``off``, which stays None over every layer and the plugin's default; elsewhere ``None`` deletes a
+    lower layer's value."""
+    section = {k: (OFF if v is None and k in target.off else run_policy_dict(v) if k == "run_policy"
+                   else copy.deepcopy(v)) for k, v in overrides.items()}
     labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
     return section, labels
 
@@ -159,14 +163,17 @@ class ProfileConfig:
 
     def elastic_settings(self) -> dict[str, Any]:
         """The settings this config runs with, as plain data (the profile format's keys): the merged profile's,
-        else (a pod on the registered settings, an unpickled config) read from the plugin's fields."""
+        else (a pod on the registered settings, an unpickled config) read from the plugin's fields, a ``None``
+        where the plugin gives it a meaning written ``off``."""
         if self.resolved is not None:
             return copy_plain(self.resolved.elastic_settings)
         target = self.TARGET
         out = {}
         for key in target.settings + target.applied:
             value = copy.deepcopy(getattr(self, key, None))
-            if value is not None:
+            if value is None and key in target.off and target.defaults.get(key) is not None:
+                out[key] = OFF
+            elif value is not None:
                 out[key] = run_policy_dict(value) if key == "run_policy" else value
         return out
 
