@@ -32,7 +32,8 @@ class Elastic(ProfileConfig, PluginElastic):
     ``resources`` as the task layer.
 
     Args:
-        profile: Profile name, like ``"gpu-large"``.
+        profile: Profile name, like ``"gpu-large"``; ``None``: the project's ``[tool.kfdefaults] default_profile``,
+            else the plugin's own defaults alone (docs/flyte2.md).
         platform: Extra platform-layer folders (besides ``KFDEFAULTS_PLATFORM_PATH`` and entry points).
         team: Extra team-layer folders (besides ``KFDEFAULTS_TEAM_PATH`` and pyproject.toml).
         **overrides: Fields of the plugin's ``Elastic`` (``nnodes``, ``nproc_per_node``, ``rdzv_backend``,
@@ -69,7 +70,7 @@ class Elastic(ProfileConfig, PluginElastic):
     profile file takes them (:data:`~kfdefaults.targets.FLYTE2`'s ``fixed``): ``None`` deletes the value below, the
     fixed value is accepted, another is the target's error at ``Elastic(start_method=...)``."""
 
-    def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
+    def __init__(self, profile: str | None = None, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
         call = self._resolve_profile(profile, platform, team, overrides, OBJECTS)
         super().__init__(**self.plugin_fields(call.settings))
 

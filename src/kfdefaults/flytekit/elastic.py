@@ -28,9 +28,13 @@ class Elastic(ProfileConfig, PluginElastic):
     profile's pod template.
 
     Args:
-        profile: Profile name, like ``"gpu-large"``.
+        profile: Profile name, like ``"gpu-large"``; ``None``: the project's ``[tool.kfdefaults] default_profile``,
+            else the plugin's own defaults with the cluster's template only (docs/flyte.md).
         platform: Extra platform-layer folders (besides ``KFDEFAULTS_PLATFORM_PATH`` and entry points).
         team: Extra team-layer folders (besides ``KFDEFAULTS_TEAM_PATH`` and pyproject.toml).
+        increase_shared_mem: ``True`` keeps the profile's memory-backed ``/dev/shm`` or adds one (a volume
+            ``shm``), ``False`` removes the profile's, both as task-layer changes; ``None`` (not given) leaves the
+            profile's as it is, and without a profile is the plugin's default, ``True``.
         **overrides: Fields of the plugin's ``Elastic`` (``nnodes``, ``nproc_per_node``, ``start_method``,
             ``monitor_interval`` in seconds, ``max_restarts``, ``rdzv_configs``, ``run_policy``): the task layer,
             applied on top of the profile. ``rdzv_configs`` and ``run_policy`` merge per key. ``rdzv_backend``,
@@ -47,20 +51,19 @@ class Elastic(ProfileConfig, PluginElastic):
         ProfileError: the profile is unknown or invalid, or an override is invalid (``FILE:LINE:COLUMN``
             locations; overrides are named ``Elastic(key=...)``). In a Flyte pod, the error is kept and raised
             only if this task runs (see :mod:`kfdefaults.runtime`).
-        TypeError: an unknown keyword argument. ``increase_shared_mem=True`` is not accepted: the profile owns
-            ``/dev/shm`` (``increase_shared_mem=False``, which agrees, is accepted and ignored).
+        TypeError: an unknown keyword argument.
     """
 
     TARGET = FLYTEKIT
-    REFUSED = {"increase_shared_mem": "kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, "
-                                      "or use @task(shared_memory=...)"}
-    """Keyword arguments of the plugin's ``Elastic`` refused, with why."""
+    KEYWORDS = ("profile", "platform", "team", "increase_shared_mem")
+    PLUGIN_SHARED_MEMORY = True
 
     @shown_to_the_task_module
-    def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
-        if overrides.get("increase_shared_mem") is False:
-            del overrides["increase_shared_mem"]  # what kfdefaults does anyway: a port from the plugin keeps working
-        call = self._resolve_profile(profile, platform, team, overrides, OBJECTS)
+    def __init__(self, profile: str | None = None, *, platform: Iterable[str] = (), team: Iterable[str] = (),
+                 increase_shared_mem: bool | None = None, **overrides: Any) -> None:
+        if not isinstance(increase_shared_mem, (bool, type(None))):
+            raise TypeError(f"Elastic(increase_shared_mem=...) takes True or False, not {increase_shared_mem!r}")
+        call = self._resolve_profile(profile, platform, team, overrides, OBJECTS, increase_shared_mem)
         super().__init__(**self.plugin_fields(call.settings))
 
     def plugin_fields(self, settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
+from flytekitplugins.kfpytorch.task import CleanPodPolicy, RunPolicy
+from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
+
 from ..k8s.resources import GPU_RESOURCE
 from ..runtime.config import AdapterObjects, sdk_pod_template
 from ..targets import FLYTEKIT
@@ -16,9 +19,6 @@ FLYTE_POD_SIGNALS = ("FLYTE_INTERNAL_EXECUTION_ID", "_F_NM")
 
 def plugin_elastic(settings: Mapping[str, Any]) -> Any:
     """Merged elastic settings -> ``flytekitplugins.kfpytorch.Elastic`` with ``increase_shared_mem=False``."""
-    from flytekitplugins.kfpytorch import Elastic
-    from flytekitplugins.kfpytorch.task import CleanPodPolicy, RunPolicy
-
     # keys the plugin has no field for are the ones flytekit fixes (rdzv_backend: c10d): the target's check
     # (kfdefaults.check.target) let only their one value through
     kwargs = {k: v for k, v in settings.items() if k in FLYTEKIT.settings and k != "run_policy"}
@@ -29,7 +29,7 @@ def plugin_elastic(settings: Mapping[str, Any]) -> Any:
         if policy.get("clean_pod_policy"):
             policy["clean_pod_policy"] = CleanPodPolicy[policy["clean_pod_policy"].upper()]
         kwargs["run_policy"] = RunPolicy(**policy)
-    return Elastic(increase_shared_mem=False, **kwargs)
+    return PluginElastic(increase_shared_mem=False, **kwargs)
 
 
 def flytekit_pod_template(

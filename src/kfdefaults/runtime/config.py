@@ -46,7 +46,8 @@ def arguments(target: Target) -> tuple[str, ...]:
     return target.settings + tuple(target.fixed)
 
 
-def unknown_arguments_message(target: Target, unknown: Iterable[str], refused: Mapping[str, str]) -> str:
+def unknown_arguments_message(target: Target, unknown: Iterable[str], refused: Mapping[str, str],
+                              keywords: tuple[str, ...] = FOLDER_ARGUMENTS) -> str:
     """Why ``Elastic(...)`` refuses keyword arguments, with why (``refused``) or the one each was probably meant to
     be, as the command line says it (torchrun's and the PyTorchJob's names included: ``nnode``, ``nprocs``,
     ``maxReplicas``)."""
@@ -55,11 +56,11 @@ def unknown_arguments_message(target: Target, unknown: Iterable[str], refused: M
         if name in refused:
             parts.append(f"`{name}` ({refused[name]})")
             continue
-        near = closest(name, arguments(target) + FOLDER_ARGUMENTS)
+        near = closest(name, arguments(target) + keywords)
         hint = ELASTIC_SYNONYMS.get(name) or (f"`{near}`" if near else None)  # synonyms come quoted
         parts.append(f"`{name}`" + (f" (did you mean {hint}?)" if hint else ""))
     return (f"Elastic() got unexpected keyword arguments: {'; '.join(parts)}. It takes "
-            f"{', '.join(FOLDER_ARGUMENTS + target.settings)}")
+            f"{', '.join(keywords + target.settings)}")
 
 
 def task_layer(target: Target, overrides: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -95,11 +96,19 @@ class ProfileConfig:
     REFUSED: Mapping[str, str] = {}
     """Keyword arguments of the plugin's ``Elastic`` that kfdefaults refuses, with why."""
 
+    KEYWORDS = FOLDER_ARGUMENTS
+    """The keyword arguments of the class's ``__init__`` besides the plugin's settings."""
+
+    PLUGIN_SHARED_MEMORY: bool | None = None
+    """The plugin's ``increase_shared_mem`` default, which a call without a profile gets (flytekit's: on)."""
+
     resolved: Resolved | None
 
-    def _resolve_profile(self, profile: str, platform: Any, team: Any, overrides: dict[str, Any],
-                         sdk: SdkObjects) -> ProfileCall:
+    def _resolve_profile(self, profile: str | None, platform: Any, team: Any, overrides: dict[str, Any],
+                         sdk: SdkObjects, shared_memory: bool | None = None) -> ProfileCall:
         """Check the call's arguments, resolve the profile with them as the task layer and keep what it gives.
+        Without ``profile``, the project's ``default_profile``, else the plugin's defaults alone
+        (:data:`~kfdefaults.settings.NO_PROFILE`); ``shared_memory`` is ``increase_shared_mem``.
 
         Raises:
             TypeError: an unknown keyword argument, ``profile`` is not a string, or the folders are not paths.
@@ -107,13 +116,14 @@ class ProfileConfig:
         """
         unknown = sorted(set(overrides) - set(arguments(self.TARGET)))
         if unknown:
-            raise TypeError(unknown_arguments_message(self.TARGET, unknown, self.REFUSED))
-        if not isinstance(profile, str):
+            raise TypeError(unknown_arguments_message(self.TARGET, unknown, self.REFUSED, self.KEYWORDS))
+        if not isinstance(profile, (str, type(None))):
             raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
         platform, team = folder_arguments(platform, "Elastic(platform=...)"), folder_arguments(team, "Elastic(team=...)")
         section, labels = task_layer(self.TARGET, overrides)
-        self.profile = profile
-        self._call = call = ProfileCall(self.TARGET, profile, platform, team, section, labels, sdk)
+        self._call = call = ProfileCall(self.TARGET, profile, platform, team, section, labels, sdk, shared_memory,
+                                        self.PLUGIN_SHARED_MEMORY)
+        self.profile = call.profile
         self.runtime_key = call.key
         self.resolved = call.resolved
         self.deferred_error: ProfileError | None = call.deferred_error
