@@ -57,6 +57,18 @@ class RunPolicySection(_Strict):
         return v.lower() if isinstance(v, str) else v
 
 
+def _count_or_word(v: Any, word: str, kind: str) -> Any:
+    """``v`` if ``None``, ``word`` or an int in 1..2^31-1; else a ``ValueError`` saying it should be ``kind``."""
+    if v is None or v == word and isinstance(v, str):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        if not 1 <= v <= _INT32:
+            raise ValueError(f"Input should be greater than or equal to 1 (and at most {_INT32}), or {word}")
+        return v
+    hint = "; write it without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
+    raise ValueError(f"Input should be {kind}{hint}")
+
+
 class ElasticSection(_Strict):
     """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic`` and of Flyte 2's ``flyteplugins.pytorch.Elastic``,
     snake_case as in the plugins. A file may hold the settings of either SDK; a setting that the SDK a profile is
@@ -159,26 +171,12 @@ class ElasticSection(_Strict):
     @field_validator("nproc_per_node", mode="before")
     @classmethod
     def _nproc(cls, v: Any) -> Any:
-        if v is None or v == "auto" and isinstance(v, str):
-            return v
-        if isinstance(v, int) and not isinstance(v, bool):
-            if not 1 <= v <= _INT32:
-                raise ValueError(f"Input should be greater than or equal to 1 (and at most {_INT32}), or auto")
-            return v
-        hint = "; write it without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
-        raise ValueError(f"Input should be a valid integer or auto{hint}")
+        return _count_or_word(v, "auto", "a valid integer or auto")
 
     @field_validator("nccl_heartbeat_timeout_sec", "nccl_collective_timeout_sec", mode="before")
     @classmethod
     def _seconds_or_off(cls, v: Any) -> Any:
-        if v is None or v == "off" and isinstance(v, str):
-            return v
-        if isinstance(v, int) and not isinstance(v, bool):
-            if not 1 <= v <= _INT32:
-                raise ValueError(f"Input should be greater than or equal to 1 (and at most {_INT32}), or off")
-            return v
-        hint = "; write it without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
-        raise ValueError(f"Input should be a whole number of seconds or off (torch's own default){hint}")
+        return _count_or_word(v, "off", "a whole number of seconds or off (torch's own default)")
 
     # ``rdzv_configs`` keys and values are checked one by one, each at its own position, by
     # kfdefaults.validate.rdzv.check_rdzv_configs (called wherever a profile body is validated).
