@@ -148,6 +148,8 @@ def _type_text(node: Any) -> str:
     if "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[-1]
         return _SECTION_ANCHORS.get(name, f"`{name.rsplit('.', 1)[-1]}`")
+    if "const" in node:
+        return _code(node["const"])
     if "enum" in node:
         return " \\| ".join(_code(v) for v in node["enum"] if v is not None)
     types = node.get("type")

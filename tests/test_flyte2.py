@@ -714,6 +714,57 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
     assert receipt_lines(proc.stderr)[0].endswith("): no differences from what was registered")
 
 
+def test_a_tasks_explicit_none_stays_none_over_the_profile_and_the_plugins_default_in_the_pod(tmp_path):
+    """`Elastic(..., nccl_heartbeat_timeout_sec=None)` is the plugin's None (torch's own default): over a profile's
+    77 and the plugin's 300 it registers `off`, and the pod, run through `a0` as Flyte 2 runs it, exports no
+    TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC (before, None deleted the profile's value and the plugin's 300 came back)."""
+    app = APP.replace("nccl_collective_timeout_sec=120))", "nccl_collective_timeout_sec=120, nccl_heartbeat_timeout_sec=None))")
+    assert app != APP
+    pod = run_in_a_flyte2_pod(tmp_path, app=app)
+    assert pod.registered["nccl_heartbeat_timeout_sec"] == "off"
+    assert pod.proc.returncode == 0 and pod.seen is not None, (pod.proc.returncode, pod.proc.stderr[-4000:])
+    assert pod.seen["env"]["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] is None
+    assert pod.seen["env"]["FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC"] == "120"  # the other settings as registered
+    [receipt] = receipts(pod.proc.stderr)
+    assert receipt["differences"] == []
+
+
+def test_a_profiles_off_is_the_plugins_none_in_the_registered_task(tmp_path):
+    """`nccl_heartbeat_timeout_sec: off` in a team profile: render shows `off`, the task Flyte 2 serializes
+    registers it, and the plugin's own `pre` (what the pod runs before torch) sets no variable."""
+    import asyncio
+
+    from cli_runner import invoke
+
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "quiet.yaml").write_text("extends: cpu-small\nelastic:\n  nccl_heartbeat_timeout_sec: off\n",
+                                                  encoding="utf-8")
+    team = str(tmp_path / "team")
+    shown = invoke(["render", "quiet", "--team", team, "--target", "flyte2", "-o", "json"])
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["elastic"]["nccl_heartbeat_timeout_sec"] == "off"
+    config = Elastic(profile="quiet", team=[team])
+    assert config.nccl_heartbeat_timeout_sec is None
+    env = flyte.TaskEnvironment(name="quiet", plugin_config=config)
+    task = env.task(_body)
+    context = SerializationContext(version="v1", project="p", domain="development", org="o", root_dir=HERE)
+    template = MessageToDict(translate_task_to_wire(task, context).task_template)
+    assert json.loads(env_of(primary_of(template))[RUNTIME_ENV])["elastic"]["nccl_heartbeat_timeout_sec"] == "off"
+    saved = os.environ.pop("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", None)
+    try:
+        asyncio.run(task.pre())
+        assert "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC" not in os.environ
+    finally:
+        for name in ("PYTHONUNBUFFERED", "TORCH_NCCL_ENABLE_MONITORING"):
+            os.environ.pop(name, None)
+        if saved is not None:
+            os.environ["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] = saved
+    refused = invoke(["render", "quiet", "--team", team, "--target", "flytekit"])
+    assert refused.exit_code == 1 and "is a Flyte 2 setting" in refused.stderr
+
+
+def _body() -> None: ...
+
+
 FORKED_APP = '''\
 import os
 

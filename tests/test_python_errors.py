@@ -18,7 +18,7 @@ from kfdefaults import ProfileError
     ({"nprocs": 8}, "`nprocs` (did you mean `nproc_per_node`?)"),
     ({"max_restart": 1}, "`max_restart` (did you mean `max_restarts`?)"),
     ({"teams": ["x"]}, "`teams` (did you mean `team`?)"),
-    ({"increase_shared_mem": True}, "kfdefaults profiles own /dev/shm"),
+    ({"increase_shared_memory": True}, "`increase_shared_memory` (did you mean `increase_shared_mem`?)"),
 ])
 def test_a_mistyped_elastic_keyword_gets_a_suggestion(kwargs, words):
     from kfdefaults import Elastic
@@ -26,7 +26,7 @@ def test_a_mistyped_elastic_keyword_gets_a_suggestion(kwargs, words):
     with pytest.raises(TypeError) as excinfo:
         Elastic(profile="gpu-large", **kwargs)
     message = str(excinfo.value)
-    assert words in message and "It takes profile, platform, team, nnodes" in message
+    assert words in message and "It takes profile, platform, team, increase_shared_mem, nnodes" in message
 
 
 def test_the_first_line_of_a_profile_error_says_how_many_more_follow(tmp_path):

@@ -32,7 +32,9 @@ def preview(name: str, *args: str, with_torch: bool) -> tuple[dict, str]:
 
 BOTH_WAYS = """
 import json, sys
-from kfdefaults.flytekit.preview import flyte_task_template, torch_stand_in
+from kfdefaults.flytekit.preview import torch_stand_in
+from kfdefaults.runtime.preview import task_template
+from kfdefaults.targets import FLYTEKIT
 
 def torch_modules():
     return sorted(m for m in sys.modules if m.split(".")[0] == "torch")
@@ -55,7 +57,7 @@ cases = [
     ("cpu-small", {"pod_template": {"spec": {"volumes": [shm]}}}, "registry.example.com/base:1"),
 ]
 def both():
-    return [flyte_task_template(name, team=team, overrides=overrides, image=image) for name, overrides, image in cases]
+    return [task_template(FLYTEKIT, name, team=team, overrides=overrides, image=image) for name, overrides, image in cases]
 without = both()
 after_templates = torch_modules()
 import torch  # the real torch.distributed.run from here on

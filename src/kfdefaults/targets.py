@@ -29,6 +29,11 @@ INT32_MAX = 2**31 - 1
 worked out (``nproc_per_node: auto``): the kubeflow PyTorchJob fields and flyteidl's messages they become are
 int32, and a larger value fails serialization (``render --as flyte``) or the job."""
 
+OFF = "off"
+"""The value of an ``elastic`` setting where the plugin gives ``None`` a meaning (:attr:`Target.off`): the plugin
+gets ``None`` (``nccl_heartbeat_timeout_sec: off`` sets no TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, so torch's own default
+applies), over every lower layer and the plugin's default; ``null`` instead deletes, and the default comes back."""
+
 NCCL_ENV = {
     "nccl_heartbeat_timeout_sec": "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
     "nccl_async_error_handling": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
@@ -57,16 +62,20 @@ class Target:
             (flytekit's ``nccl_collective_timeout_sec``: :mod:`kfdefaults.flytekit.collective`).
         modules: The modules whose presence means the SDK is installed.
         extra: The extra of the ``kfdefaults`` package that installs the SDK (``pip install 'kfdefaults[EXTRA]'``).
+        off: Keys whose ``None`` the plugin reads as "leave torch's own default": a profile writes them
+            :data:`OFF`, and ``Elastic(key=None)`` means the same.
+        adapter: The subpackage of kfdefaults that builds the SDK's objects and tasks (its ``preview`` module
+            serializes a task: :mod:`kfdefaults.runtime.preview`); the target's name unless given.
     """
 
     # a plain class, not a dataclass: importing dataclasses (and inspect) would cost every render 25 ms
     __slots__ = ("name", "title", "elastic_class", "pod_template_class", "defaults", "settings", "fixed", "modules",
-                 "extra", "kfdefaults_defaults", "applied")
+                 "extra", "kfdefaults_defaults", "applied", "off", "adapter")
 
     def __init__(self, *, name: str, title: str, elastic_class: str, pod_template_class: str,
                  defaults: Mapping[str, Any], settings: tuple[str, ...], fixed: Mapping[str, Any],
                  modules: tuple[str, ...], extra: str, kfdefaults_defaults: frozenset[str] = frozenset(),
-                 applied: tuple[str, ...] = ()) -> None:
+                 applied: tuple[str, ...] = (), off: tuple[str, ...] = (), adapter: str | None = None) -> None:
         self.name = name
         self.title = title
         self.elastic_class = elastic_class
@@ -78,6 +87,8 @@ class Target:
         self.extra = extra
         self.kfdefaults_defaults = kfdefaults_defaults
         self.applied = applied
+        self.off = off
+        self.adapter = adapter or name
 
     def __str__(self) -> str:
         return self.name
@@ -88,7 +99,7 @@ class Target:
     def honours(self, key: str, value: Any) -> bool:
         """Whether the SDK runs with ``elastic.KEY: value`` as written."""
         if key in self.settings or key in self.applied:
-            return True
+            return value != OFF or key in self.off
         return key in self.fixed and value == self.fixed[key]
 
     def default_label(self, key: str) -> str:
@@ -117,6 +128,7 @@ FLYTEKIT = Target(
     fixed={"rdzv_backend": "c10d"},
     # the plugin passes no timeout to init_process_group: kfdefaults sets its NCCL default in the workers
     applied=("nccl_collective_timeout_sec",),
+    off=("nccl_collective_timeout_sec",),
     modules=("flytekit", "flytekitplugins.kfpytorch"),
     extra="flytekit",
 )
@@ -144,6 +156,8 @@ FLYTE2 = Target(
               "nccl_enable_monitoring"),
     # flyteplugins.pytorch builds torch's LaunchConfig without start_method: torch's default, spawn
     fixed={"start_method": "spawn"},
+    # flyteplugins.pytorch.task.TorchFunctionTask.pre sets the variable only for a value that is not None
+    off=("nccl_heartbeat_timeout_sec", "nccl_collective_timeout_sec"),
     modules=("flyte", "flyteplugins.pytorch"),
     extra="flyte2",
 )

@@ -25,6 +25,7 @@ from ..errors import Finding, Location
 from ..merge.origins import written_by
 from ..merge.result import Resolved
 from ..paths import format_path
+from ..targets import OFF
 from . import torch_defaults
 from .clocks import FACTS_LAYER, Clock, Source, by_name, clocks, env_path, env_value, nodes, torch_version
 from .scenarios import run_scenarios
@@ -191,7 +192,7 @@ def _nccl_ignored(resolved: Resolved, facts: ClusterFacts) -> list[Finding]:
                              f"read it (the TORCH_NCCL_* names came in torch 2.2){instead}", "warning", at.layer))
     for key in ("nccl_collective_timeout_sec", "nccl_heartbeat_timeout_sec", "nccl_enable_monitoring"):
         value = resolved.elastic_settings.get(key)
-        if value is None or value is False:
+        if value in (None, False, OFF):
             continue
         setter = written_by(resolved.fragments, ("elastic", key))
         if setter is None:

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import Finding, Location, sorted_findings
 from ..merge.provenance import provenance
 from ..paths import Select, format_path
-from ..targets import FLYTE2, NCCL_ENV, TARGETS, Target
+from ..targets import FLYTE2, NCCL_ENV, OFF, TARGETS, Target
 
 _ENV_INSTEAD = {
     "nccl_heartbeat_timeout_sec": "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
@@ -96,7 +96,7 @@ def _flyte2_warnings(merged: Any) -> list[Finding]:
     findings: list[Finding] = []
     for key, variable in NCCL_ENV.items():
         value = elastic.get(key)
-        plugin_sets = None if value is None or value is False else ("1" if value is True else str(value))
+        plugin_sets = None if value in (None, False, OFF) else ("1" if value is True else str(value))
         entry = env.get(variable)
         if entry is not None and plugin_sets is not None and entry.get("value") != plugin_sets:
             path = ("pod_template", "spec", "containers", Select("name", primary), "env", Select("name", variable))

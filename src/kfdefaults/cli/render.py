@@ -210,25 +210,22 @@ def _serialize(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any]) ->
     from ..runtime import PROJECT_FROM
     from ..settings import CLUSTER_TEMPLATE_ENV
 
-    target = pipeline.target.name
+    from ..runtime.preview import task_template
+
     saved = os.environ.get(CLUSTER_TEMPLATE_ENV)
     if args.cluster_template is not None:  # the task is defined as the user's would be: the flag as the variable
         os.environ[CLUSTER_TEMPLATE_ENV] = args.cluster_template
     progress = sys.stderr.isatty()
     if progress:
-        sys.stderr.write(f"kfdefaults: loading {'flyte' if target == 'flyte2' else 'flytekit'} to serialize the task...")
+        sys.stderr.write(f"kfdefaults: loading {pipeline.target.modules[0]} to serialize the task...")
         sys.stderr.flush()
     try:
-        if target == "flyte2":
-            from ..flyte2.preview import flyte2_task_template as task_template
-        else:
-            from ..flytekit.preview import flyte_task_template as task_template
         with warnings.catch_warnings(record=True) as said:  # which image wins, as registering the task says it
             warnings.simplefilter("always", KfdefaultsWarning)
             # the project of the command line (the working directory's, or --project's), not kfdefaults' own
             project = PROJECT_FROM.set((pipeline.project.root or os.getcwd(),))
             try:
-                data = task_template(args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
+                data = task_template(pipeline.target, args.name, platform=args.platform, team=args.team, overrides=tree, image=args.image)
             finally:
                 PROJECT_FROM.reset(project)
     except ImportError as e:  # no SDK, or the plugin imports torch when a task is defined

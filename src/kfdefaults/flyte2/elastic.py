@@ -8,42 +8,22 @@ pod, the settings registered with the task are used instead of profile files (:m
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from flyteplugins.pytorch.task import Elastic as PluginElastic
 from flyteplugins.pytorch.task import RunPolicy
 
-from ..errors import KfdefaultsError, ProfileError
-from ..layers.flags import folder_arguments
+from ..errors import KfdefaultsError
 from ..merge.result import Resolved
-from ..runtime import ProfileCall
+from ..runtime.config import ProfileConfig, run_policy_dict
 from ..targets import FLYTE2
 from .objects import OBJECTS, plugin_kwargs
 
-__all__ = ["Elastic", "RunPolicy"]
-
-_NOT_IN_FLYTE2 = {
-    "increase_shared_mem": "kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, or use "
-                           "flyte.Resources(shm=...)",
-}
-"""Keyword arguments refused, with why. The settings Flyte 2 fixes (``start_method``, always spawn) are taken as a
-profile file takes them (:data:`~kfdefaults.targets.FLYTE2`'s ``fixed``): ``None`` deletes the value below, the
-fixed value is accepted, another is the target's error at ``Elastic(start_method=...)``."""
+__all__ = ["Elastic", "RunPolicy", "run_policy_dict"]
 
 
-def run_policy_dict(policy: Any) -> Any:
-    """A plugin ``RunPolicy`` as the profile format writes it (``clean_pod_policy: running``); a mapping as it is."""
-    if isinstance(policy, RunPolicy):
-        out = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if getattr(policy, f.name) is not None}
-        if isinstance(out.get("clean_pod_policy"), str):
-            out["clean_pod_policy"] = out["clean_pod_policy"].lower()  # "Running" -> running; validation says if bad
-        return out
-    return policy
-
-
-class Elastic(PluginElastic):
+class Elastic(ProfileConfig, PluginElastic):
     """``flyteplugins.pytorch.Elastic`` with its settings taken from a profile, for a ``flyte.TaskEnvironment``.
 
     Usable wherever the plugin's ``Elastic`` is: it is a subclass, and a task of an environment with it as its
@@ -52,7 +32,8 @@ class Elastic(PluginElastic):
     ``resources`` as the task layer.
 
     Args:
-        profile: Profile name, like ``"gpu-large"``.
+        profile: Profile name, like ``"gpu-large"``; ``None``: the project's ``[tool.kfdefaults] default_profile``,
+            else the plugin's own defaults alone (docs/flyte2.md).
         platform: Extra platform-layer folders (besides ``KFDEFAULTS_PLATFORM_PATH`` and entry points).
         team: Extra team-layer folders (besides ``KFDEFAULTS_TEAM_PATH`` and pyproject.toml).
         **overrides: Fields of the plugin's ``Elastic`` (``nnodes``, ``nproc_per_node``, ``rdzv_backend``,
@@ -80,24 +61,22 @@ class Elastic(PluginElastic):
         TypeError: an unknown keyword argument, or ``increase_shared_mem`` (the profile owns ``/dev/shm``).
     """
 
-    def __init__(self, profile: str, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
-        unknown = sorted(set(overrides) - set(FLYTE2.settings) - set(FLYTE2.fixed))
-        if unknown:
-            hints = "; ".join(f"{k}: {_NOT_IN_FLYTE2[k]}" for k in unknown if k in _NOT_IN_FLYTE2)
-            raise TypeError(f"Elastic() got unexpected keyword arguments {unknown}" + (f" ({hints})" if hints else ""))
-        if not isinstance(profile, str):
-            raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
-        platform, team = folder_arguments(platform, "Elastic(platform=...)"), folder_arguments(team, "Elastic(team=...)")
-        elastic_overrides = {k: (run_policy_dict(v) if k == "run_policy" else copy.deepcopy(v)) for k, v in overrides.items()}
-        labels = {f"elastic.{k}": f"Elastic({k}={v!r})" for k, v in overrides.items()}
-        self.profile = profile
-        self._call = call = ProfileCall(FLYTE2, profile, platform, team, elastic_overrides, labels, OBJECTS)
-        self.runtime_key = call.key
-        self.resolved: Resolved | None = call.resolved
-        self.deferred_error: ProfileError | None = call.deferred_error
-        self.unregistered: ProfileError | None = call.unregistered
-        self.registered: dict[str, Any] | None = call.registered
-        super().__init__(**plugin_kwargs(call.settings))
+    TARGET = FLYTE2
+    REFUSED = {
+        "increase_shared_mem": "kfdefaults profiles own /dev/shm: give the size in the profile's dshm volume, or use "
+                               "flyte.Resources(shm=...)",
+    }
+    """Keyword arguments refused, with why. The settings Flyte 2 fixes (``start_method``, always spawn) are taken as a
+    profile file takes them (:data:`~kfdefaults.targets.FLYTE2`'s ``fixed``): ``None`` deletes the value below, the
+    fixed value is accepted, another is the target's error at ``Elastic(start_method=...)``."""
+
+    def __init__(self, profile: str | None = None, *, platform: Iterable[str] = (), team: Iterable[str] = (), **overrides: Any) -> None:
+        call = self._resolve_profile(profile, platform, team, overrides, OBJECTS)
+        super().__init__(**self.plugin_fields(call.settings))
+
+    def plugin_fields(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Merged elastic settings -> the plugin's fields (:func:`~.objects.plugin_kwargs`)."""
+        return plugin_kwargs(settings)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(PluginElastic))
@@ -134,39 +113,3 @@ class Elastic(PluginElastic):
                             f"{type(pod_template).__name__} ({pod_template!r}): kfdefaults merges the profile's pod "
                             "template with yours, and cannot read a cluster PodTemplate named by a string")
         return call.with_pod_template(call.pod_template_section(pod_template), source, resources, "flyte.Resources")
-
-    def with_resolved(self, resolved: Resolved) -> Elastic:
-        """This config, or a copy of it whose plugin settings are those of ``resolved`` (the profile merged with
-        the task's own pod template and resources): they differ only where the profile says ``auto``."""
-        if self.resolved is None or resolved.elastic_settings == self.resolved.elastic_settings:
-            return self
-        twin = copy.copy(self)  # __getstate__ leaves the call out, as pickling must
-        twin._call = self._call
-        twin.resolved = resolved
-        for name, value in plugin_kwargs(resolved.elastic_settings).items():
-            setattr(twin, name, value)
-        return twin
-
-    def provenance(self) -> dict[str, str]:
-        """The annotations of the pods of a task on this config (:meth:`kfdefaults.runtime.ProfileCall.provenance`)."""
-        return self._call.provenance()
-
-    def runtime_env_value(self, pod: dict[str, Any] | None = None) -> str:
-        """The JSON the pod reads back: this call's key, its resolved settings, and what the pod should have
-        (``pod``, :meth:`expected_pod`)."""
-        return self._call.env_value(self.elastic_settings(), pod)
-
-    def expected_pod(self, resolved: Resolved, spec: dict[str, Any], annotations: dict[str, str], **task: Any) -> dict[str, Any]:
-        """What the pod of a task registered from ``resolved`` with pod spec ``spec`` should have, which its receipt
-        compares the pod with (:meth:`kfdefaults.runtime.ProfileCall.expected_pod`)."""
-        return self._call.expected_pod(resolved, spec, annotations, **task)
-
-    def elastic_settings(self) -> dict[str, Any]:
-        """The settings this config runs with, as plain data (the profile format's keys)."""
-        if self.resolved is not None:
-            return copy.deepcopy(self.resolved.elastic_settings)
-        out = {k: copy.deepcopy(getattr(self, k)) for k in FLYTE2.settings if k != "run_policy"}
-        out = {k: v for k, v in out.items() if v is not None}
-        if self.run_policy is not None:
-            out["run_policy"] = run_policy_dict(self.run_policy)
-        return out

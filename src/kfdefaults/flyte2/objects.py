@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from ..k8s.models import to_k8s_model
-from ..merge.result import Resolved
-from ..targets import FLYTE2
+from ..runtime.config import AdapterObjects, sdk_pod_template
+from ..targets import FLYTE2, OFF
 
 RUN_BASE_ENV = "_U_RUN_BASE"
 """The run's output folder, set by Flyte's backend in every Flyte 2 task pod."""
@@ -32,9 +31,10 @@ def plugin_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
 
     Keys the plugin has no field for are the ones Flyte 2 fixes (``start_method: spawn``): the target's check
     (:mod:`kfdefaults.check.target`) lets only their one value through. ``run_policy`` becomes the plugin's
-    ``RunPolicy``; a ``nccl_*`` setting absent here is ``None`` (torch's own default stays).
+    ``RunPolicy``; a ``nccl_*`` setting absent here, or ``off``, is ``None`` (torch's own default stays).
     """
-    kwargs = {k: v for k, v in settings.items() if k in FLYTE2.settings and k != "run_policy"}
+    kwargs = {k: None if v == OFF and k in FLYTE2.off else v for k, v in settings.items()
+              if k in FLYTE2.settings and k != "run_policy"}
     kwargs["rdzv_configs"] = dict(kwargs.get("rdzv_configs") or {})
     kwargs.setdefault("nccl_heartbeat_timeout_sec", None)
     kwargs.setdefault("nccl_collective_timeout_sec", None)
@@ -56,15 +56,7 @@ def flyte_pod_template(pod_spec: Mapping[str, Any], primary_container_name: str,
     data; ``extra`` are the subclass's own fields."""
     import flyte
 
-    spec = dict(pod_spec)
-    spec.setdefault("containers", [])
-    return (cls or flyte.PodTemplate)(
-        pod_spec=to_k8s_model(spec, "V1PodSpec"),
-        primary_container_name=primary_container_name,
-        labels=dict(labels) or None,
-        annotations=dict(annotations) or None,
-        **extra,
-    )
+    return sdk_pod_template(cls or flyte.PodTemplate, pod_spec, primary_container_name, labels, annotations, **extra)
 
 
 def task_resources(resources: Any) -> dict[str, dict[str, str]]:
@@ -83,16 +75,12 @@ def task_resources(resources: Any) -> dict[str, dict[str, str]]:
     return {kind: values for kind, values in out.items() if values}
 
 
-class Flyte2Objects:
+class Flyte2Objects(AdapterObjects):
     """Flyte 2's objects of a :class:`~kfdefaults.Resolved` profile (its :attr:`~kfdefaults.Resolved.elastic` and
     :attr:`~kfdefaults.Resolved.pod_template`)."""
 
-    def elastic(self, resolved: Resolved) -> Any:
-        return plugin_elastic(resolved.elastic_settings)
-
-    def pod_template(self, resolved: Resolved) -> Any:
-        return flyte_pod_template(resolved.pod_spec, resolved.primary_container_name, resolved.labels,
-                                  resolved.annotations)
+    plugin_elastic = staticmethod(plugin_elastic)
+    plain_pod_template = staticmethod(flyte_pod_template)
 
     def running_a_task(self) -> bool:
         """Whether the run's output folder is in the environment (``_U_RUN_BASE``): Flyte's backend sets it in

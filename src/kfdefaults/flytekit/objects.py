@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from ..k8s.models import to_k8s_model
+from flytekitplugins.kfpytorch.task import CleanPodPolicy, RunPolicy
+from flytekitplugins.kfpytorch.task import Elastic as PluginElastic
+
 from ..k8s.resources import GPU_RESOURCE
-from ..merge.result import Resolved
+from ..runtime.config import AdapterObjects, sdk_pod_template
 from ..targets import FLYTEKIT
 
 FLYTE_POD_SIGNALS = ("FLYTE_INTERNAL_EXECUTION_ID", "_F_NM")
@@ -17,9 +19,6 @@ FLYTE_POD_SIGNALS = ("FLYTE_INTERNAL_EXECUTION_ID", "_F_NM")
 
 def plugin_elastic(settings: Mapping[str, Any]) -> Any:
     """Merged elastic settings -> ``flytekitplugins.kfpytorch.Elastic`` with ``increase_shared_mem=False``."""
-    from flytekitplugins.kfpytorch import Elastic
-    from flytekitplugins.kfpytorch.task import CleanPodPolicy, RunPolicy
-
     # keys the plugin has no field for are the ones flytekit fixes (rdzv_backend: c10d): the target's check
     # (kfdefaults.check.target) let only their one value through
     kwargs = {k: v for k, v in settings.items() if k in FLYTEKIT.settings and k != "run_policy"}
@@ -30,7 +29,7 @@ def plugin_elastic(settings: Mapping[str, Any]) -> Any:
         if policy.get("clean_pod_policy"):
             policy["clean_pod_policy"] = CleanPodPolicy[policy["clean_pod_policy"].upper()]
         kwargs["run_policy"] = RunPolicy(**policy)
-    return Elastic(increase_shared_mem=False, **kwargs)
+    return PluginElastic(increase_shared_mem=False, **kwargs)
 
 
 def flytekit_pod_template(
@@ -39,14 +38,7 @@ def flytekit_pod_template(
     """A ``flytekit.PodTemplate`` holding a ``kubernetes.client.V1PodSpec`` built from plain data."""
     from flytekit import PodTemplate
 
-    spec = dict(pod_spec)
-    spec.setdefault("containers", [])
-    return PodTemplate(
-        pod_spec=to_k8s_model(spec, "V1PodSpec"),
-        primary_container_name=primary_container_name,
-        labels=dict(labels) or None,
-        annotations=dict(annotations) or None,
-    )
+    return sdk_pod_template(PodTemplate, pod_spec, primary_container_name, labels, annotations)
 
 
 _RESOURCE_FIELDS = {"cpu": "cpu", "mem": "memory", "gpu": GPU_RESOURCE, "ephemeral_storage": "ephemeral-storage"}
@@ -72,16 +64,12 @@ def task_resources(requests: Any, limits: Any) -> dict[str, dict[str, str]] | No
     return out or None
 
 
-class FlytekitObjects:
+class FlytekitObjects(AdapterObjects):
     """flytekit's objects of a :class:`~kfdefaults.Resolved` profile (its :attr:`~kfdefaults.Resolved.elastic` and
     :attr:`~kfdefaults.Resolved.pod_template`)."""
 
-    def elastic(self, resolved: Resolved) -> Any:
-        return plugin_elastic(resolved.elastic_settings)
-
-    def pod_template(self, resolved: Resolved) -> Any:
-        return flytekit_pod_template(resolved.pod_spec, resolved.primary_container_name, resolved.labels,
-                                     resolved.annotations)
+    plugin_elastic = staticmethod(plugin_elastic)
+    plain_pod_template = staticmethod(flytekit_pod_template)
 
     def running_a_task(self) -> bool:
         """Known the way flytekit knows it: ``pyflyte-execute`` (the command of every Flyte task container) reads

@@ -1,7 +1,5 @@
-"""``kfdefaults render NAME --as flyte``: the TaskTemplate flytekit registers for a task on a profile.
-
-The template comes from defining a real task with :class:`kfdefaults.Elastic` and serializing it with
-flytekit's translator, as ``pyflyte register`` does; nothing here imitates flytekit's output.
+"""``kfdefaults render NAME --as flyte`` for flytekit (:mod:`kfdefaults.runtime.preview`): the task serialized with
+flytekit's translator, as ``pyflyte register`` does.
 
 One cost is cut: the kfpytorch plugin imports ``torch.distributed.run`` when a task is defined, only to read
 ``nnodes`` with its ``parse_min_max_nnodes`` (flytekitplugins/kfpytorch/task.py, PytorchElasticFunctionTask),
@@ -15,65 +13,31 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
-import warnings
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterator
 
-from ..errors import KfdefaultsWarning
-from ..show.output import stable_task_template
-from .elastic import Elastic
-from .objects import flytekit_pod_template
+from .elastic import Elastic  # noqa: F401  (the preview's config, kfdefaults.runtime.preview)
+from .objects import OBJECTS  # noqa: F401
 
 
 def task_body() -> None:
-    """The body of the previewed task (never run)."""
+    """The body of the previewed task (never run; its name is the task's)."""
 
 
-def flyte_task_template(
-    name: str,
-    *,
-    platform: Iterable[str] = (),
-    team: Iterable[str] = (),
-    overrides: Mapping[str, Any] | None = None,
-    image: str | None = None,
-) -> dict[str, Any]:
-    """Serialize a task using profile ``name`` and return its TaskTemplate as protobuf JSON (camelCase).
-
-    Args:
-        name: Profile name.
-        platform: Extra platform-layer folders.
-        team: Extra team-layer folders.
-        overrides: The task layer in profile shape: ``elastic`` becomes ``Elastic(...)`` keyword arguments,
-            ``pod_template`` becomes ``@task(pod_template=...)``.
-        image: Container image; flytekit's default image when ``None``.
-
-    Returns:
-        ``{"id": ..., "type": "pytorch" | "python-task", "custom": ..., "k8sPod": {"podSpec": ...}, ...}``, the
-        TaskTemplate message as Flyte stores it (numbers in ``custom`` are JSON doubles). The warnings of the
-        overrides are not raised as Python warnings: the caller reports them (``Pipeline.warnings``).
-    """
+def serialize(name: str, config: Elastic, pod_template: Any, image: str | None) -> dict[str, Any]:
+    """``@task(task_config=config, pod_template=pod_template)`` on :func:`task_body`, serialized with flytekit's translator
+    (``image``, else flytekit's default image): its TaskTemplate as protobuf JSON."""
     from flytekit import task
     from flytekit.configuration import Image, ImageConfig, SerializationSettings
     from flytekit.tools.translator import get_serializable
     from google.protobuf.json_format import MessageToDict
 
-    overrides = dict(overrides or {})
-    with warnings.catch_warnings():  # the caller reports the warnings of the profile and of the overrides
-        warnings.simplefilter("ignore", KfdefaultsWarning)
-        config = Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
-    kwargs: dict[str, Any] = {}
-    section = overrides.get("pod_template")
-    if section:
-        kwargs["pod_template"] = flytekit_pod_template(
-            section.get("spec") or {}, section.get("primary_container_name") or "primary",
-            section.get("labels") or {}, section.get("annotations") or {},
-        )
+    kwargs = {"pod_template": pod_template} if pod_template is not None else {}
     with torch_stand_in():
         defined = task(task_config=config, **kwargs)(task_body)
     image_config = ImageConfig.auto_default_image() if image is None else ImageConfig(default_image=Image.look_up_image_info("default", image))
-    settings = SerializationSettings(image_config=image_config)
-    spec = get_serializable(OrderedDict(), settings, defined)
-    return stable_task_template(MessageToDict(spec.template.to_flyte_idl()))
+    spec = get_serializable(OrderedDict(), SerializationSettings(image_config=image_config), defined)
+    return MessageToDict(spec.template.to_flyte_idl())
 
 
 def parse_min_max_nnodes(nnodes: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .mounts import is_shm_mount
+from .mounts import SHM_PATH, is_shm_mount
 
 
 def primary_container(spec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -34,6 +34,32 @@ def drop_shm_mounts(spec: dict[str, Any], primary_name: str) -> list[str]:
     if not spec["volumes"]:
         del spec["volumes"]
     return dropped
+
+
+def shared_memory_patch(spec: dict[str, Any], primary_name: str, wanted: bool) -> dict[str, Any] | None:
+    """A strategic merge patch of the pod spec ``spec`` (plain data, not changed) that gives its primary container a
+    memory-backed ``/dev/shm`` (``wanted``: its own volume made ``emptyDir: {medium: Memory}``, ``$retainKeys``
+    dropping another source, else a volume ``shm`` mounted there, the name the kfpytorch plugin's
+    ``add_shared_mem_volume_to_pod_template`` gives it), or takes its ``/dev/shm`` mounts away with the volumes no
+    other container mounts; ``None`` when the spec has what is asked already."""
+    primary = next((c for c in spec.get("containers") or [] if c.get("name") == primary_name), {})
+    mounts = [m for m in primary.get("volumeMounts") or [] if is_shm_mount(m.get("mountPath"))]
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    if wanted and mounts:
+        name = mounts[0].get("name")
+        if (volumes.get(name, {}).get("emptyDir") or {}).get("medium") == "Memory":
+            return None
+        return {"volumes": [{"name": name, "$retainKeys": ["emptyDir", "name"], "emptyDir": {"medium": "Memory"}}]}
+    if wanted:
+        return {"volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
+                "containers": [{"name": primary_name, "volumeMounts": [{"name": "shm", "mountPath": SHM_PATH}]}]}
+    if not mounts:
+        return None
+    others = {m.get("name") for c in spec.get("containers", []) + spec.get("initContainers", [])
+              if c is not primary for m in c.get("volumeMounts") or []}
+    gone = [{"name": m.get("name"), "$patch": "delete"} for m in mounts if m.get("name") not in others]
+    return {"containers": [{"name": primary_name, "volumeMounts": [{"mountPath": m.get("mountPath"), "$patch": "delete"}
+                                                                   for m in mounts]}], **({"volumes": gone} if gone else {})}
 
 
 def drop_env(container: dict[str, Any], names: Iterable[str]) -> list[str]:

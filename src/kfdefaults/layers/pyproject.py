@@ -21,7 +21,7 @@ from ..read.document import error
 from ..read.toml import load_toml, toml_positions
 from .folder import Folder
 
-KEYS = ("team", "platform", "cluster_template", "cluster_facts")
+KEYS = ("team", "platform", "cluster_template", "cluster_facts", "default_profile", "target")
 """The keys ``[tool.kfdefaults]`` takes."""
 
 MAX_PROJECT_FILE_BYTES = 1 << 20
@@ -210,6 +210,18 @@ class Project:
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
             raise ProfileError([Finding(self.location(key), f"tool.kfdefaults.{key}", f"must be a list of {what}")])
         return list(enumerate(value))
+
+    def default_profile(self) -> str | None:
+        """``[tool.kfdefaults] default_profile``: the profile of an ``Elastic(...)`` without ``profile=``.
+
+        Raises:
+            ProfileError: it is not a profile name (a non-empty string), located.
+        """
+        value = self.section.get("default_profile")
+        if value is not None and not (isinstance(value, str) and value.strip()):
+            raise ProfileError([Finding(self.location("default_profile"), "tool.kfdefaults.default_profile",
+                                        "must be a profile name, a string")])
+        return value
 
     def location(self, *path: str | int) -> Location:
         """Where ``[tool.kfdefaults]`` writes ``path`` (the file's start when unknown)."""

@@ -40,6 +40,7 @@ from ..merge.expand import expand, extends_location
 from ..merge.fold import merge_fragments
 from ..merge.result import Resolved, SdkObjects
 from ..smp.schema import normalize_version
+from ..settings import NO_PROFILE
 from ..targets import Target, default_target, target_named
 from ..validate.files import DefinitionLoader
 from ..validate.fragment import Definition, Fragment
@@ -317,6 +318,8 @@ class Pipeline:
         Raises:
             ProfileError: the profile is unknown, a file is invalid, or ``extends`` is broken.
         """
+        if name == NO_PROFILE:  # Elastic() without a profile: no file layer defines it
+            self.expanded[name] = []
         if name not in self.expanded:
             self.expanded[name] = expand(name, self.definitions(name))
         return self.expanded[name] + [f for f in task if f is not None]
@@ -377,7 +380,7 @@ class Pipeline:
         errors = check.errors(judged, self._facts_if_sound()) if checked else []
         if errors:
             raise ProfileError(errors)
-        if self.lock is not None and check_lock:
+        if self.lock is not None and check_lock and name != NO_PROFILE:
             profile = self.resolve(name, remember=remember, check_lock=False, per_pool=True) if task else as_written
             held = lock_findings(self.lock, profile, self.catalog, self.cluster_template.path if self.cluster_template
                                  else None, template_applies=self.target.name == "flytekit",

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from ..k8s.quantity import quantity_text as byte_quantity, quantity_value  # byte_quantity: for why/values
 from ..paths import Select, format_path
+from ..targets import NCCL_ENV, OFF
 
 CAUSES = {
     "shm-medium": "the volume mounted at /dev/shm is not the registered memory-backed one: the cluster's PodTemplate "
@@ -57,12 +58,6 @@ CAUSES = {
     "metadata": "an admission policy (a mutating webhook) or the cluster's PodTemplate",
 }
 """The likely cause of each kind of difference, as the receipt says it."""
-
-FLYTE2_NCCL_ENV = {"nccl_heartbeat_timeout_sec": "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
-                   "nccl_collective_timeout_sec": "FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC",
-                   "nccl_enable_monitoring": "TORCH_NCCL_ENABLE_MONITORING",
-                   "nccl_async_error_handling": "TORCH_NCCL_ASYNC_ERROR_HANDLING"}
-"""Flyte 2's NCCL settings and the variable its plugin sets from each (``TorchFunctionTask.pre``)."""
 
 
 def difference(what: str, path: Any, registered: Any, observed: Any, set_by: str | None, cause: str,
@@ -181,9 +176,9 @@ def _env(pod: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str, Any]]
 def _nccl_env(elastic: Mapping[str, Any], pod: Mapping[str, Any], env: Mapping[str, str],
               origins: Mapping[str, str]) -> list[dict[str, Any]]:
     out = []
-    for key, var in FLYTE2_NCCL_ENV.items():
+    for key, var in NCCL_ENV.items():
         value = elastic.get(key)
-        if value is None or value is False or var in (pod.get("env") or {}) or var not in env:
+        if value in (None, False, OFF) or var in (pod.get("env") or {}) or var not in env:
             continue
         wanted = "1" if value is True else str(value)
         if env[var] != wanted:

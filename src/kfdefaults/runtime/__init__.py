@@ -25,6 +25,7 @@ from ..errors import (
     caller_stacklevel,
 )
 from ..k8s.models import to_plain
+from ..k8s.pod import shared_memory_patch
 from ..k8s.provenance import provenance_annotations
 from ..k8s.resources import merge_task_resources, resource_name
 from ..lock import platform_fallback_warning
@@ -35,7 +36,7 @@ from ..pipeline import Pipeline
 from ..pipeline.carried import carried_entry, carried_pipeline
 from ..pipeline.shared import shared_pipeline
 from ..receipt.expect import expected_pod, runtime_key
-from ..settings import RUNTIME_ENV
+from ..settings import NO_PROFILE, RUNTIME_ENV
 from ..targets import Target
 from ..check.deprecation import deprecations
 from ..check.replaced import replaced_lists
@@ -111,8 +112,8 @@ def caller_folder() -> str | None:
     return None
 
 
-_RESOLVED: dict[tuple[str, str, str], tuple[Pipeline, Fragment | None, Resolved]] = {}
-"""(target, profile, overrides) -> the merged profile, reused while the shared pipeline is the same."""
+_RESOLVED: dict[tuple[str, str, bool | None, str], tuple[Pipeline, list[Fragment], Resolved]] = {}
+"""(target, profile, shared memory asked for, overrides) -> the merged profile, reused while the shared pipeline is the same."""
 
 
 _DIGESTS: dict[tuple[int, str], tuple[Pipeline, str]] = {}
@@ -156,15 +157,18 @@ class ProfileCall:
             target, or the profile is not what the project's ``kfdefaults.lock`` records (outside a pod).
     """
 
-    def __init__(self, target: Target, profile: str, platform: list[str], team: list[str], overrides: dict[str, Any],
-                 labels: Mapping[str, str], sdk: SdkObjects) -> None:
+    def __init__(self, target: Target, profile: str | None, platform: list[str], team: list[str],
+                 overrides: dict[str, Any], labels: Mapping[str, str], sdk: SdkObjects,
+                 shared_memory: bool | None = None, plugin_shared_memory: bool | None = None) -> None:
         self.target = target
         self.profile = profile
-        self.key = runtime_key(target.name, profile, overrides)
+        self.given_shared_memory, self.plugin_shared_memory = shared_memory, plugin_shared_memory
+        keyed = overrides if shared_memory is None else {**overrides, "increase_shared_mem": shared_memory}
+        self.key = runtime_key(target.name, profile, keyed)
         self.resolved: Resolved | None = None
         self.deferred_error: ProfileError | None = None
         self.pipeline: Pipeline | None = None
-        self.task_layer: Fragment | None = None
+        self.task_layers: list[Fragment] = []
         self.unregistered: ProfileError | None = None
         self.carried_provenance: dict[str, str] | None = None
         self.registered: dict[str, Any] | None = None
@@ -173,6 +177,7 @@ class ProfileCall:
             if registered is not None and registered.get("key") == self.key:
                 self.settings: dict[str, Any] = registered["elastic"]
                 self.registered = registered
+                self.profile = profile if profile is not None else registered.get("profile")
                 return
             # another task's call (a sibling in the module, a child compiled or submitted here): an error if its
             # task is the one that runs; merged from what the parent carries, else an error if compiled here
@@ -201,10 +206,26 @@ class ProfileCall:
         """
         self.pipeline = pipeline = carried_pipeline(entry, sdk)
         self.carried_provenance = dict(entry["provenance"])
-        self.task_layer = pipeline.task_layer(self.profile, {"elastic": overrides} if overrides else None,
-                                              source="Elastic(...)", labels=labels)
-        self.resolved = pipeline.resolve(self.profile, [self.task_layer])
+        self.profile = self.profile if self.profile is not None else str(entry["profile"])
+        self._merge(pipeline, overrides, labels)
         return copy_plain(self.resolved.elastic_settings)
+
+    def _merge(self, pipeline: Pipeline, overrides: dict[str, Any], labels: Mapping[str, str]) -> None:
+        """This call's task layer over its profile: the keyword arguments, then the shared memory it asks for
+        (``increase_shared_mem``: :func:`~kfdefaults.k8s.pod.shared_memory_patch` of the profile so merged; without
+        a profile, the plugin's default), each a fragment ``--explain`` shows."""
+        elastic = pipeline.task_layer(self.profile, {"elastic": overrides} if overrides else None,
+                                      source="Elastic(...)", labels=labels)
+        self.task_layers = [elastic] if elastic is not None else []
+        self.resolved = resolved = pipeline.resolve(self.profile, self.task_layers)
+        wanted = self.given_shared_memory
+        wanted = self.plugin_shared_memory if wanted is None and self.profile == NO_PROFILE else wanted
+        patch = shared_memory_patch(resolved.pod_spec, resolved.primary_container_name, wanted) \
+            if wanted is not None else None
+        if patch is not None:
+            self.task_layers.append(pipeline.task_layer(self.profile, {"pod_template": {"spec": patch}},
+                                                        source=f"Elastic(increase_shared_mem={wanted})"))
+            self.resolved = pipeline.resolve(self.profile, self.task_layers)
 
     def carried_entry(self) -> dict[str, Any] | None:
         """This call's profile as a parent carries it (:func:`~kfdefaults.pipeline.carried.carried_entry`);
@@ -219,18 +240,18 @@ class ProfileCall:
         here = caller_folder() if given is None else None
         self.pipeline = pipeline = shared_pipeline(platform, team, sdk=sdk, target=self.target,
                                                    project=given if given is not None else (here,) if here else ())
+        if self.profile is None:  # the project's default profile, else the plugin's defaults alone
+            self.profile = pipeline.project.default_profile() or NO_PROFILE
         # key order kept: rdzv_configs={"a": 1, "b": 2} and {"b": 2, "a": 1} merge to dictionaries of other orders
-        memo_key = (self.target.name, self.profile, json.dumps(overrides, default=repr))
+        memo_key = (self.target.name, self.profile, self.given_shared_memory, json.dumps(overrides, default=repr))
         hit = _RESOLVED.get(memo_key)
         if hit is not None and hit[0] is pipeline:
-            _, self.task_layer, remembered = hit
+            _, self.task_layers, remembered = hit
             self.resolved = remembered.copy()  # each call its own: one may be changed, the next one not
         else:
-            self.task_layer = pipeline.task_layer(self.profile, {"elastic": overrides} if overrides else None,
-                                                  source="Elastic(...)", labels=labels)
-            self.resolved = pipeline.resolve(self.profile, [self.task_layer])
-            _RESOLVED[memo_key] = (pipeline, self.task_layer, self.resolved.copy())
-        for finding in self.task_layer.warnings if self.task_layer is not None else ():
+            self._merge(pipeline, overrides, labels)
+            _RESOLVED[memo_key] = (pipeline, self.task_layers, self.resolved.copy())
+        for finding in (w for layer in self.task_layers for w in layer.warnings):
             # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
             warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
         fallback = platform_fallback_warning(self.resolved, pipeline.declared_platform(), pipeline.lock)
@@ -266,12 +287,12 @@ class ProfileCall:
         """
         if self.resolved is None or self.pipeline is None:
             raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
-        task = [self.task_layer]
+        task = list(self.task_layers)
         resolved = self.resolved
         for section, source in sections:
             if section:
                 task.append(self.pipeline.task_layer(self.profile, {"pod_template": dict(section)}, source=source))
-        if len(task) > 1:
+        if len(task) > len(self.task_layers):
             resolved = self.pipeline.resolve(self.profile, task)
             for finding in replaced_lists(resolved, layers=("task",)):  # the files' own: render and validate say them
                 warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))

@@ -57,6 +57,18 @@ class RunPolicySection(_Strict):
         return v.lower() if isinstance(v, str) else v
 
 
+def _count_or_word(v: Any, word: str, kind: str) -> Any:
+    """``v`` if ``None``, ``word`` or an int in 1..2^31-1; else a ``ValueError`` saying it should be ``kind``."""
+    if v is None or v == word and isinstance(v, str):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        if not 1 <= v <= _INT32:
+            raise ValueError(f"Input should be greater than or equal to 1 (and at most {_INT32}), or {word}")
+        return v
+    hint = "; write it without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
+    raise ValueError(f"Input should be {kind}{hint}")
+
+
 class ElasticSection(_Strict):
     """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic`` and of Flyte 2's ``flyteplugins.pytorch.Elastic``,
     snake_case as in the plugins. A file may hold the settings of either SDK; a setting that the SDK a profile is
@@ -101,18 +113,22 @@ class ElasticSection(_Strict):
     )
     run_policy: Optional[RunPolicySection] = Field(None, description="PyTorchJob run policy.")
     # Flyte 2's plugin sets an environment variable of the pod's main process from each (only when unset)
-    nccl_heartbeat_timeout_sec: Optional[int] = Field(
-        None, ge=1, le=_INT32, description="Flyte 2 only: TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, seconds before NCCL's "
-        "heartbeat monitor kills a worker whose watchdog is stuck (Flyte 2's default: 300).",
+    nccl_heartbeat_timeout_sec: Optional[Union[int, Literal["off"]]] = Field(
+        None, description="Flyte 2 only: TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, seconds before NCCL's heartbeat monitor "
+        "kills a worker whose watchdog is stuck (Flyte 2's default: 300); off sets no variable: torch's own default.",
+        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1, "maximum": _INT32}, {"const": "off"},
+                                     {"type": "null"}]},
     )
     nccl_async_error_handling: Optional[bool] = Field(
         None, description="Flyte 2 only: true sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torch elastic sets it in "
         "every worker anyway); false sets nothing.",
     )
-    nccl_collective_timeout_sec: Optional[int] = Field(
-        None, ge=1, le=_INT32, description="Seconds, the default timeout of a process group created with backend "
-        "nccl and no timeout= (init_process_group and every collective on it): Flyte 2's plugin sets it in each "
-        "worker (FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC), kfdefaults does for flytekit; unset: torch's (600 s from 2.2).",
+    nccl_collective_timeout_sec: Optional[Union[int, Literal["off"]]] = Field(
+        None, description="Seconds, the default timeout of a process group created with backend nccl and no "
+        "timeout= (init_process_group and every collective on it): Flyte 2's plugin sets it in each worker "
+        "(FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC), kfdefaults does for flytekit; unset or off: torch's (600 s from 2.2).",
+        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1, "maximum": _INT32}, {"const": "off"},
+                                     {"type": "null"}]},
     )
     nccl_enable_monitoring: Optional[bool] = Field(
         None, description="Flyte 2 only: true sets TORCH_NCCL_ENABLE_MONITORING=1 (the default); false sets "
@@ -155,14 +171,12 @@ class ElasticSection(_Strict):
     @field_validator("nproc_per_node", mode="before")
     @classmethod
     def _nproc(cls, v: Any) -> Any:
-        if v is None or v == "auto" and isinstance(v, str):
-            return v
-        if isinstance(v, int) and not isinstance(v, bool):
-            if not 1 <= v <= _INT32:
-                raise ValueError(f"Input should be greater than or equal to 1 (and at most {_INT32}), or auto")
-            return v
-        hint = "; write it without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
-        raise ValueError(f"Input should be a valid integer or auto{hint}")
+        return _count_or_word(v, "auto", "a valid integer or auto")
+
+    @field_validator("nccl_heartbeat_timeout_sec", "nccl_collective_timeout_sec", mode="before")
+    @classmethod
+    def _seconds_or_off(cls, v: Any) -> Any:
+        return _count_or_word(v, "off", "a whole number of seconds or off (torch's own default)")
 
     # ``rdzv_configs`` keys and values are checked one by one, each at its own position, by
     # kfdefaults.validate.rdzv.check_rdzv_configs (called wherever a profile body is validated).
