@@ -126,11 +126,13 @@ def apply_resource_overrides(resources: JSON | None, platform: JSON | None, cfg:
     return res
 
 
-def template_resources(template_spec: JSON | None, name: str, init: bool, cfg: BackendConfig) -> JSON:
-    """``ExtractContainerResourcesFromPodTemplate``: the resources of the template container of the same name,
-    else of its ``primary`` (``primary-init``), else of its ``default`` (``default-init``), for every container."""
-    if template_spec is None or cfg.flyte2:  # flyte v2 takes no resources from the template here
+def template_resources(template_spec: JSON | None, container: JSON, init: bool, cfg: BackendConfig) -> JSON:
+    """``ExtractContainerResourcesFromPodTemplate``: the resources of the template container of the task
+    ``container``'s name, else of its ``primary`` (``primary-init``), else of its ``default`` (``default-init``), for
+    every container; none in flyte v2, which takes no resources from the template here."""
+    if template_spec is None or cfg.flyte2:
         return {}
+    name = container.get("name", "")
     candidates = template_spec.get("initContainers" if init else "containers") or []
     wanted = (name, PRIMARY_INIT_TEMPLATE, DEFAULT_INIT_TEMPLATE) if init else (name, PRIMARY_TEMPLATE, DEFAULT_TEMPLATE)
     for want in wanted:

@@ -192,12 +192,18 @@ def build_jobset(task_template: JSON, cluster_template: JSON | None = None, *, c
         if int(ttl) > _INT32_MAX:
             raise BackendError(f"ttl_seconds_after_finished {ttl} exceeds maximum allowed value")
         body["ttlSecondsAfterFinished"] = int(ttl)
+    return {"apiVersion": API_VERSION, "kind": "JobSet", "metadata": _metadata(name, primary, cfg, ctx), "spec": body}
+
+
+def _metadata(name: str, primary: str, cfg: BackendConfig, ctx: ExecutionContext) -> JSON:
+    """The JobSet's own metadata: build.go's, then the plugin manager's (``addObjectMetadata``: the configuration's
+    and the execution's labels and annotations)."""
     execution_name = ctx.execution_name if ctx.execution_name.startswith("<") else _label_value(ctx.execution_name)
     meta = {"name": name, "namespace": ctx.namespace,
             "labels": _union(cfg.default_labels, {"flyte.org/execution": execution_name}, ctx.labels),
             "annotations": _union(cfg.default_annotations, {"flyte.org/task-type": TASK_TYPE, PRIMARY_ANNOTATION: primary},
                                   ctx.annotations)}
-    return {"apiVersion": API_VERSION, "kind": "JobSet", "metadata": {k: v for k, v in meta.items() if v}, "spec": body}
+    return {k: v for k, v in meta.items() if v}
 
 
 def _label_value(value: str) -> str:

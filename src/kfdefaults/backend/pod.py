@@ -197,20 +197,16 @@ def build_pod_spec(task_pod_spec: JSON, primary: str, labels: dict[str, str] | N
         BackendError: what the backend refuses (no primary container, ``/dev/shm`` already mounted, ...).
     """
     cfg, ctx = config or BackendConfig(), execution or ExecutionContext()
-    spec = decode(task_pod_spec, "PodSpec")
-    if cfg.flyte2:  # flyte v2's BuildRawPod
-        spec["enableServiceLinks"] = False
+    spec = {**decode(task_pod_spec, "PodSpec"), **({"enableServiceLinks": False} if cfg.flyte2 else {})}  # v2 BuildRawPod
     meta: JSON = {k: dict(v) for k, v in (("labels", labels), ("annotations", annotations)) if v}
     template_spec, template_meta = template_parts(cluster_template)
     console = "link_type" in (task_config or {})
-    for c in spec.get("initContainers") or []:
-        customize_container(c, ctx, cfg, task_id, console, not cfg.flyte2,  # flyte v2 keeps init containers in range
-                            template_resources(template_spec, c.get("name", ""), True, cfg))
+    for c in spec.get("initContainers") or []:  # flyte v2 keeps init containers in range only
+        customize_container(c, ctx, cfg, task_id, console, not cfg.flyte2, template_resources(template_spec, c, True, cfg))
     resources, primary_container = [], None
     for c in spec.get("containers") or []:
         is_primary = c.get("name", "") == primary
-        customize_container(c, ctx, cfg, task_id, console, is_primary,
-                            template_resources(template_spec, c.get("name", ""), False, cfg))
+        customize_container(c, ctx, cfg, task_id, console, is_primary, template_resources(template_spec, c, False, cfg))
         resources.append(c.get("resources") or {})
         if is_primary:
             primary_container = c  # the last of that name
