@@ -6,21 +6,10 @@ The names and values cited are flyteorg/flyte's clustered plugin at 6fadb90d65af
 
 from __future__ import annotations
 
-import textwrap
+import json
 
 import pytest
-from cli_runner import invoke as run_cli
-
-
-def invoke(*args: str):
-    return run_cli(list(args))
-
-
-def write(folder, name: str, text: str) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return str(path)
+from test_targets import invoke, write  # the same command runner and layer-file writer
 
 
 def test_the_builtin_elastic_range_is_an_error_at_the_nnodes_line():
@@ -45,7 +34,6 @@ def test_a_fixed_two_node_profile_renders_with_the_clustered_defaults(tmp_path):
     write(tmp_path / "team", "two-node.yaml", TWO_NODES)
     result = invoke("render", "two-node", "--team", str(tmp_path / "team"), "--target", "clustered", "-o", "json")
     assert result.exit_code == 0, result.stderr
-    import json
     elastic = json.loads(result.stdout)["elastic"]
     assert elastic["nnodes"] == 2 and elastic["rdzv_backend"] == "static" and elastic["cluster_max_restarts"] == 0
 
