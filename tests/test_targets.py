@@ -216,9 +216,12 @@ def test_nccl_seconds_are_whole_positive_seconds(tmp_path, value, message):
 
 def test_an_unknown_rendezvous_backend_is_an_error(tmp_path):
     path = write(tmp_path / "team", "bad.yaml", "elastic:\n  rdzv_backend: static\n")
-    result = invoke("validate", path, "--target", "flyte2")
+    result = invoke("validate", path, "--target", "flyte2")  # static is a clustered task's backend
     assert result.exit_code == 1 and f"{path}:2:17: [team] elastic.rdzv_backend: " in result.stderr
-    assert "'c10d', 'etcd' or 'etcd-v2'" in result.stderr
+    assert "flyteplugins.pytorch.Elastic takes c10d, etcd or etcd-v2 (target flyte2)" in result.stderr
+    path = write(tmp_path / "team", "bad.yaml", "elastic:\n  rdzv_backend: zookeeper\n")
+    result = invoke("validate", path, "--target", "flyte2")
+    assert result.exit_code == 1 and "'c10d', 'etcd', 'etcd-v2' or 'static'" in result.stderr
 
 
 # --- on Flyte 2, what render shows is what the pod gets ------------------------------------------------

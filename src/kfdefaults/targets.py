@@ -1,6 +1,7 @@
-"""The SDKs a profile is built for (*targets*), as plain data: what differs between flytekit and Flyte 2.
+"""The SDKs a profile is built for (*targets*), as plain data: what differs between flytekit, Flyte 2's PyTorch plugin
+and Flyte 2's clustered tasks (a JobSet).
 
-One profile serves both SDKs; what differs is the layer below every profile (each plugin's ``Elastic``
+One profile serves every SDK; what differs is the layer below every profile (each plugin's ``Elastic``
 defaults), which ``elastic`` settings each plugin honours, and where its objects come from. Everything here is
 data and the standard library, so that ``render --target flyte2`` imports no SDK; a test compares the defaults
 with the installed plugins (tests/test_targets.py).
@@ -21,8 +22,10 @@ if TYPE_CHECKING:  # the manifest is a later step of the flow, only passed throu
 
 ELASTIC_KEYS = ("nnodes", "nproc_per_node", "start_method", "rdzv_backend", "monitor_interval", "max_restarts",
                 "rdzv_configs", "run_policy", "nccl_heartbeat_timeout_sec", "nccl_async_error_handling",
-                "nccl_collective_timeout_sec", "nccl_enable_monitoring")
-"""Every key of a profile's ``elastic`` section, in output order (the plugins' order, Flyte 2's additions last)."""
+                "nccl_collective_timeout_sec", "nccl_enable_monitoring", "cluster_max_restarts",
+                "restart_on_host_maintenance")
+"""Every key of a profile's ``elastic`` section, in output order (the plugins' order, Flyte 2's additions, then
+the clustered tasks' own)."""
 
 INT32_MAX = 2**31 - 1
 """The largest value of ``nnodes``, ``nproc_per_node``, ``max_restarts`` and the run policy's numbers, written or
@@ -66,16 +69,24 @@ class Target:
             :data:`OFF`, and ``Elastic(key=None)`` means the same.
         adapter: The subpackage of kfdefaults that builds the SDK's objects and tasks (its ``preview`` module
             serializes a task: :mod:`kfdefaults.runtime.preview`); the target's name unless given.
+        why_fixed: Why each key of :attr:`fixed` has its one value, where the SDK has a field that does not reach
+            the run (said in the error).
+        choices: The values a setting may take on this target, where fewer than the profile format allows.
+        max_nodes: The most nodes a task may have; ``fixed_nodes``: ``nnodes`` must be one number, not a range.
+        run_policy: The ``run_policy`` keys the target honours (``None``: all of them).
     """
 
     # a plain class, not a dataclass: importing dataclasses (and inspect) would cost every render 25 ms
     __slots__ = ("name", "title", "elastic_class", "pod_template_class", "defaults", "settings", "fixed", "modules",
-                 "extra", "kfdefaults_defaults", "applied", "off", "adapter")
+                 "extra", "kfdefaults_defaults", "applied", "off", "adapter", "why_fixed", "choices", "max_nodes",
+                 "fixed_nodes", "run_policy")
 
     def __init__(self, *, name: str, title: str, elastic_class: str, pod_template_class: str,
                  defaults: Mapping[str, Any], settings: tuple[str, ...], fixed: Mapping[str, Any],
                  modules: tuple[str, ...], extra: str, kfdefaults_defaults: frozenset[str] = frozenset(),
-                 applied: tuple[str, ...] = (), off: tuple[str, ...] = (), adapter: str | None = None) -> None:
+                 applied: tuple[str, ...] = (), off: tuple[str, ...] = (), adapter: str | None = None,
+                 why_fixed: Mapping[str, str] | None = None, choices: Mapping[str, tuple[str, ...]] | None = None, max_nodes: int = INT32_MAX,
+                 fixed_nodes: bool = False, run_policy: tuple[str, ...] | None = None) -> None:
         self.name = name
         self.title = title
         self.elastic_class = elastic_class
@@ -89,6 +100,9 @@ class Target:
         self.applied = applied
         self.off = off
         self.adapter = adapter or name
+        self.why_fixed = why_fixed or {}
+        self.choices = choices or {}
+        self.max_nodes, self.fixed_nodes, self.run_policy = max_nodes, fixed_nodes, run_policy
 
     def __str__(self) -> str:
         return self.name
@@ -98,6 +112,8 @@ class Target:
 
     def honours(self, key: str, value: Any) -> bool:
         """Whether the SDK runs with ``elastic.KEY: value`` as written."""
+        if key in self.choices and value not in self.choices[key]:
+            return False
         if key in self.settings or key in self.applied:
             return value != OFF or key in self.off
         return key in self.fixed and value == self.fixed[key]
@@ -158,6 +174,7 @@ FLYTE2 = Target(
     fixed={"start_method": "spawn"},
     # flyteplugins.pytorch.task.TorchFunctionTask.pre sets the variable only for a value that is not None
     off=("nccl_heartbeat_timeout_sec", "nccl_collective_timeout_sec"),
+    choices={"rdzv_backend": ("c10d", "etcd", "etcd-v2")},
     modules=("flyte", "flyteplugins.pytorch"),
     extra="flyte2",
 )
@@ -165,7 +182,47 @@ FLYTE2 = Target(
 
 ``nccl_collective_timeout_sec`` has no default value (``None``: the plugin leaves torch's own in place)."""
 
-TARGETS: dict[str, Target] = {t.name: t for t in (FLYTEKIT, FLYTE2)}
+CLUSTERED = Target(
+    name="clustered",
+    title="Flyte 2 clustered tasks",
+    elastic_class="flyte.clustered.ClusteredTaskEnvironment",
+    pod_template_class="flyte.PodTemplate",
+    defaults={"nnodes": 1, "nproc_per_node": 1, "rdzv_backend": "static", "max_restarts": 0,
+              "cluster_max_restarts": 0, "restart_on_host_maintenance": False},
+    kfdefaults_defaults=frozenset({"nnodes", "nproc_per_node"}),
+    # nnodes -> replicas, rdzv_backend and max_restarts -> TorchRun, cluster_max_restarts and
+    # restart_on_host_maintenance -> ClusterFailurePolicy, run_policy.ttl_seconds_after_finished -> the JobSet's
+    settings=("nnodes", "nproc_per_node", "rdzv_backend", "run_policy", "cluster_max_restarts",
+              "restart_on_host_maintenance"),
+    choices={"rdzv_backend": ("static", "c10d")},
+    run_policy=("ttl_seconds_after_finished",),
+    fixed_nodes=True,
+    max_nodes=100000,  # maxReplicasForNaming, flyteplugins/go/tasks/plugins/k8s/clustered/util.go
+    # the `clustered` launcher execs torchrun with --nnodes, --nproc-per-node, --node-rank, --rdzv-backend, --rdzv-id
+    # and --rdzv-endpoint only (flyte/_bin/clustered.py, flyte 2.12.1): torchrun's defaults for the rest
+    fixed={"start_method": "spawn", "monitor_interval": 0.1, "max_restarts": 0, "rdzv_configs": {}},
+    why_fixed={
+        "start_method": "the clustered launcher runs torchrun without --start-method (flyte/_bin/clustered.py): "
+                        "torchrun's default, spawn",
+        "monitor_interval": "the clustered launcher runs torchrun without --monitor-interval "
+                            "(flyte/_bin/clustered.py): torchrun's default, 0.1 s",
+        "max_restarts": "TorchRun(max_restarts=...) reaches no pod: the backend does not read it and the clustered "
+                        "launcher runs torchrun without --max-restarts (flyte/_bin/clustered.py), so torchrun's "
+                        "default 0 applies; the JobSet's restarts are elastic.cluster_max_restarts",
+        "rdzv_configs": "ClusteredTaskEnvironment has no field for rendezvous settings and the clustered launcher "
+                        "runs torchrun without --rdzv-conf (flyte/_bin/clustered.py): the static rendezvous (the "
+                        "default) has no join_timeout and waits torch's 600 s for every node; c10d runs on torch's "
+                        "defaults (join_timeout 600 s)",
+    },
+    modules=("flyte", "flyte.clustered"),
+    extra="flyte2",
+    adapter="flyte2",
+)
+"""Flyte 2's clustered tasks (``flyte`` 2.12's ``flyte.clustered``): ``kfdefaults.flyte2.ClusteredTaskEnvironment``,
+a JobSet built by the backend's ``clustered`` plugin (flyteorg/flyte ``flyteplugins/go/tasks/plugins/k8s/clustered``,
+:mod:`kfdefaults.backend.jobset`)."""
+
+TARGETS: dict[str, Target] = {t.name: t for t in (FLYTEKIT, FLYTE2, CLUSTERED)}
 """Every target by name, the default first."""
 
 
@@ -224,5 +281,6 @@ def default_target(environ: Mapping[str, str] | None = None, inputs: Inputs | No
 SDK_PACKAGES = {
     "flytekit": ("flytekit", "flytekitplugins.kfpytorch", "flyteidl", "google.protobuf", "kubernetes"),
     "flyte2": ("flyte", "flyteplugins.pytorch", "flyteidl2", "google.protobuf", "kubernetes"),
+    "clustered": ("flyte", "flyteidl2", "google.protobuf", "kubernetes"),
 }
 """The packages whose code makes each target's TaskTemplate (``render --as flyte`` depends on them)."""

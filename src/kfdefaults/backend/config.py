@@ -22,9 +22,15 @@ class BackendConfig:
         default_memory_request: Likewise for memory (``1024Mi``, written ``1Gi``).
         default_annotations: Added to every pod (``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``).
         enable_distributed_error_aggregation: Adds ``_F_DES`` beside ``_F_WN`` on the worker's first container.
+        flyte2: Model flyte v2's ``flytek8s`` instead (flyteorg/flyte at 6fadb90, the backend of Flyte 2's clustered
+            tasks): ``enableServiceLinks: false``, ``_F_PN`` and the historic ``FLYTE_INTERNAL_*`` variables, no
+            literal offloading variables, no resources taken from the cluster's template before the platform's
+            defaults, init containers kept in range only, node selector requirements added once, and the same-name
+            template rule skipping the template's ``default`` and ``primary`` (not the task's primary).
     """
 
     flyteplugins_patch: int = 8
+    flyte2: bool = False
     default_cpu_request: str = "1"
     default_memory_request: str = "1Gi"
     default_annotations: dict[str, str] = field(

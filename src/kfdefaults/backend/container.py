@@ -37,8 +37,10 @@ def decorate_env_vars(container: JSON, ctx: ExecutionContext, cfg: BackendConfig
         env.append(_env_var("FLYTE_INTERNAL_EXECUTION_WORKFLOW", ctx.workflow_id))
     env += [_env_var("FLYTE_INTERNAL_EXECUTION_ID", ctx.execution_name),
             _env_var("FLYTE_INTERNAL_EXECUTION_PROJECT", ctx.project),
-            _env_var("FLYTE_INTERNAL_EXECUTION_DOMAIN", ctx.domain),
-            _env_var("FLYTE_ATTEMPT_NUMBER", str(ctx.attempt))]
+            _env_var("FLYTE_INTERNAL_EXECUTION_DOMAIN", ctx.domain)]
+    if cfg.flyte2:  # the pod's name, flyte v2's k8s_resource_adds.go
+        env.append({"name": "_F_PN", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
+    env.append(_env_var("FLYTE_ATTEMPT_NUMBER", str(ctx.attempt)))
     if include_console_url and ctx.console_url:
         url = ctx.console_url.rstrip("/")
         env.append(_env_var("FLYTE_EXECUTION_URL", f"{url}/projects/{ctx.project}/domains/{ctx.domain}/executions/"
@@ -46,9 +48,9 @@ def decorate_env_vars(container: JSON, ctx: ExecutionContext, cfg: BackendConfig
     task_values = [ctx.task_project or tid.get("project", ctx.project), ctx.task_domain or tid.get("domain", ctx.domain),
                    tid.get("name", ctx.task_name), tid.get("version", ctx.task_version)]
     env += [_env_var(f"FLYTE_INTERNAL_TASK_{key}", value) for key, value in zip(("PROJECT", "DOMAIN", "NAME", "VERSION"), task_values)]
-    if cfg.flyteplugins_patch <= 1:
+    if cfg.flyteplugins_patch <= 1 or cfg.flyte2:
         env += [_env_var(f"FLYTE_INTERNAL_{key}", value) for key, value in zip(("PROJECT", "DOMAIN", "NAME", "VERSION"), task_values)]
-    if cfg.literal_offloading:
+    if cfg.literal_offloading and not cfg.flyte2:
         low, high = cfg.literal_offloading
         if low > 0:
             env.append(_env_var("_F_L_MIN_SIZE_MB", str(low)))
@@ -124,11 +126,13 @@ def apply_resource_overrides(resources: JSON | None, platform: JSON | None, cfg:
     return res
 
 
-def template_resources(template_spec: JSON | None, name: str, init: bool) -> JSON:
-    """``ExtractContainerResourcesFromPodTemplate``: the resources of the template container of the same name,
-    else of its ``primary`` (``primary-init``), else of its ``default`` (``default-init``), for every container."""
-    if template_spec is None:
+def template_resources(template_spec: JSON | None, container: JSON, init: bool, cfg: BackendConfig) -> JSON:
+    """``ExtractContainerResourcesFromPodTemplate``: the resources of the template container of the task
+    ``container``'s name, else of its ``primary`` (``primary-init``), else of its ``default`` (``default-init``), for
+    every container; none in flyte v2, which takes no resources from the template here."""
+    if template_spec is None or cfg.flyte2:
         return {}
+    name = container.get("name", "")
     candidates = template_spec.get("initContainers" if init else "containers") or []
     wanted = (name, PRIMARY_INIT_TEMPLATE, DEFAULT_INIT_TEMPLATE) if init else (name, PRIMARY_TEMPLATE, DEFAULT_TEMPLATE)
     for want in wanted:

@@ -32,12 +32,15 @@ def template_parts(cluster_template: JSON | None) -> tuple[JSON | None, JSON]:
     return template.get("spec") or {}, template.get("metadata") or {}
 
 
-def _add_node_selector_requirements(affinity: JSON, *requirements: JSON) -> None:
+def _add_node_selector_requirements(affinity: JSON, *requirements: JSON, once: bool = False) -> None:
+    """``AddRequiredNodeSelectorRequirements``; ``once``: flyte v2's, which skips a requirement a term holds."""
     na = affinity.setdefault("nodeAffinity", {})
     selector = na.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
     terms = selector.get("nodeSelectorTerms") or []
     if terms:
-        selector["nodeSelectorTerms"] = [dict(t, matchExpressions=list(t.get("matchExpressions") or []) + list(requirements))
+        def added(have: list[JSON]) -> list[JSON]:
+            return have + [r for r in requirements if not (once and r in have)]
+        selector["nodeSelectorTerms"] = [dict(t, matchExpressions=added(list(t.get("matchExpressions") or [])))
                                          for t in terms]
     else:
         selector["nodeSelectorTerms"] = [{"matchExpressions": list(requirements)}]
@@ -91,7 +94,7 @@ def update_pod(spec: JSON, ctx: ExecutionContext, cfg: BackendConfig, resources:
     requirement = (cfg.interruptible_node_selector_requirement if ctx.interruptible
                    else cfg.non_interruptible_node_selector_requirement)
     if requirement is not None:
-        _add_node_selector_requirements(spec["affinity"], decode(requirement, "NodeSelectorRequirement"))
+        _add_node_selector_requirements(spec["affinity"], decode(requirement, "NodeSelectorRequirement"), once=cfg.flyte2)
 
 
 def apply_shared_memory(spec: JSON, primary: str, shared_memory: JSON) -> None:
@@ -135,7 +138,8 @@ def apply_gpu_node_selectors(spec: JSON, accelerator: JSON, cfg: BackendConfig) 
         spec["affinity"] = {}
     device = accelerator.get("device") or ""
     if device:
-        _add_node_selector_requirements(spec["affinity"], {"key": cfg.gpu_device_node_label, "operator": "In", "values": [device]})
+        _add_node_selector_requirements(spec["affinity"], {"key": cfg.gpu_device_node_label, "operator": "In",
+                                                           "values": [device]}, once=cfg.flyte2)
         spec["tolerations"] = list(spec.get("tolerations") or []) + [
             {"key": cfg.gpu_device_node_label, "value": device, "operator": "Equal", "effect": "NoSchedule"}]
     requirement: Any = None
@@ -149,7 +153,7 @@ def apply_gpu_node_selectors(spec: JSON, accelerator: JSON, cfg: BackendConfig) 
         requirement = {"key": cfg.gpu_partition_size_node_label, "operator": "In", "values": [size]}
         toleration = {"key": cfg.gpu_partition_size_node_label, "value": size, "operator": "Equal", "effect": "NoSchedule"}
     if requirement is not None:
-        _add_node_selector_requirements(spec["affinity"], requirement)
+        _add_node_selector_requirements(spec["affinity"], requirement, once=cfg.flyte2)
     if toleration is not None:
         spec["tolerations"] = list(spec.get("tolerations") or []) + [toleration]
 
@@ -193,16 +197,16 @@ def build_pod_spec(task_pod_spec: JSON, primary: str, labels: dict[str, str] | N
         BackendError: what the backend refuses (no primary container, ``/dev/shm`` already mounted, ...).
     """
     cfg, ctx = config or BackendConfig(), execution or ExecutionContext()
-    spec = decode(task_pod_spec, "PodSpec")
+    spec = {**decode(task_pod_spec, "PodSpec"), **({"enableServiceLinks": False} if cfg.flyte2 else {})}  # v2 BuildRawPod
     meta: JSON = {k: dict(v) for k, v in (("labels", labels), ("annotations", annotations)) if v}
     template_spec, template_meta = template_parts(cluster_template)
     console = "link_type" in (task_config or {})
-    for c in spec.get("initContainers") or []:
-        customize_container(c, ctx, cfg, task_id, console, True, template_resources(template_spec, c.get("name", ""), True))
+    for c in spec.get("initContainers") or []:  # flyte v2 keeps init containers in range only
+        customize_container(c, ctx, cfg, task_id, console, not cfg.flyte2, template_resources(template_spec, c, True, cfg))
     resources, primary_container = [], None
     for c in spec.get("containers") or []:
         is_primary = c.get("name", "") == primary
-        customize_container(c, ctx, cfg, task_id, console, is_primary, template_resources(template_spec, c.get("name", ""), False))
+        customize_container(c, ctx, cfg, task_id, console, is_primary, template_resources(template_spec, c, False, cfg))
         resources.append(c.get("resources") or {})
         if is_primary:
             primary_container = c  # the last of that name
@@ -212,7 +216,8 @@ def build_pod_spec(task_pod_spec: JSON, primary: str, labels: dict[str, str] | N
     if primary_container.get("securityContext") is None and cfg.default_security_context is not None:
         primary_container["securityContext"] = decode(cfg.default_security_context, "SecurityContext")
     if template_spec is not None:
-        spec = merge_base_pod_spec_onto_template(template_spec, spec, primary, "", legacy=cfg.flyteplugins_patch <= 2)
+        spec = merge_base_pod_spec_onto_template(template_spec, spec, primary, "", legacy=cfg.flyteplugins_patch <= 2,
+                                                 flyte2=cfg.flyte2)
         meta = merge_object_meta(template_meta, meta)
     extended = dict(extended_resources or {})
     extended.update({k: v for k, v in (ctx.extended_resources_override or {}).items() if v is not None})

@@ -11,7 +11,9 @@ Restated from flyteplugins v1.16.8 ``go/tasks/pluginmachinery/flytek8s/pod_helpe
    containers); for the primary container, the template's ``primary`` (``primary-init``), whatever the primary
    is called; for any other container not named ``default``, every template container of its very name, in
    template order (v1.16.3 and later; before, the primary and ``default`` were layered twice); the task's
-   container last. The last template container of each of those names counts.
+   container last. The last template container of each of those names counts. Flyte v2 (the clustered tasks'
+   backend) skips there the template's ``default`` and ``primary`` instead, so a template container named like a
+   primary that is not called ``primary`` is layered under it, the template's own container, not a copy.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def template_containers_for(template: list[JSON], name: str, primary: str, *, in
     return out
 
 
-def _layer_containers(template: list[JSON], task: list[JSON], primary: str, init: bool, legacy: bool) -> list[JSON]:
+def _layer_containers(template: list[JSON], task: list[JSON], primary: str, init: bool, legacy: bool,
+                      flyte2: bool = False) -> list[JSON]:
     """Step 3 for one list, sharing data as the Go code does: the ``default`` and ``primary`` templates are
     located in the template itself and merged from there; a same-name match is used through ``&templateContainer``,
     a shallow per-iteration copy (Go 1.22 loop variables) whose maps and pointer targets are the template's."""
@@ -76,9 +79,10 @@ def _layer_containers(template: list[JSON], task: list[JSON], primary: str, init
         if name == primary and primary_template is not None:
             merged = deep_copy(primary_template) if merged is None else mergo_merge(merged, primary_template, "Container")
         for c in template:
-            if c.get("name", "") != name or (not legacy and name in (primary, default_name)):
+            if c.get("name", "") != name or (not legacy and name in ((default_name, primary_name) if flyte2
+                                                                      else (primary, default_name))):
                 continue
-            same_name = go_copy(c, CONTAINER)
+            same_name = c if flyte2 else go_copy(c, CONTAINER)  # v2: &templatePodSpec.Containers[i]
             merged = same_name if merged is None else mergo_merge(merged, same_name, "Container")
         merged = deep_copy(base) if merged is None else mergo_merge(merged, base, "Container")
         out.append(go_copy(merged, CONTAINER))
@@ -86,7 +90,7 @@ def _layer_containers(template: list[JSON], task: list[JSON], primary: str, init
 
 
 def merge_base_pod_spec_onto_template(template_spec: JSON, task_spec: JSON, primary: str, primary_init: str = "",
-                                      *, legacy: bool = False) -> JSON:
+                                      *, legacy: bool = False, flyte2: bool = False) -> JSON:
     """``MergeBasePodSpecOntoTemplate``: the cluster template's spec below, the task's pod spec on top.
 
     Args:
@@ -95,6 +99,7 @@ def merge_base_pod_spec_onto_template(template_spec: JSON, task_spec: JSON, prim
         primary: The primary container's name (``config["primary_container_name"]``).
         primary_init: The primary init container's name (flytekit tasks have none: ``""``).
         legacy: Model flyteplugins v1.16.0 to v1.16.2 (see :func:`template_containers_for`).
+        flyte2: Model flyte v2's same-name rule (above).
 
     Returns:
         The merged pod spec, plain data (the inputs are not changed). Within one call, data is shared as Go
@@ -104,7 +109,7 @@ def merge_base_pod_spec_onto_template(template_spec: JSON, task_spec: JSON, prim
     task = box(deep_copy(task_spec), "PodSpec")
     merged = mergo_merge(deep_copy(template), task, "PodSpec")
     for key, name, init in (("containers", primary, False), ("initContainers", primary_init, True)):
-        rebuilt = _layer_containers(template.get(key) or [], task.get(key) or [], name, init, legacy)
+        rebuilt = _layer_containers(template.get(key) or [], task.get(key) or [], name, init, legacy, flyte2)
         if rebuilt:
             merged[key] = rebuilt
         else:

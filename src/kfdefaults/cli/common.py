@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 
 from ..errors import KfdefaultsError, ProfileError
 from ..escape import printable
+from ..targets import TARGETS
 
 WIDTH = 100
 """Help text is wrapped at this width, whatever the terminal, so that it reads the same everywhere."""
@@ -50,11 +51,12 @@ def add_kubernetes_version(p: argparse.ArgumentParser, what: str = "Schema versi
 
 
 def add_target(p: argparse.ArgumentParser) -> None:
-    """``--target flytekit|flyte2``: the SDK to resolve for (:mod:`kfdefaults.targets`)."""
-    p.add_argument("--target", choices=["flytekit", "flyte2"], default=None,
-                   help="The SDK the task runs on: its plugin's Elastic defaults lie below every layer, and a setting "
-                        "it cannot honour is an error. Default: KFDEFAULTS_TARGET, else the installed SDK (flytekit "
-                        "when both or neither are installed).")
+    """``--target flytekit|flyte2|clustered``: the SDK to resolve for (:mod:`kfdefaults.targets`)."""
+    p.add_argument("--target", choices=list(TARGETS), default=None,
+                   help="The SDK the task runs on (clustered: a Flyte 2 ClusteredTaskEnvironment, a JobSet): its "
+                        "plugin's defaults lie below every layer, and a setting it cannot honour is an error. "
+                        "Default: KFDEFAULTS_TARGET, else the installed SDK (flytekit when both or neither are "
+                        "installed).")
 
 
 def chosen_target(args: argparse.Namespace, inputs: Any = None) -> tuple[Any, str]:

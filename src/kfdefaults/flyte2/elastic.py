@@ -14,16 +14,16 @@ from typing import Any, Iterable, Mapping
 from flyteplugins.pytorch.task import Elastic as PluginElastic
 from flyteplugins.pytorch.task import RunPolicy
 
-from ..errors import KfdefaultsError
 from ..merge.result import Resolved
-from ..runtime.config import ProfileConfig, run_policy_dict
+from ..runtime.config import run_policy_dict
 from ..targets import FLYTE2
 from .objects import OBJECTS, plugin_kwargs
+from .profile_task import Flyte2Config
 
 __all__ = ["Elastic", "RunPolicy", "run_policy_dict"]
 
 
-class Elastic(ProfileConfig, PluginElastic):
+class Elastic(Flyte2Config, PluginElastic):
     """``flyteplugins.pytorch.Elastic`` with its settings taken from a profile, for a ``flyte.TaskEnvironment``.
 
     Usable wherever the plugin's ``Elastic`` is: it is a subclass, and a task of an environment with it as its
@@ -81,35 +81,3 @@ class Elastic(ProfileConfig, PluginElastic):
     def __repr__(self) -> str:
         fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(PluginElastic))
         return f"{type(self).__qualname__}(profile={self.profile!r}, {fields})"
-
-    def __getstate__(self) -> dict[str, Any]:
-        """What pickling keeps (Flyte 2 pickles tasks for interactive runs): the plugin's fields, the profile, the
-        key and a deferred error; the merged profile and its pipeline stay in this process."""
-        state = dict(self.__dict__)
-        state.pop("_call", None)
-        state["resolved"] = None
-        return state
-
-    def resolve_with_pod_template(self, pod_template: Any, source: str, resources: Any = None) -> Resolved:
-        """The profile with a task's ``flyte.PodTemplate`` (the environment's or ``@env.task``'s) added to the task
-        layer; ``None`` adds nothing. The template is not changed. ``resources`` (the task's, as a container's
-        ``{"requests", "limits"}``) count where the profile writes ``auto`` values
-        (:meth:`kfdefaults.runtime.ProfileCall.with_pod_template`).
-
-        Raises:
-            KfdefaultsError: this config runs on registered settings (in a pod) and has no profile to merge.
-            TypeError: ``pod_template`` names a cluster PodTemplate (a string): kfdefaults cannot merge what it
-                cannot read.
-        """
-        call = self.__dict__.get("_call")
-        if call is None:
-            raise KfdefaultsError(f"profile {self.profile!r} was not resolved here")
-        if pod_template is None:
-            return call.with_pod_template(None, source, resources, "flyte.Resources")
-        import flyte
-
-        if not isinstance(pod_template, flyte.PodTemplate):
-            raise TypeError(f"a task on profile {self.profile!r} takes a flyte.PodTemplate as pod_template, not "
-                            f"{type(pod_template).__name__} ({pod_template!r}): kfdefaults merges the profile's pod "
-                            "template with yours, and cannot read a cluster PodTemplate named by a string")
-        return call.with_pod_template(call.pod_template_section(pod_template), source, resources, "flyte.Resources")

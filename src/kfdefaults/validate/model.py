@@ -44,7 +44,8 @@ class RunPolicySection(_Strict):
     )
     # flyteidl's kubeflow RunPolicy message holds the three numbers as int32: a larger one fails serialization
     ttl_seconds_after_finished: Optional[int] = Field(
-        None, ge=0, le=_INT32, description="Seconds after the job finishes before it is deleted."
+        None, ge=0, le=_INT32, description="Seconds after the job finishes before it is deleted (a clustered task's "
+        "JobSet too)."
     )
     active_deadline_seconds: Optional[int] = Field(
         None, gt=0, le=_INT32, description="Seconds the job may run before it is terminated."
@@ -98,9 +99,9 @@ class ElasticSection(_Strict):
     start_method: Optional[Literal["spawn", "fork"]] = Field(
         None, description="How torch elastic starts worker processes. flytekit only: Flyte 2 always spawns."
     )
-    rdzv_backend: Optional[Literal["c10d", "etcd", "etcd-v2"]] = Field(
+    rdzv_backend: Optional[Literal["c10d", "etcd", "etcd-v2", "static"]] = Field(
         None, description="The torch elastic rendezvous backend. Flyte 2 only: flytekit always uses c10d, which "
-        "is also Flyte 2's default.",
+        "is also Flyte 2's default; clustered tasks take static (their default) or c10d.",
     )
     monitor_interval: Optional[Union[int, float]] = Field(
         None, gt=0, le=86400, allow_inf_nan=False, description="Seconds between checks of the worker processes."
@@ -133,6 +134,17 @@ class ElasticSection(_Strict):
     nccl_enable_monitoring: Optional[bool] = Field(
         None, description="Flyte 2 only: true sets TORCH_NCCL_ENABLE_MONITORING=1 (the default); false sets "
         "nothing, which leaves torch's default (on).",
+    )
+
+    # Flyte 2's clustered tasks only: the JobSet's failure policy (flyte.clustered.ClusterFailurePolicy)
+    cluster_max_restarts: Optional[int] = Field(
+        None, ge=0, le=_INT32, description="Clustered tasks only: times the whole JobSet is recreated (every pod) "
+        "after a worker fails, before the attempt fails (ClusterFailurePolicy.max_restarts; default 0).",
+    )
+    restart_on_host_maintenance: Optional[bool] = Field(
+        None, description="Clustered tasks only: a JobSet that failed because worker 0 was evicted (host "
+        "maintenance) is retried as a system error, using none of the task's retries (ClusterFailurePolicy; "
+        "default false).",
     )
 
     @field_validator("monitor_interval", mode="before")

@@ -10,6 +10,8 @@ error that says who sets it:
 * ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``: the operator sets them (envvar.go), and torch
   elastic sets them again for every worker process, with ``LOCAL_RANK``, ``GROUP_RANK``, ``LOCAL_WORLD_SIZE``
   and the rest (torch/distributed/elastic/agent/server/local_elastic_agent.py), over the container's values.
+  In a clustered task's JobSet, Flyte's clustered plugin sets ``MASTER_PORT`` to 29500 (runtime_torch.go) and
+  its launcher ``MASTER_ADDR`` (flyte/_bin/clustered.py).
 * ``TORCHELASTIC_SIGNALS_TO_HANDLE``: torch's launcher overwrites it (torch/distributed/launcher/api.py).
 * ``FLYTE_INTERNAL_*``: Flyte's backend sets them in the task's pod; kfdefaults reads
   ``FLYTE_INTERNAL_EXECUTION_ID`` to tell a running pod from a registration.
@@ -54,8 +56,12 @@ def reserved_reason(name: str) -> str | None:
         return (f"the training operator sets `{name}` in every container of a PyTorchJob (PET_* carry the job's "
                 f"elastic policy to torch elastic), after the pod template's env, so this value never counts{instead}")
     if name in _OPERATOR_AND_TORCH:
-        return (f"the training operator sets `{name}` for a PyTorchJob, and torch elastic sets it again for every "
-                "worker process from the rendezvous, over the container's value")
+        clustered = {"MASTER_PORT": ", Flyte's clustered plugin sets it to 29500 in a clustered task's JobSet "
+                                    "(runtime_torch.go, over the container's entry)",
+                     "MASTER_ADDR": ", the clustered launcher sets it to worker 0's name in a clustered task's "
+                                    "pods (flyte/_bin/clustered.py)"}.get(name, "")
+        return (f"the training operator sets `{name}` for a PyTorchJob{clustered}, and torch elastic sets it again "
+                "for every worker process from the rendezvous, over the container's value")
     if name in _TORCH_WORKER:
         return f"torch elastic's agent sets `{name}` for every worker process, over the container's value"
     if name == "TORCHELASTIC_SIGNALS_TO_HANDLE":

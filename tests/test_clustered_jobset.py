@@ -1,0 +1,97 @@
+"""The JobSet kfdefaults previews for a clustered task, built from the TaskTemplate the real SDK serializes.
+
+Each case restates one of flyteorg/flyte's own plugin tests (flyteplugins/go/tasks/plugins/k8s/clustered/
+clustered_test.go at 6fadb90d65af26f4db908ec1c5f5af546a3e4299, named per case) on a task defined with the installed
+``flyte.clustered.ClusteredTaskEnvironment`` and serialized with Flyte 2's own ``get_proto_task``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+flyte = pytest.importorskip("flyte")
+clustered = pytest.importorskip("flyte.clustered")
+kubernetes = pytest.importorskip("kubernetes")
+
+from kfdefaults.backend.jobset import build_jobset, jobset_pod_template  # noqa: E402
+
+
+def task_body() -> None:
+    """Never run; serialized only."""
+
+
+def serialized(env_vars=None, **settings):
+    from flyte._internal.runtime.task_serde import get_proto_task
+    from flyte.models import SerializationContext
+    from google.protobuf.json_format import MessageToDict
+
+    k8s = kubernetes.client
+    env = [k8s.V1EnvVar(name=name, value=value) for name, value in (env_vars or {}).items()]
+    pod = flyte.PodTemplate(primary_container_name="primary",
+                            pod_spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="primary", env=env or None)]))
+    environment = clustered.ClusteredTaskEnvironment(name="train", image="registry.example/train:1",
+                                                     pod_template=pod, **settings)
+    context = SerializationContext(version="v1", project="p", domain="development", org="o",
+                                   root_dir=pathlib.Path(__file__).parent)
+    return MessageToDict(get_proto_task(environment.task(task_body), context))
+
+
+def primary_env(jobset):
+    (primary,) = [c for c in jobset_pod_template(jobset)["spec"]["containers"] if c["name"] == "primary"]
+    return {e["name"]: e for e in primary.get("env", [])}
+
+
+def test_build_resource_happy_path():
+    """TestBuildResource_HappyPath: 4 replicas, maxRestarts 3, one replicated job `workers` of one Indexed Job."""
+    jobset = build_jobset(serialized(replicas=4, nproc_per_node=8,
+                                     failure_policy=clustered.ClusterFailurePolicy(max_restarts=3),
+                                     ttl_seconds_after_finished=120))
+    assert jobset["apiVersion"] == "jobset.x-k8s.io/v1alpha2" and jobset["kind"] == "JobSet"
+    spec = jobset["spec"]
+    assert spec["successPolicy"] == {"operator": "All"} and spec["failurePolicy"] == {"maxRestarts": 3}
+    assert spec["network"] == {"enableDNSHostnames": True} and spec["ttlSecondsAfterFinished"] == 120
+    (workers,) = spec["replicatedJobs"]
+    assert workers["name"] == "workers" and workers["replicas"] == 1
+    job = workers["template"]["spec"]
+    assert (job["parallelism"], job["completions"], job["completionMode"], job["backoffLimit"]) == (4, 4, "Indexed", 0)
+    pod = jobset_pod_template(jobset)["spec"]
+    assert pod["restartPolicy"] == "Never" and pod["subdomain"] == jobset["metadata"]["name"]
+
+
+def test_build_resource_primary_container_preserved():
+    """TestBuildResource_PrimaryContainerPreserved: the primary container keeps its args, named in the annotation."""
+    jobset = build_jobset(serialized(replicas=2, nproc_per_node=1))
+    (primary,) = jobset_pod_template(jobset)["spec"]["containers"]
+    assert primary["name"] == "primary" and primary["args"][0] == "clustered"
+    assert jobset["metadata"]["annotations"]["flyte.org/primary-container"] == "primary"
+
+
+def test_inject_torchrun_env_static_replaces_the_containers_own_entries():
+    """TestInjectTorchRunEnv_Static: the eight variables, each replacing an entry of its name (upsertEnv)."""
+    jobset = build_jobset(serialized(env_vars={"NNODES": "99", "MASTER_PORT": "1"}, replicas=4, nproc_per_node=8))
+    env = primary_env(jobset)
+    assert {n: env[n]["value"] for n in ("NNODES", "NPROC_PER_NODE", "MASTER_PORT", "RDZV_BACKEND",
+                                         "JOBSET_MAX_RESTARTS")} == \
+        {"NNODES": "4", "NPROC_PER_NODE": "8", "MASTER_PORT": "29500", "RDZV_BACKEND": "static",
+         "JOBSET_MAX_RESTARTS": "0"}
+    assert env["JOBSET_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == \
+        "metadata.labels['jobset.sigs.k8s.io/jobset-name']"
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    names = [c["name"] for c in jobset_pod_template(jobset)["spec"]["containers"][0]["env"]]
+    assert names.count("NNODES") == 1 and names.count("MASTER_PORT") == 1
+
+
+def test_inject_torchrun_env_max_restarts_and_c10d():
+    """TestInjectTorchRunEnv_MaxRestarts and TestInjectTorchRunEnv_C10D."""
+    env = primary_env(build_jobset(serialized(replicas=2, nproc_per_node=1,
+                                              runtime=clustered.TorchRun(rdzv_backend="c10d"),
+                                              failure_policy=clustered.ClusterFailurePolicy(max_restarts=3))))
+    assert env["JOBSET_MAX_RESTARTS"]["value"] == "3" and env["RDZV_BACKEND"]["value"] == "c10d"
+
+
+def test_build_failure_policy_zero_is_none():
+    """TestBuildFailurePolicy_Zero: no failurePolicy for 0 restarts; no TTL when the task sets none."""
+    spec = build_jobset(serialized(replicas=2, nproc_per_node=1))["spec"]
+    assert "failurePolicy" not in spec and "ttlSecondsAfterFinished" not in spec
