@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from ..k8s.provenance import RECEIPT_ANNOTATION, RECEIPT_POLICIES
+from ..k8s.resources import FABRIC_DEVICE
 from ..smp.schema import definitions, normalize_version
 from ..validate.enums import ENUM_EXTRA, enum_values
 from ..validate.facts import ClusterFactsFile
@@ -38,6 +39,7 @@ QUANTITY_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkM
 
 _POD_SPEC = "io.k8s.api.core.v1.PodSpec"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_RESOURCES = "io.k8s.api.core.v1.ResourceRequirements"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _EMPTY_DIR = "io.k8s.api.core.v1.EmptyDirVolumeSource"
 _PYDANTIC_BOUNDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum"}
@@ -250,6 +252,12 @@ def profile_schema(kubernetes_version: str | None = None) -> dict[str, Any]:
         ref = size_limit.pop("$ref")
         size_limit["anyOf"] = [{"$ref": ref}, {"const": "auto", "description": "The memory request (else limit) of "
                                "the container that mounts the volume, worked out when the profile is rendered."}]
+    for side in ("requests", "limits"):  # a fabric device's count may be auto: the pool's (kfdefaults.merge.auto)
+        amounts = defs.get(_RESOURCES, {}).get("properties", {}).get(side)
+        if isinstance(amounts, dict) and "additionalProperties" in amounts:
+            amounts["patternProperties"] = {f"^(?:{FABRIC_DEVICE.pattern})$": {"anyOf": [
+                amounts["additionalProperties"], {"const": "auto", "description": "What one node of the pool offers, "
+                                                  "worked out when the profile is rendered."}]}}
     _title_sections(schema)
     _title_branches(schema)
     return {
