@@ -93,6 +93,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     names = {name for item in session.items for name in shared_runs_of(item)}
     session.config.stash[_SCHEDULER] = shared_runs.start(shared_runs.folder_of(session.config), names)
+    if names:  # the runs' clocks first: their agents want a core for a moment, at the moment the clock says
+        os.nice(shared_runs.NICE)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -260,7 +260,7 @@ DEADLINE = 10
 for two cores starting them all at once)."""
 
 
-@shared_run("an-agent-past-its-deadline")
+@shared_run("an-agent-past-its-deadline", seconds=12)
 def past_its_deadline() -> list[AgentRun]:
     elastic = SCENARIOS["elastic-max-nodes-in"].settings()
     return run_agents({**elastic, "nnodes": 1}, [0], workload={"name": "allreduce", "hold": 600}, deadline=DEADLINE,

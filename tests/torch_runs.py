@@ -209,10 +209,13 @@ def run_scenario(name: str) -> list[AgentRun]:
 
 
 def _declare_scenarios() -> None:
+    """Each scenario as a shared run, with the wall time its last capture measured (``runs.json``)."""
     from shared_runs import shared_run
 
+    captured = HERE / "torch_logs" / "runs.json"
+    walls = json.loads(captured.read_text(encoding="utf-8"))["scenarios"] if captured.exists() else {}
     for name in SCENARIOS:
-        shared_run(name, name)(run_scenario)
+        shared_run(name, name, seconds=walls.get(name, {}).get("wall", 30))(run_scenario)
 
 
 _declare_scenarios()
