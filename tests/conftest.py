@@ -1,4 +1,5 @@
-"""Shared fixtures: fixture folders, an environment free of the developer's own layers, kubectl."""
+"""Shared fixtures: fixture folders, an environment free of the developer's own layers, kubectl; the session's shared
+runs (``shared_runs.py``: real torch runs made once, all at once, in the background) and the ``slow`` marker."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ PLATFORM = os.path.join(FIXTURES, "platform")
 TEAM = os.path.join(FIXTURES, "team")
 
 sys.path.insert(0, HERE)  # the oracle and strategy helpers live next to the tests
+
+import shared_runs  # noqa: E402  (next to the tests)
 
 # Many tests start Python processes that import flytekit and torch. Where the environment turns bytecode
 # caching off (PYTHONDONTWRITEBYTECODE), each of them would compile those packages from source again; let
@@ -62,3 +65,63 @@ def flytekit_python():
     yield server
     server.close()
 
+
+
+SLOW_FIXTURES = {"flytekit_python", "torch_run"}
+"""A test that uses one of these is slow (a process with flytekit and torch, a real torch run): marked so here."""
+
+
+def shared_runs_of(item: pytest.Item) -> list[str]:
+    """The shared runs a test reads: the names in its ``torch_runs`` markers."""
+    return [name for marker in item.iter_markers("torch_runs") for name in marker.args]
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if shared_runs_of(item) or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that read shared runs last (in every xdist worker alike): the runs are done by then."""
+    items[:] = sorted(items, key=lambda item: bool(shared_runs_of(item)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the shared runs that the selected tests read (the first worker to get here starts them all)."""
+    if session.config.option.collectonly:
+        return
+    names = {name for item in session.items for name in shared_runs_of(item)}
+    session.config.stash[_SCHEDULER] = shared_runs.start(shared_runs.folder_of(session.config), names)
+    if names:  # the runs' clocks first: their agents want a core for a moment, at the moment the clock says
+        os.nice(shared_runs.NICE)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The scheduler this process started ends with its runs (another worker may still read them), or at once
+    when the session was interrupted."""
+    scheduler = session.config.stash.get(_SCHEDULER, None)
+    if scheduler is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
+        try:
+            scheduler.wait(timeout=shared_runs.WAIT)
+        except Exception:
+            pass
+    shared_runs.stop(scheduler)
+
+
+_SCHEDULER = pytest.StashKey()
+
+
+@pytest.fixture
+def torch_run(request: pytest.FixtureRequest):
+    """``torch_run(NAME)``: the result of the shared run ``NAME``, which the test names in its ``torch_runs``
+    marker (``shared_runs.py`` says how to declare one)."""
+    declared = set(shared_runs_of(request.node))
+    folder = shared_runs.folder_of(request.config)
+
+    def read(name: str):
+        if name not in declared:
+            pytest.fail(f"the test reads the run {name!r}: name it in @pytest.mark.torch_runs(...)", pytrace=False)
+        return shared_runs.result(folder, name)
+
+    return read

@@ -6,6 +6,9 @@ never, as the facts say; torch must raise that clock's error on that agent withi
 
 Times are seconds from the run's start (the first pod's start in the timeline). The upper bound of each window is
 the timeline's own plus ``SLACK`` for a loaded two-core machine, as in ``tests/test_torch_runs.py``.
+
+Each profile's timeline, render and run are one shared run (``shared_runs.py``), made beside the session's other
+runs from its start and read by the test.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
-from torch_runs import PRELOADED, run_agents
+from shared_runs import shared_run, torch_python
+from torch_runs import run_agents
 
 pytestmark = pytest.mark.torch_runs
 
@@ -26,14 +31,6 @@ SLACK = 12
 """Seconds allowed past the timeline's latest for a loaded machine (as ``tests/test_torch_runs.py``)."""
 
 KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
-
-@pytest.fixture(scope="module")
-def torch_python():
-    from preloaded_python import PreloadedPython
-
-    server = PreloadedPython(*PRELOADED)
-    yield server
-    server.close()
 
 
 def kfdefaults(*args: str, cwd: Path) -> dict:
@@ -44,9 +41,10 @@ def kfdefaults(*args: str, cwd: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def profile(tmp_path: Path, name: str, elastic: str, late: int) -> tuple[dict, dict]:
+def profile(name: str, elastic: str, late: int) -> tuple[dict, dict]:
     """A platform folder holding profile ``name`` (``cpu-small`` with ``elastic``) and the cluster's facts (a cold
     node ``late`` seconds, at worst); the timeline and the rendered profile."""
+    tmp_path = Path(tempfile.mkdtemp(prefix=f"timeline-{name}-", dir=Path.cwd()))  # the scheduler's: a temporary one
     platform = tmp_path / "platform"
     platform.mkdir()
     (platform / f"{name}.yaml").write_text(textwrap.dedent(f"""\
@@ -81,50 +79,72 @@ def within(agent, event: dict) -> bool:
     return event["at"]["earliest"] <= agent.end <= event["at"]["latest"] + SLACK
 
 
-def test_a_late_store_host_the_others_fail_at_read_timeout_as_the_timeline_says(tmp_path, torch_python):
-    found, rendered = profile(tmp_path, "late-host", """\
+@shared_run("timeline-late-host", seconds=22)
+def late_host() -> tuple[dict, dict, list]:
+    found, rendered = profile("late-host", """\
         nnodes: 2
         rdzv_configs: {join_timeout: 3, read_timeout: 2}
         """, late=12)
+    [starting] = [e for e in scenario(found, "start-cold-host")["events"]
+                  if e["clock"] is None and e["who"].startswith("the store's host")]
+    return found, rendered, run_agents(rendered["elastic"], [starting["at"]["earliest"], 0], env=env_of(rendered),
+                                       python=torch_python(), deadline=40)
+
+
+@pytest.mark.torch_runs("timeline-late-host")
+def test_a_late_store_host_the_others_fail_at_read_timeout_as_the_timeline_says(torch_run):
+    found, rendered, (host, other) = torch_run("timeline-late-host")
     cold_host = scenario(found, "start-cold-host")
     first = cold_host["first"]
     assert (first["clock"], first["who"]) == ("read_timeout", "the other nodes")
     assert (first["at"]["earliest"], first["at"]["latest"]) == (2, 8)  # one to four read_timeouts
     [starting] = [e for e in cold_host["events"] if e["clock"] is None and e["who"].startswith("the store's host")]
-    host, other = run_agents(rendered["elastic"], [starting["at"]["earliest"], 0], env=env_of(rendered),
-                             python=torch_python, deadline=40)
+    assert host.start >= starting["at"]["earliest"]  # the host started when the timeline says it starts
     assert other.exception == first["error"] and within(other, first)
     assert other.end < host.start  # it fired before the host was even there
     then = [e for e in cold_host["events"] if e["clock"] == "join_timeout"][0]  # the host, alone, at its join_timeout
     assert host.exception == then["error"] and then["at"]["earliest"] <= host.end <= then["at"]["latest"] + SLACK
 
 
-def test_a_node_that_never_starts_fails_the_host_at_join_timeout_as_the_timeline_says(tmp_path, torch_python):
-    found, rendered = profile(tmp_path, "missing-node", """\
+@shared_run("timeline-missing-node", seconds=7)
+def missing_node() -> tuple[dict, dict, list]:
+    found, rendered = profile("missing-node", """\
         nnodes: 2
         rdzv_configs: {join_timeout: 3, read_timeout: 10}
         """, late=5)
+    return found, rendered, run_agents(rendered["elastic"], [0, None], env=env_of(rendered), python=torch_python(),
+                                       deadline=30)
+
+
+@pytest.mark.torch_runs("timeline-missing-node")
+def test_a_node_that_never_starts_fails_the_host_at_join_timeout_as_the_timeline_says(torch_run):
+    found, rendered, (host, missing) = torch_run("timeline-missing-node")
     first = scenario(found, "never-worker")["first"]
     assert first["clock"] == "join_timeout"
     assert first["who"].startswith("the store's host") and (first["at"]["earliest"], first["at"]["latest"]) == (3, 6)
-    host, missing = run_agents(rendered["elastic"], [0, None], env=env_of(rendered), python=torch_python, deadline=30)
     assert not missing.started
     assert host.exception == first["error"] and within(host, first)
 
 
-def test_an_elastic_range_closed_by_last_call_timeout_then_the_late_node_fails_both(tmp_path, torch_python):
-    found, rendered = profile(tmp_path, "elastic-late", """\
+@shared_run("timeline-elastic-late", seconds=18)
+def elastic_late() -> tuple[dict, dict, list]:
+    found, rendered = profile("elastic-late", """\
         nnodes: "1:2"
         rdzv_configs: {join_timeout: 20, last_call_timeout: 3, read_timeout: 4}
         """, late=8)
+    return found, rendered, run_agents(rendered["elastic"], [0, 8], workload={"name": "allreduce", "hold": 14},
+                                       env=env_of(rendered), python=torch_python(), deadline=45)
+
+
+@pytest.mark.torch_runs("timeline-elastic-late")
+def test_an_elastic_range_closed_by_last_call_timeout_then_the_late_node_fails_both(torch_run):
+    found, rendered, (host, late) = torch_run("timeline-elastic-late")
     cold = scenario(found, "start-cold-worker")
     first = cold["first"]
     assert first["clock"] == "last_call_timeout" and first["error"] is None  # the round closes: no error yet
     assert (first["at"]["earliest"], first["at"]["latest"]) == (3, 4)
     [admission] = [e for e in cold["events"] if e["fails"]]
     assert (admission["clock"], admission["who"]) == ("read_timeout", "every node")
-    host, late = run_agents(rendered["elastic"], [0, 8], workload={"name": "allreduce", "hold": 14},
-                            env=env_of(rendered), python=torch_python, deadline=45)
     # the round closed with the first node alone, at last_call_timeout: its worker ran in a world of one
     assert [line.split()[2] for line in host.stdout.splitlines() if line.startswith("KFD_WORKER ")] == ["world=1"]
     assert host.exception == admission["error"] and within(host, admission)

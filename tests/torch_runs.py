@@ -8,7 +8,9 @@ and its workloads).
     assert host.exception == "RendezvousTimeoutError" and not other.started
 
 ``SCENARIOS`` is the catalogue of ``docs/clocks-measured.md``: each one's settings are a profile's (the builtin
-``cpu-small`` with the scenario's ``elastic`` overrides, merged by ``kfdefaults.resolve``). Run as a script,
+``cpu-small`` with the scenario's ``elastic`` overrides, merged by ``kfdefaults.resolve``). Each one is a shared run
+of the test session under its name (``shared_runs.py``: run once, beside the others, read by ``torch_run(name)``,
+``run_scenario``). Run as a script,
 ``python tests/torch_runs.py --capture tests/torch_logs`` runs every scenario and writes each agent's standard
 error (``SCENARIO.agentI.stderr``; its standard output, when there is any, beside it) and the measured times
 (``runs.json``) to the folder: the logs of real failures that a log classifier is tested on. It prints the table
@@ -196,6 +198,27 @@ SCENARIOS = {s.name: s for s in [
              deadline=30, shm_size="1m"),
 ]}
 """The catalogue, by name (``docs/clocks-measured.md`` has what each one measured)."""
+
+
+def run_scenario(name: str) -> list[AgentRun]:
+    """The scenario ``name`` run once for the test session (``shared_runs``: the tests read it with
+    ``torch_run(name)``)."""
+    from shared_runs import torch_python
+
+    return SCENARIOS[name].run(torch_python())
+
+
+def _declare_scenarios() -> None:
+    """Each scenario as a shared run, with the wall time its last capture measured (``runs.json``)."""
+    from shared_runs import shared_run
+
+    captured = HERE / "torch_logs" / "runs.json"
+    walls = json.loads(captured.read_text(encoding="utf-8"))["scenarios"] if captured.exists() else {}
+    for name in SCENARIOS:
+        shared_run(name, name, seconds=walls.get(name, {}).get("wall", 30))(run_scenario)
+
+
+_declare_scenarios()
 
 
 def free_port() -> int:

@@ -3,9 +3,10 @@
 
 Usage: preloaded_server.py MODULE... (the modules to import once, e.g. ``flytekit torch``)
 
-Reads one JSON request per line on standard input, ``{"argv": [SCRIPT, ARG...], "cwd": ..., "env": {...},
+Reads one JSON request per line on standard input, ``{"id": ..., "argv": [SCRIPT, ARG...], "cwd": ..., "env": {...},
 "warnings": null | "always", "timeout": seconds}``, and answers each with one JSON line
-``{"returncode": ..., "stdout": ..., "stderr": ...}``.
+``{"id": ..., "returncode": ..., "stdout": ..., "stderr": ...}`` when its child ends. Requests run at once: a
+request does not wait for the children of those before it (``torch_runs`` runs many sleeping torch runs this way).
 
 Importing flytekit and torch takes seconds per process; a forked child starts with them in memory and nothing
 else: kfdefaults and the task's own modules are never imported here (checked at start), so every child imports
@@ -18,6 +19,7 @@ import importlib
 import json
 import os
 import runpy
+import select
 import sys
 import tempfile
 import threading
@@ -76,6 +78,29 @@ def child(request: dict, out_fd: int, err_fd: int) -> None:
             os._exit(code)
 
 
+def start(request: dict) -> tuple[int, dict]:
+    """Fork the child of one request; its pid and what its answer needs."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        child(request, out.fileno(), err.fileno())
+    return pid, {"id": request.get("id"), "out": out, "err": err,
+                 "deadline": time.monotonic() + request.get("timeout", 300)}
+
+
+def answer(running: dict, status: int) -> dict:
+    out, err = running["out"], running["err"]
+    out.seek(0)
+    err.seek(0)
+    done = {"id": running["id"], "returncode": os.waitstatus_to_exitcode(status),
+            "stdout": out.read().decode("utf-8", "replace"), "stderr": err.read().decode("utf-8", "replace")}
+    out.close()
+    err.close()
+    return done
+
+
 def main() -> None:
     for module in sys.argv[1:]:
         importlib.import_module(module)
@@ -87,31 +112,26 @@ def main() -> None:
     assert threading.active_count() == 1, f"the preloaded modules started {threading.enumerate()}: a forked child would lack them"
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # nothing printed by an import reaches the answers
-    for line in sys.stdin:
-        request = json.loads(line)
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                child(request, out.fileno(), err.fileno())
-            deadline = time.monotonic() + request.get("timeout", 300)
-            while True:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if time.monotonic() > deadline:
-                    os.kill(pid, 9)
-                    _, status = os.waitpid(pid, 0)
-                    break
-                time.sleep(0.005)
-            out.seek(0)
-            err.seek(0)
-            answer = {"returncode": os.waitstatus_to_exitcode(status),
-                      "stdout": out.read().decode("utf-8", "replace"),
-                      "stderr": err.read().decode("utf-8", "replace")}
-        answers.write(json.dumps(answer) + "\n")
-        answers.flush()
+    requests, pending, running, closed = sys.stdin.fileno(), b"", {}, False
+    while running or not closed:  # requests run at once, each answered when its child ends (by its "id")
+        if not closed and select.select([requests], [], [], 0.005 if running else None)[0]:
+            chunk = os.read(requests, 1 << 16)
+            closed = not chunk
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in filter(None, lines):
+                pid, state = start(json.loads(line))
+                running[pid] = state
+        elif closed:
+            time.sleep(0.005)
+        for pid, state in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if not done and time.monotonic() > state["deadline"]:
+                os.kill(pid, 9)
+                done, status = os.waitpid(pid, 0)
+            if done:
+                answers.write(json.dumps(answer(running.pop(pid), status)) + "\n")
+                answers.flush()
 
 
 if __name__ == "__main__":
