@@ -14,6 +14,7 @@ import yaml
 from cli_runner import invoke as run_cli
 from conftest import PLATFORM, TEAM
 
+from kfdefaults.errors import ProfileError
 from kfdefaults.paths import Select, format_path
 from kfdefaults.merge.leaves import profile_leaves
 from kfdefaults.show.leaves import format_value
