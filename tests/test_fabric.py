@@ -161,3 +161,128 @@ def test_broken_facts_are_reported_at_their_line_not_as_missing(tmp_path: Path) 
     result = invoke(["render", "train", "--team", str(team), "--facts", str(facts)])
     assert result.exit_code == 1 and f"{facts}:4:" in result.stderr and "largest quantity" in result.stderr
     assert "no cluster facts" not in result.stderr
+
+
+# --- fit and validate: a multi-node GPU job that asks for none of its pool's fabric ---------------------------------
+
+EFA_POOLS = POOLS.replace(", rdma/ib: 8", "")
+"""p4d (4 EFA devices a node) and p5 (32), and nothing else of a fabric."""
+
+GPU_LARGE = Path(builtin_folder(), "gpu-large.yaml")
+
+
+def _line(path: Path, needle: str, after: str | None = None) -> int:
+    lines = path.read_text().splitlines()
+    start = next(i for i, text in enumerate(lines) if after in text) if after else 0
+    return next(i for i, text in enumerate(lines[start:], start + 1) if needle in text)
+
+
+def _fit(*args: str) -> dict:
+    import json
+
+    result = invoke(["fit", *args, "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    return {p["name"]: p for p in json.loads(result.stdout)["pools"]}
+
+
+def test_fit_of_gpu_large_warns_once_a_pool_naming_its_devices_at_the_profile_and_pool_lines(tmp_path: Path) -> None:
+    facts = tmp_path / "facts.yaml"
+    facts.write_text(EFA_POOLS)
+    pools = _fit("gpu-large", "--facts", str(facts))
+    nnodes = _line(GPU_LARGE, "nnodes:")
+    for name, count in (("p4d", 4), ("p5", 32)):
+        [warning] = pools[name]["warnings"]
+        assert warning["message"] == (f"pool {name} offers {count} vpc.amazonaws.com/efa per node; this job requests "
+                                      "none: NCCL will use TCP sockets; extend fabric-efa")
+        assert (warning["profile"]["file"], warning["profile"]["line"]) == (str(GPU_LARGE), nnodes)
+        assert warning["profile"]["path"] == "elastic.nnodes" and warning["profile"]["layer"] == "builtin"
+        assert (warning["pool"]["file"], warning["pool"]["line"]) == (str(facts), _line(facts, "efa", f"{name}:"))
+    text = invoke(["fit", "gpu-large", "--facts", str(facts)]).stdout
+    assert text.count("  warning: pool ") == 2 and "warning: pool p5 offers 32 vpc.amazonaws.com/efa per node" in text
+    assert f"    profile: builtin {GPU_LARGE}:{nnodes}:" in text and f"pool: {facts}:{_line(facts, 'efa', 'p5:')}:" in text
+
+
+def test_validate_and_render_warn_at_the_nnodes_line_with_the_pools_line(tmp_path: Path) -> None:
+    team, facts = _setup(tmp_path, "fabric-efa", EFA_POOLS)
+    (team / "train.yaml").write_text("extends: gpu-large\nelastic: {nnodes: 2}\n")
+    result = invoke(["validate", str(team), "--facts", str(facts)])
+    warnings = [line for line in result.unfolded.splitlines() if "NCCL will use TCP sockets" in line]
+    assert len(warnings) == 2, result.stderr
+    assert warnings[1].startswith(f"{team / 'train.yaml'}:2:19: [team] elastic.nnodes: warning: pool p5 offers 32 "
+                                  "vpc.amazonaws.com/efa per node; this job requests none")
+    assert f"the pool's at {facts}:{_line(facts, 'efa', 'p5:')}:" in warnings[1]
+    assert invoke(["validate", str(team), "--facts", str(facts), "--strict"]).exit_code == 1
+    rendered = invoke(["render", "train", "--team", str(team), "--facts", str(facts)])
+    assert rendered.exit_code == 0 and rendered.stderr.count("NCCL will use TCP sockets") == 2
+
+
+def test_with_fabric_efa_and_auto_each_pool_is_fitted_with_its_count_and_nothing_is_warned(tmp_path: Path) -> None:
+    team, facts = _setup(tmp_path, "fabric-efa", EFA_POOLS)
+    pools = _fit("train", "--team", str(team), "--facts", str(facts))
+    assert all(p["fits"] and p["warnings"] == [] and p["reasons"] == [] for p in pools.values())
+    # nodes of 16 GPUs: two pods of 8 fit one unless each takes all its node's EFA devices, 8 on p4d, 32 on p5; one
+    # count for both pools would put two pods on a node of one of them, or none
+    wide = EFA_POOLS.replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 16").replace("efa: 4", "efa: 8")
+    facts.write_text(wide)
+    pools = _fit("train", "--team", str(team), "--facts", str(facts))
+    assert [(p["pods_per_node"], p["warnings"]) for p in pools.values()] == [(1, []), (1, [])]
+    (team / "train.yaml").write_text("extends: [gpu-large, fabric-efa]\nelastic: {nnodes: 2}\npod_template:\n  spec:\n"
+                                     "    containers:\n      - name: primary\n        resources: {requests: "
+                                     "{vpc.amazonaws.com/efa: 32}, limits: {vpc.amazonaws.com/efa: 32}}\n")
+    result = invoke(["fit", "train", "--team", str(team), "--facts", str(facts), "-o", "json"])
+    import json
+    judged = {p["name"]: p for p in json.loads(result.stdout)["pools"]}
+    assert not judged["p4d"]["fits"] and judged["p5"]["fits"]  # 32 written: p4d's 4 are too few, as before
+
+
+@pytest.mark.parametrize("profile, why", [
+    ("extends: gpu-large\nelastic: {nnodes: 1}\n", "one node"),
+    ("extends: cpu-small\nelastic: {nnodes: 2}\npod_template:\n  spec:\n    tolerations: [{operator: Exists}]\n",
+     "no GPU"),
+    ("extends: [gpu-large, fabric-ib]\nelastic: {nnodes: 2}\n", "a fabric device of another kind: no fit, no warning"),
+])
+def test_no_warning_for_one_node_no_gpu_or_a_pool_that_takes_no_pod(tmp_path: Path, profile: str, why: str) -> None:
+    team, facts = _setup(tmp_path, "fabric-efa", EFA_POOLS)
+    (team / "train.yaml").write_text(profile)
+    result = invoke(["fit", "train", "--team", str(team), "--facts", str(facts), "-o", "json"])
+    import json
+    assert all(p["warnings"] == [] for p in json.loads(result.stdout)["pools"]), why
+
+
+def test_two_pods_on_one_node_talk_through_the_node_not_the_fabric(tmp_path: Path) -> None:
+    wide = EFA_POOLS.replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 16").replace("nodes: 4", "nodes: 1")
+    team, facts = _setup(tmp_path, "fabric-efa", wide)
+    (team / "train.yaml").write_text("extends: gpu-large\nelastic: {nnodes: 2}\n")
+    pools = _fit("train", "--team", str(team), "--facts", str(facts))
+    assert all(p["pods_per_node"] == 2 and p["warnings"] == [] for p in pools.values())
+
+
+def test_an_rdma_device_of_another_name_is_named_with_fabric_ib(tmp_path: Path) -> None:
+    shared = POOLS.split("  p5:")[0].replace("vpc.amazonaws.com/efa: 4, rdma/ib: 8", "rdma/hca_shared_devices_a: 1")
+    facts = tmp_path / "facts.yaml"
+    facts.write_text(shared)
+    [warning] = _fit("gpu-large", "--facts", str(facts))["p4d"]["warnings"]
+    assert warning["message"].endswith("offers 1 rdma/hca_shared_devices_a per node; this job requests none: NCCL will "
+                                       "use TCP sockets; extend fabric-ib with `rdma/hca_shared_devices_a` in place "
+                                       "of its rdma/ib")
+
+
+def test_a_label_the_facts_name_is_a_fabric_that_the_host_network_asks_for(tmp_path: Path) -> None:
+    from node_lists import pool_nodes, write_node_list
+
+    nodes = tmp_path / "nodes.json"
+    text = write_node_list(nodes, *pool_nodes("roce", 2, {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": "8",
+                                                           "pods": "110"}, labels={"example.com/roce": "true"}))
+    facts = tmp_path / "facts.yaml"
+    facts.write_text("nodes: nodes.json\nfabric_labels:\n  example.com/roce: fabric-roce\n")
+    [warning] = _fit("gpu-large", "--facts", str(facts))["roce"]["warnings"]
+    assert warning["message"] == ("pool roce offers the fabric of label `example.com/roce` per node; this job requests "
+                                  "none: NCCL will use TCP sockets; extend fabric-roce")
+    assert warning["pool"]["line"] == next(i for i, t in enumerate(text.splitlines(), 1) if '"example.com/roce"' in t)
+    assert (warning["named_by"]["file"], warning["named_by"]["line"]) == (str(facts), 3)
+    (tmp_path / "own").mkdir()
+    team, _ = _setup(tmp_path / "own", "fabric-roce", "")
+    assert _fit("train", "--team", str(team), "--facts", str(facts))["roce"]["warnings"] == []
+    facts.write_text("nodes: nodes.json\nfabric_labels:\n  example.com/roce: Fabric_RoCE\n")
+    bad = invoke(["fit", "gpu-large", "--facts", str(facts)])
+    assert bad.exit_code == 2 and f"{facts}:3:" in bad.stderr and "is not a profile name" in bad.stderr

@@ -576,7 +576,7 @@ def test_the_json_output_is_the_same_shape_for_every_pool(cluster):
     for pool in document["pools"]:
         assert set(pool) == {"name", "at", "source", "fits", "schedulable", "reasons", "preferences", "pods_per_node",
                              "nodes_needed", "nodes_max", "usable_nodes", "nodes_taking_none", "pending", "reserves",
-                             "unchecked", "notes"}
+                             "unchecked", "notes", "warnings"}
         assert set(pool["at"]) == {"file", "line", "column"}
         for reason in pool["reasons"]:
             assert set(reason) == {"plugin", "reason", "detail", "profile", "pool", "rule"}

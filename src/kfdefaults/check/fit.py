@@ -37,7 +37,7 @@ from ..merge.origins import written_by
 from ..merge.result import Resolved
 from ..validate.pools import Pool
 from .backend import backend_pod
-from .fit_causes import causes, request_origin
+from .fit_causes import causes, fabric_gap, request_origin
 from .fit_report import Figure, FitReport, JudgedPod, PoolFit, Reserve
 
 WORKER_REPLICAS = ("spec", "pytorchReplicaSpecs", "Worker", "replicas")
@@ -179,7 +179,7 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
         resolved: The merged profile.
         pools: The cluster's pools (:func:`kfdefaults.validate.pools.load_pools`).
         cluster: The cluster's default PodTemplate: the pod judged is then the backend's (flytekit).
-        facts: The cluster's facts, for the Flyte task timeout and Kueue.
+        facts: The cluster's facts, for the Flyte task timeout, Kueue and the labels that name a fabric.
     """
     pod = pod_to_judge(resolved, cluster)
     pod.origins = {name: request_origin(resolved, pod, name, cluster) for name in pod.requests}
@@ -195,6 +195,7 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
             at.origins = {name: request_origin(judged, at, name, cluster) for name in at.requests}
         verdict = judge_pool(at, pool, replicas, created)
         verdict.causes = causes(judged, at, verdict, replicas_at, cluster)
+        verdict.fabric = fabric_gap(at, verdict, replicas_at, facts)
         if verdict.fits:
             verdict.reserve = reserve(at, verdict, replicas, limit)
         verdicts.append(verdict)

@@ -20,13 +20,14 @@ from ..backend.cluster import ClusterTemplate
 from ..backend.registered import PYTORCH_CONTAINER
 from ..errors import Finding, Location
 from ..k8s.quantity import quantity_text, quantity_value, unit_of
+from ..k8s.resources import is_fabric_device
 from ..k8s.scheduling import BLOCKING_EFFECTS, node_allocatable, required_node_affinity_matches, taint_string
 from ..k8s.tolerations import Tolerations, tolerates
 from ..merge.origins import Setter, pod_leaf, written_by
 from ..merge.result import Resolved
 from ..paths import format_path
 
-from .fit_report import Figure, FitReport, JudgedPod, Origin, PoolFit
+from .fit_report import FabricGap, Figure, FitReport, JudgedPod, Origin, PoolFit
 
 NODES_PLUGIN = "nodes"
 """kfdefaults' own check beside the scheduler's filters: the pool may have fewer nodes than the job needs."""
@@ -264,8 +265,77 @@ def other_kinds(verdict: PoolFit) -> list[OtherKind]:
 
 def fit_warnings(report: FitReport, resolved: Resolved) -> list[Finding]:
     """The warnings of a profile's fit, each a function of the report: it fits no pool (:func:`misfit_warning`),
-    or pods of its job stay Pending wherever it fits (:func:`pending_warning`)."""
-    return [f for f in (misfit_warning(report, resolved), pending_warning(report)) if f is not None]
+    pods of its job stay Pending wherever it fits (:func:`pending_warning`), and one per pool whose fabric the job
+    does not ask for (:func:`fabric_warning`)."""
+    found = [misfit_warning(report, resolved), pending_warning(report), *map(fabric_warning, report.pools)]
+    return [f for f in found if f is not None]
+
+
+FABRIC_FRAGMENTS = {"vpc.amazonaws.com/efa": "fabric-efa", "rdma/ib": "fabric-ib"}
+"""The builtin fragment that requests a fabric device, by the device (profiles/fabric-*.yaml)."""
+
+
+def fabric_advice(resource: str) -> str:
+    """What to extend for a pool's fabric device: its builtin fragment, else ``fabric-ib`` with the device in place
+    of ``rdma/ib`` (an RDMA shared device plugin's resource is the platform's name, an SR-IOV one is
+    ``nvidia.com/...rdma...``)."""
+    if resource in FABRIC_FRAGMENTS:
+        return f"extend {FABRIC_FRAGMENTS[resource]}"
+    return f"extend fabric-ib with `{resource}` in place of its rdma/ib"
+
+
+def fabric_gap(pod: JudgedPod, verdict: PoolFit, replicas_at: Figure | None, facts: Any = None) -> FabricGap | None:
+    """The fabric of ``verdict``'s pool the job does not ask for, or ``None``.
+
+    A gap is a job whose pod requests GPUs (any ``*/gpu``) and runs on more than one node of the pool at its
+    largest (``nnodes``' maximum over the pods a node holds, as far as the pool has the nodes), on a pool that takes
+    its pod and whose nodes offer a fabric, when the pod requests no fabric device
+    (:func:`kfdefaults.k8s.resources.is_fabric_device`: ``vpc.amazonaws.com/efa``, ``rdma/*``,
+    ``nvidia.com/*rdma*``) of any container. A node offers a fabric when its allocatable holds a fabric device, or
+    it carries a label the cluster's facts name in ``fabric_labels`` (``LABEL: FRAGMENT``, for a fabric no device
+    plugin announces: RoCE through the host's network); for such a label, a pod on the host network
+    (``hostNetwork: true``, what ``fabric-roce`` sets) asks for it. NCCL without the device finds no RDMA
+    transport and uses TCP sockets (its ``NET/Socket``), and the job runs slower without failing.
+    """
+    if not pod.gpus or not verdict.schedulable or verdict.needed is None:
+        return None
+    nodes = verdict.needed[1] if verdict.have is None else min(verdict.needed[1], verdict.have.value)
+    if nodes <= 1 or any(is_fabric_device(r) and amount > 0 for r, amount in pod.requests.items()):
+        return None
+    if replicas_at is not None:
+        profile: Origin | None = Origin(replicas_at.layer, replicas_at.at, "elastic.nnodes")
+    else:
+        profile = next((pod.origins.get(r) for r in pod.requests if "/" in r and r.rsplit("/", 1)[1] == "gpu"), None)
+    offered = node_allocatable(verdict.node)
+    order = list(FABRIC_FRAGMENTS)  # a device of a builtin fragment first: what the advice names
+    devices = sorted((r for r, amount in offered.items() if is_fabric_device(r) and amount > 0),
+                     key=lambda r: (order.index(r) if r in order else len(order), r))
+    if devices:
+        return FabricGap(tuple(f"{quantity_text(offered[r], r)} {r}" for r in devices), fabric_advice(devices[0]),
+                         profile, _pool_location(verdict, "allocatable", devices[0]))
+    named = (facts.get("fabric_labels") or {}) if facts is not None else {}
+    labels = (verdict.node.get("metadata") or {}).get("labels") or {}
+    label = next((k for k in named if k in labels), None)
+    if label is None or pod.spec.get("hostNetwork") is True:
+        return None
+    return FabricGap((f"the fabric of label `{label}`",), f"extend {named[label]}", profile,
+                     _pool_location(verdict, "labels", label), facts.location("fabric_labels", label))
+
+
+def fabric_warning(verdict: PoolFit) -> Finding | None:
+    """The warning of a pool whose fabric the job does not ask for (:attr:`PoolFit.fabric`), at the profile's
+    ``nnodes`` (else its GPU request), naming the pool's fact at its line; ``None`` when there is none."""
+    gap = verdict.fabric
+    if gap is None:
+        return None
+    details = [f"the pool's at {gap.pool}" + (f", named a fabric by the cluster's facts at {gap.named_by}"
+                                             if gap.named_by is not None else ""),
+               "NCCL_DEBUG=INFO shows the transport NCCL chose: `NET/Socket` and `Using network Socket` for TCP"]
+    if gap.profile is None:
+        return Finding(Location(f"<pool {verdict.pool.name}>"), "", gap.message(verdict.pool.name), "warning",
+                       details=details)
+    return Finding(gap.profile.location, gap.profile.path, gap.message(verdict.pool.name), "warning",
+                   gap.profile.layer, details)
 
 
 def misfit_warning(report: FitReport, resolved: Resolved) -> Finding | None:

@@ -102,6 +102,32 @@ class Reserve:
         return None if hours is None or self.price is None else hours * Fraction(str(self.price.value))
 
 
+class FabricGap(NamedTuple):
+    """A job of GPUs on more than one node that requests none of the RDMA fabric its pool's nodes offer: NCCL then
+    talks over TCP sockets, several times slower, and nothing fails (:func:`.fit_causes.fabric_gap`).
+
+    Attributes:
+        offered: What a node of the pool offers, each as text: ``32 vpc.amazonaws.com/efa``, or the label the
+            cluster's facts name as a fabric (``fabric_labels``): ``label example.com/roce``.
+        advice: What to extend: ``extend fabric-efa``.
+        profile: Where the job is made one of several nodes (its ``nnodes``), else where it requests its GPUs.
+        pool: Where the pool's fact is written (its allocatable amount, or its label).
+        named_by: Where the facts name the label as a fabric, for a label; else ``None``.
+    """
+
+    offered: tuple[str, ...]
+    advice: str
+    profile: Origin | None
+    pool: Location
+    named_by: Location | None = None
+
+    def message(self, pool: str) -> str:
+        """``pool p5 offers 32 vpc.amazonaws.com/efa per node; this job requests none: NCCL will use TCP sockets;
+        extend fabric-efa``."""
+        return (f"pool {pool} offers {' and '.join(self.offered)} per node; this job requests none: NCCL will use TCP "
+                f"sockets; {self.advice}")
+
+
 @dataclass
 class PoolFit:
     """One pool's verdict.
@@ -122,6 +148,8 @@ class PoolFit:
             kind's nodes and the filters' verdicts on its first.
         pending: Pods of the job that find no node in the pool, at its largest size there, and so stay Pending;
             ``None`` when unknown.
+        fabric: The fabric of the pool the job does not ask for (:class:`FabricGap`), or ``None``; filled by
+            :func:`fit`.
     """
 
     pool: Pool
@@ -135,6 +163,7 @@ class PoolFit:
     causes: list[Any] = field(default_factory=list)
     others: list[tuple[list[dict[str, Any]], list[Verdict]]] = field(default_factory=list)
     pending: int | None = None
+    fabric: FabricGap | None = None
 
     @property
     def schedulable(self) -> bool:

@@ -93,7 +93,8 @@ def head_lines(report: FitReport) -> list[str]:
 def pool_lines(verdict: PoolFit, report: FitReport) -> list[str]:
     """A pool's verdict in full: each reason with where the profile asks it, where the pool refuses it and the rule
     it follows (the scheduler's Go file and function), the nodes, its nodes that take no pod and why, the pods that
-    stay Pending and what they hold, what the job holds at worst, the resources the pool leaves unchecked, its notes."""
+    stay Pending and what they hold, what the job holds at worst, the resources the pool leaves unchecked, the fabric
+    it offers that the job does not ask for (:attr:`PoolFit.fabric`), its notes."""
     pool = verdict.pool
     lines = [f"{pool.name} ({where(pool.location())}): {'fits' if verdict.fits else 'does not fit'}"]
     for cause in verdict.causes:
@@ -125,6 +126,11 @@ def pool_lines(verdict: PoolFit, report: FitReport) -> list[str]:
         lines.append(text)
     for resource in (r for r in pool.unknown if r in report.pod.requests):
         lines.append(f"  {resource}: not stated by the pool, not checked")
+    if verdict.fabric is not None:
+        gap = verdict.fabric
+        lines.append(f"  warning: {gap.message(pool.name)}")
+        lines.append(f"    profile: {origin_text(gap.profile)}; pool: {where(gap.pool)}"
+                     + (f"; named a fabric: {where(gap.named_by)}" if gap.named_by is not None else ""))
     lines += [f"  note: {note}" for note in pool.notes]
     return lines
 
@@ -169,7 +175,11 @@ def _pool_data(v: PoolFit) -> dict[str, Any]:
         "nodes_max": _figure_data(v.have), "usable_nodes": v.usable,
         "nodes_taking_none": [{"nodes": k.nodes, "reasons": list(k.reasons), "at": _location_data(k.at)}
                               for k in other_kinds(v)],
-        "pending": v.pending, "reserves": reserve, "unchecked": list(v.pool.unknown), "notes": list(v.pool.notes)}
+        "pending": v.pending, "reserves": reserve, "unchecked": list(v.pool.unknown), "notes": list(v.pool.notes),
+        "warnings": [] if v.fabric is None else [{
+            "message": v.fabric.message(v.pool.name), "offered": list(v.fabric.offered), "profile":
+            _origin_data(v.fabric.profile), "pool": _location_data(v.fabric.pool),
+            "named_by": _location_data(v.fabric.named_by)}]}
 
 
 def fit_document(report: FitReport) -> dict[str, Any]:
@@ -177,8 +187,9 @@ def fit_document(report: FitReport) -> dict[str, Any]:
     "nnodes": {"min", "max", "set_at"}, "deadline": FIGURE | null, "pools": [...]}``, each pool with its
     ``reasons`` (``plugin``, ``reason``, ``detail``, ``profile`` and ``pool`` locations, the ``rule`` it follows),
     ``pods_per_node``, ``nodes_needed``, ``nodes_max``, ``nodes_taking_none`` (nodes of the pool that take no pod,
-    and why), ``pending`` (pods of the ``pods_created`` that find no node) and ``reserves`` (nodes, GPUs, node- and
-    GPU-hours, cost)."""
+    and why), ``pending`` (pods of the ``pods_created`` that find no node), ``reserves`` (nodes, GPUs, node- and
+    GPU-hours, cost) and ``warnings`` (the fabric the job does not ask for: ``message``, ``offered``, the
+    ``profile`` and ``pool`` locations, ``named_by``)."""
     pod = report.pod
     return {
         "profile": report.profile, "target": report.target, "fits": report.fits,

@@ -25,6 +25,8 @@ says so rather than guessing. Times are whole seconds, resources Kubernetes quan
       version: "2.5.1"                         # the torch in the task images
       profiles: {gpu-large: "2.3.1"}           # where a profile's image has another
     max_hang: 3600                             # the longest a hung collective may hold the nodes, seconds
+    fabric_labels:                             # node labels that mark an RDMA fabric no device plugin announces
+      example.com/roce: fabric-roce            # label -> the fragment that asks for it
 
 Unknown keys are errors (``FILE:LINE:COLUMN``), values are not coerced, and the JSON Schema of the file is
 ``kfdefaults schema --facts``.
@@ -39,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import Finding, Location, ProfileError, sorted_findings
 from ..inputs import Inputs
+from ..k8s.names import qualified_name_problem
 from ..k8s.quantity import quantity_problem
 from ..layers import NAME_PATTERN
 from ..paths import format_path
@@ -183,6 +186,19 @@ class ClusterFactsFile(_Strict):
     max_hang: Optional[int] = Field(None, ge=1, le=MAX_SECONDS,
                                     description="The longest a hung collective may hold a job's nodes before torch ends "
                                                 "it, restarts included, in seconds: the platform's bound.")
+    fabric_labels: Optional[Dict[str, str]] = Field(
+        None, description="Node labels that mark an RDMA fabric no device plugin announces (RoCE through the host's "
+                          "network), each with the profile that asks for it: label -> profile name (fabric-roce).")
+
+    @field_validator("fabric_labels")
+    @classmethod
+    def _fabric_labels(cls, value: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+        for label, profile in (value or {}).items():
+            if (problem := qualified_name_problem(label)) is not None:
+                raise ValueError(f"{label!r} is not a label name: {problem}")
+            if not re.fullmatch(NAME_PATTERN, profile):
+                raise ValueError(f"{label}: {profile!r} is not a profile name")
+        return value
 
 
 class ClusterFacts:
