@@ -95,3 +95,94 @@ def test_build_failure_policy_zero_is_none():
     """TestBuildFailurePolicy_Zero: no failurePolicy for 0 restarts; no TTL when the task sets none."""
     spec = build_jobset(serialized(replicas=2, nproc_per_node=1))["spec"]
     assert "failurePolicy" not in spec and "ttlSecondsAfterFinished" not in spec
+
+
+# --- render --as jobset: the JobSet of a task defined on the profile, as the backend builds it ---------------
+
+
+TWO_NODES = """\
+extends: gpu-large
+elastic:
+  nnodes: 2
+  max_restarts: null
+  rdzv_configs: null
+  run_policy: null
+pod_template:
+  spec:
+    containers:
+      - name: primary
+        env:
+          - name: TEAM_ONLY
+            value: "1"
+"""
+
+CLUSTER = """\
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: flyte-default, namespace: flyte}
+template:
+  spec:
+    containers:
+      - name: default
+        env:
+          - {name: CLUSTER_ONLY, value: "1"}
+    tolerations:
+      - {key: cluster, operator: Exists}
+"""
+
+
+def rendered_jobset(tmp_path, *extra):
+    import yaml
+    from cli_runner import invoke as run_cli
+
+    (tmp_path / "team").mkdir(exist_ok=True)
+    (tmp_path / "team" / "two-node.yaml").write_text(TWO_NODES, encoding="utf-8")
+    (tmp_path / "cluster.yaml").write_text(CLUSTER, encoding="utf-8")
+    result = run_cli(["render", "two-node", "--team", str(tmp_path / "team"), "--target", "clustered", "--as",
+                      "jobset", "--cluster-template", str(tmp_path / "cluster.yaml"), *extra])
+    assert result.exit_code == 0, result.output
+    return yaml.safe_load(result.stdout)
+
+
+def test_render_as_jobset_holds_every_field_the_backend_builds(tmp_path):
+    """The fields of BuildResource (build.go, failure.go, runtime_torch.go at 6fadb90d), of a task on a fixed
+    two-node profile with JobSet restarts and a TTL, the cluster's PodTemplate merged into its pods."""
+    jobset = rendered_jobset(tmp_path, "--set", "elastic.cluster_max_restarts=2",
+                             "--set", "elastic.run_policy.ttl_seconds_after_finished=600")
+    assert (jobset["apiVersion"], jobset["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    assert jobset["metadata"]["annotations"]["flyte.org/task-type"] == "clustered-task"
+    spec = jobset["spec"]
+    assert spec["network"] == {"enableDNSHostnames": True} and spec["successPolicy"] == {"operator": "All"}
+    assert spec["failurePolicy"] == {"maxRestarts": 2} and spec["ttlSecondsAfterFinished"] == 600
+    (workers,) = spec["replicatedJobs"]
+    assert (workers["name"], workers["replicas"]) == ("workers", 1)
+    job = workers["template"]["spec"]
+    assert (job["parallelism"], job["completions"], job["completionMode"], job["backoffLimit"]) == (2, 2, "Indexed", 0)
+    pod = jobset_pod_template(jobset)
+    assert pod["metadata"]["annotations"]["kfdefaults.io/profile"] == "two-node"
+    assert pod["spec"]["restartPolicy"] == "Never" and pod["spec"]["subdomain"] == jobset["metadata"]["name"]
+    assert {"key": "cluster", "operator": "Exists"} in pod["spec"]["tolerations"]  # the cluster's template
+    env = primary_env(jobset)
+    assert {n: env[n].get("value") for n in ("NNODES", "NPROC_PER_NODE", "MASTER_PORT", "RDZV_BACKEND",
+                                             "JOBSET_MAX_RESTARTS")} == \
+        {"NNODES": "2", "NPROC_PER_NODE": "8", "MASTER_PORT": "29500", "RDZV_BACKEND": "static",
+         "JOBSET_MAX_RESTARTS": "2"}
+    assert {"JOBSET_NAME", "JOBSET_RESTART_ATTEMPT", "POD_NAMESPACE", "TEAM_ONLY", "CLUSTER_ONLY"} <= set(env)
+    names = [e["name"] for e in jobset_pod_template(jobset)["spec"]["containers"][0]["env"]]
+    assert names.index("TEAM_ONLY") < names.index("NNODES")  # the plugin's eight come after the task's own
+
+
+def test_render_as_jobset_without_restarts_or_ttl_leaves_both_out(tmp_path):
+    """TestBuildFailurePolicy_Zero through render: no failurePolicy for 0 restarts, no TTL unset."""
+    spec = rendered_jobset(tmp_path, "-o", "json")["spec"]
+    assert "failurePolicy" not in spec and "ttlSecondsAfterFinished" not in spec
+
+
+def test_render_as_jobset_is_for_the_clustered_target_and_its_errors_are_the_targets():
+    from cli_runner import invoke as run_cli
+
+    other = run_cli(["render", "gpu-large", "--target", "flyte2", "--as", "jobset"])
+    assert other.exit_code == 1 and "use --target clustered" in other.stderr and other.stdout == ""
+    ranged = run_cli(["render", "gpu-large", "--target", "clustered", "--as", "jobset"])
+    assert ranged.exit_code == 1 and "Traceback" not in ranged.stderr and ranged.stdout == ""
+    assert "gpu-large.yaml:4:11: [builtin] elastic.nnodes" in ranged.stderr

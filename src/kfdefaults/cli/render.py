@@ -39,16 +39,18 @@ def build(prog: str) -> argparse.ArgumentParser:
                         "'pod_template.spec.containers[name=primary].image=img:1'.")
     p.add_argument("-o", "--output", choices=["yaml", "json"], default=None,
                    help="yaml (the default) or json; with --explain, the explanation as data.")
-    p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte", "pytorchjob"], default="profile",
+    p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte", "pytorchjob", "jobset"],
+                   default="profile",
                    help="profile (the default): the merged profile; podtemplate: a Kubernetes v1 PodTemplate "
                         "manifest (standard error names the containers Flyte's backend drops from it when a task "
                         "names it as pod_template_name: all but primary and default); flyte: the TaskTemplate the "
                         "target SDK registers for a task on the profile; pytorchjob: the PyTorchJob Flyte's backend "
-                        "creates from that TaskTemplate (flytekit), the cluster's default PodTemplate merged in. "
-                        "flyte and pytorchjob define and serialize a real task: they import the SDK, which takes a "
-                        "second or more.")
+                        "creates from that TaskTemplate (flytekit), the cluster's default PodTemplate merged in; "
+                        "jobset: the JobSet it creates for a clustered task (--target clustered), the same way. "
+                        "flyte, pytorchjob and jobset define and serialize a real task: they import the SDK, which "
+                        "takes a second or more.")
     p.add_argument("--image", metavar="IMAGE", default=None,
-                   help="With --as flyte or pytorchjob: the registration's default image, as pyflyte register "
+                   help="With --as flyte, pytorchjob or jobset: the registration's default image, as pyflyte register "
                         "--image (flytekit) or flyte deploy --image (Flyte 2) give it (default: the SDK's default "
                         "image). A profile's image wins over it; the task's own image argument would win over both.")
     add_target(p)
@@ -70,7 +72,7 @@ def replayable(args: argparse.Namespace) -> bool:
 def run(args: argparse.Namespace, recording: Recording | None = None) -> int:
     if args.explain and args.as_ != "profile":
         build("kfdefaults render").error(f"--explain shows the merged profile; it does not combine with --as {args.as_}")
-    if args.image is not None and args.as_ not in ("flyte", "pytorchjob"):
+    if args.image is not None and args.as_ not in TASK_VIEWS:
         build("kfdefaults render").error("--image is the image of the task that --as flyte serializes")
     return run_body(lambda: _render(args, Inputs() if recording is None else recording.inputs, recording))
 
@@ -88,13 +90,16 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
 
     output = args.output or "yaml"
     layers = layer_arguments(build("kfdefaults render"), args)
-    if args.as_ in ("flyte", "pytorchjob") and layers["only"]:
+    if args.as_ in TASK_VIEWS and layers["only"]:
         build("kfdefaults render").error(f"--as {args.as_} shows what registering the task gives, which reads every "
                                          "source of each layer: --only-platform / --only-team do not combine with it")
     target, why = chosen_target(args, inputs)
     if args.as_ == "pytorchjob" and target.name != "flytekit":
         raise KfdefaultsError("--as pytorchjob shows what Flyte 1's backend builds from a flytekit task: use "
                               "--target flytekit")
+    if args.as_ == "jobset" and target.name != "clustered":
+        raise KfdefaultsError("--as jobset shows what Flyte 2's backend builds from a clustered task: use "
+                              "--target clustered")
     pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=target,
                                  cluster_template=args.cluster_template, facts=args.facts, nodes=args.nodes,
                                  inputs=inputs)
@@ -105,7 +110,7 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
     if said:
         err(said)  # on standard error, as the warnings: the output stays clean
     findings = pipeline.warnings(resolved)
-    if args.as_ in ("flyte", "pytorchjob"):
+    if args.as_ in TASK_VIEWS:
         report(findings)
         _render_flyte(args, pipeline, tree, output, recording)
         return
@@ -133,6 +138,9 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
     out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
 
 
+TASK_VIEWS = ("flyte", "pytorchjob", "jobset")
+"""The ``--as`` views that define and serialize a real task."""
+
 CHOSEN = ("--target", "KFDEFAULTS_TARGET", "the installed SDK")
 """The reasons of :func:`~.common.chosen_target` that settle the target: asked for, or the one SDK installed."""
 
@@ -150,7 +158,7 @@ def target_line(target: Any, why: str, resolved: Any, as_: str) -> str | None:
     settings are the merge of the same fragments for it (:func:`kfdefaults.merge.fold.merge_fragments`, kept in the
     cache as every merge is).
     """
-    if why in CHOSEN or as_ in ("podtemplate", "pytorchjob"):
+    if why in CHOSEN or as_ in ("podtemplate", "pytorchjob", "jobset"):
         return None
     if as_ == "flyte":
         return f"kfdefaults: target {target.name} ({why})"
@@ -196,6 +204,8 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
             err(f"{filename}:{lineno}: {category}: {message}")
     if args.as_ == "pytorchjob":
         data = _pytorch_job(args.name, data, pipeline)
+    elif args.as_ == "jobset":
+        data = _jobset(data, pipeline)
     encoding = output_encoding()
     out(to_json(data, encoding=encoding) if output == "json" else to_yaml(data, encoding=encoding))
 
@@ -255,3 +265,19 @@ def _pytorch_job(name: str, task_template: dict[str, Any], pipeline: Any) -> dic
     for replica in job["spec"]["pytorchReplicaSpecs"].values():
         replica["template"] = order_k8s(replica["template"], pod_template)
     return job
+
+
+def _jobset(task_template: dict[str, Any], pipeline: Any) -> dict[str, Any]:
+    """``--as jobset``: the JobSet Flyte 2's backend creates from a clustered task's TaskTemplate
+    (:func:`kfdefaults.backend.jobset.build_jobset`), the cluster's default PodTemplate merged in."""
+    from ..backend.jobset import POD_TEMPLATE_PATH, build_jobset
+    from ..show.output import order_k8s
+    from ..smp.schema import schema_type
+
+    cluster = pipeline.cluster
+    jobset = build_jobset(task_template, cluster.manifest if cluster is not None else None)
+    holder = jobset
+    for part in POD_TEMPLATE_PATH[:-1]:
+        holder = holder[part]
+    holder["template"] = order_k8s(holder["template"], schema_type("PodTemplateSpec", pipeline.kubernetes_version))
+    return jobset

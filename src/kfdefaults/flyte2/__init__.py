@@ -12,6 +12,10 @@ the plugin's ``Elastic``::
     @env.task
     def train() -> None: ...
 
+and per ``ClusteredTaskEnvironment`` for Flyte 2's clustered tasks (a JobSet): ``kfdefaults.flyte2.
+ClusteredTaskEnvironment(profile="two-node", name="train", image=...)``, the SDK's environment with its clustered
+fields from the profile.
+
 Importing this package checks that the SDK is installed (the ``flyte2`` extra of kfdefaults; Python 3.10 or
 later) and raises an ``ImportError`` that says what to install; it imports nothing heavy. The plugin imports
 torch (several seconds), so :class:`Elastic` and the task class are imported when first used, and registered
@@ -51,12 +55,15 @@ _WHERE = {
     "RunPolicy": ".elastic",
     "ProfileTorchFunctionTask": ".task",
     "ProfilePodTemplate": ".task",
+    "ClusteredTaskEnvironment": ".clustered",
+    "ProfileClusteredTask": ".clustered",
 }
 
 __all__ = sorted(_WHERE)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .elastic import Elastic, RunPolicy  # noqa: F401
+    from .clustered import ClusteredTaskEnvironment, ProfileClusteredTask  # noqa: F401
     from .task import ProfilePodTemplate, ProfileTorchFunctionTask  # noqa: F401
 
 
@@ -65,8 +72,10 @@ def __getattr__(name: str) -> object:
     if module is None:
         raise AttributeError(f"module 'kfdefaults.flyte2' has no attribute {name!r}")
     # the task module imports the Elastic module and registers Elastic with Flyte 2's TaskPluginRegistry: a
-    # TaskEnvironment(plugin_config=Elastic(...)) then defines a ProfileTorchFunctionTask
-    importlib.import_module(".task", __name__)
+    # TaskEnvironment(plugin_config=Elastic(...)) then defines a ProfileTorchFunctionTask (the clustered module
+    # registers its own, and imports no plugin)
+    if module != ".clustered":
+        importlib.import_module(".task", __name__)
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

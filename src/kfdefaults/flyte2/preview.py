@@ -9,15 +9,28 @@ import pathlib
 from typing import Any
 
 from .objects import OBJECTS  # noqa: F401  (the preview's builder of pod templates, kfdefaults.runtime.preview)
-from .task import Elastic  # the task module registers Elastic's task plugin
+
+
+def config_class(target: Any) -> type:
+    """The config a previewed task is defined with: ``Elastic`` (the task module registers its task plugin, and
+    imports the PyTorch plugin, and torch), or for clustered tasks :class:`~.clustered.ClusteredConfig` (``flyte``
+    alone)."""
+    if target.name == "clustered":
+        from .clustered import ClusteredConfig  # lazy: the clustered task's modules, for that target only
+
+        return ClusteredConfig
+    from .task import Elastic  # lazy: the PyTorch plugin imports torch (seconds), not needed for clustered tasks
+
+    return Elastic
 
 
 def task_body() -> None:
     """The body of the previewed task (never run; its name is the task's)."""
 
 
-def serialize(name: str, config: Elastic, pod_template: Any, image: str | None) -> dict[str, Any]:
-    """:func:`task_body` as a task of ``flyte.TaskEnvironment(name=name, plugin_config=config, pod_template=pod_template)``,
+def serialize(name: str, config: Any, pod_template: Any, image: str | None) -> dict[str, Any]:
+    """:func:`task_body` as a task of ``flyte.TaskEnvironment(name=name, plugin_config=config, pod_template=pod_template)``
+    (of a :class:`~.clustered.ClusteredTaskEnvironment` for a ``ClusteredConfig``),
     serialized as ``flyte deploy --image IMAGE`` does (the image cache names ``image`` for an environment whose
     image is ``"auto"``; Flyte 2's ``"auto"`` image when ``None``): its TaskTemplate as protobuf JSON, without
     ``metadata.runtime`` (the installed flyte's version)."""
@@ -27,7 +40,10 @@ def serialize(name: str, config: Elastic, pod_template: Any, image: str | None) 
     from flyte.models import SerializationContext
     from google.protobuf.json_format import MessageToDict
 
-    env = flyte.TaskEnvironment(name=name, image="auto", plugin_config=config, pod_template=pod_template)
+    environment = flyte.TaskEnvironment
+    if config.TARGET.name == "clustered":
+        from .clustered import ClusteredTaskEnvironment as environment  # lazy: as in config_class
+    env = environment(name=name, image="auto", plugin_config=config, pod_template=pod_template)
     defined = env.task(task_body)
     package_root = pathlib.Path(__file__).resolve().parents[2]  # the folder holding kfdefaults/, for the resolver
     cache = ImageCache(image_lookup={env.name: image}) if image is not None else None

@@ -20,6 +20,11 @@ from .elastic import Elastic  # noqa: F401  (the preview's config, kfdefaults.ru
 from .objects import OBJECTS  # noqa: F401
 
 
+def config_class(target: Any) -> type:
+    """The config a previewed task is defined with: flytekit's one target's ``Elastic``."""
+    return Elastic
+
+
 def task_body() -> None:
     """The body of the previewed task (never run; its name is the task's)."""
 

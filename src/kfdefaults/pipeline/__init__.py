@@ -75,7 +75,8 @@ class Pipeline:
             (``"flytekit"``, ``"flyte2"``); ``None``: :func:`~kfdefaults.targets.default_target`.
         cluster_template: The file of the cluster's default PodTemplate
             (:func:`kfdefaults.layers.find_cluster_template`), or ``None`` when the cluster has none. Flyte 1's
-            backend lays it under the task's pod: it counts for the flytekit target only.
+            backend lays it under the task's pod, and Flyte 2's ``clustered`` plugin under a JobSet's
+            (``flytek8s.ToK8sPodSpec``): it counts for the flytekit and clustered targets.
         project: The project whose ``pyproject.toml`` named folders (:class:`~kfdefaults.layers.Project`).
         lock: The project's ``kfdefaults.lock``: every profile it lists is held to it (:mod:`kfdefaults.lock`).
         facts: The file of the cluster's facts (:mod:`kfdefaults.validate.facts`), or ``None`` when none is stated.
@@ -103,7 +104,7 @@ class Pipeline:
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.sdk = sdk
         self.target = default_target()[0] if target is None else target_named(target)
-        self.cluster_template = cluster_template if self.target.name == "flytekit" else None
+        self.cluster_template = cluster_template if self.target.name in ("flytekit", "clustered") else None
         self._cluster: ClusterTemplate | None = None
         self.facts_file = facts
         self._facts: ClusterFacts | None = None

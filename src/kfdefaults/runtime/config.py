@@ -105,10 +105,12 @@ class ProfileConfig:
     resolved: Resolved | None
 
     def _resolve_profile(self, profile: str | None, platform: Any, team: Any, overrides: dict[str, Any],
-                         sdk: SdkObjects, shared_memory: bool | None = None) -> ProfileCall:
+                         sdk: SdkObjects, shared_memory: bool | None = None,
+                         labels: Mapping[str, str] | None = None) -> ProfileCall:
         """Check the call's arguments, resolve the profile with them as the task layer and keep what it gives.
         Without ``profile``, the project's ``default_profile``, else the plugin's defaults alone
-        (:data:`~kfdefaults.settings.NO_PROFILE`); ``shared_memory`` is ``increase_shared_mem``.
+        (:data:`~kfdefaults.settings.NO_PROFILE`); ``shared_memory`` is ``increase_shared_mem``; ``labels`` name
+        the arguments in messages where they are not ``Elastic(key=value)`` (dotted key -> label).
 
         Raises:
             TypeError: an unknown keyword argument, ``profile`` is not a string, or the folders are not paths.
@@ -120,7 +122,8 @@ class ProfileConfig:
         if not isinstance(profile, (str, type(None))):
             raise TypeError(f"Elastic(profile=...) takes a profile name, a string, not {type(profile).__name__}")
         platform, team = folder_arguments(platform, "Elastic(platform=...)"), folder_arguments(team, "Elastic(team=...)")
-        section, labels = task_layer(self.TARGET, overrides)
+        section, named = task_layer(self.TARGET, overrides)
+        labels = {**named, **(labels or {})}
         self._call = call = ProfileCall(self.TARGET, profile, platform, team, section, labels, sdk, shared_memory,
                                         self.PLUGIN_SHARED_MEMORY)
         self.profile = call.profile

@@ -1,6 +1,7 @@
 """``kfdefaults render NAME --as flyte``: the TaskTemplate the target SDK registers for a task on a profile.
 
-The template comes from defining a real task with the target adapter's ``Elastic`` and serializing it with the
+The template comes from defining a real task with the target adapter's ``Elastic`` (a clustered task's
+``ClusteredConfig``) and serializing it with the
 SDK's own translator, as registering does; nothing here imitates an SDK's output. What differs between the SDKs
 is the adapter's ``serialize`` (:mod:`kfdefaults.flytekit.preview`, :mod:`kfdefaults.flyte2.preview`); the
 adapter of a target is :attr:`kfdefaults.targets.Target.adapter`.
@@ -40,7 +41,7 @@ def task_template(
             SDK's default image when ``None``.
 
     Returns:
-        ``{"id": ..., "type": "pytorch" | "python-task", "custom": ..., "k8sPod": {"podSpec": ...}, ...}``, the
+        ``{"id": ..., "type": "pytorch" | "python-task" | "clustered-task", "custom": ..., "k8sPod": {"podSpec": ...}, ...}``, the
         TaskTemplate message as the SDK sends it (numbers in ``custom`` are JSON doubles), without the installed
         SDK's version. The warnings of the profile and of the overrides are not raised as Python warnings: the
         caller reports them (``Pipeline.warnings``); those of defining the task are (which image wins).
@@ -50,7 +51,8 @@ def task_template(
     overrides = dict(overrides or {})
     with warnings.catch_warnings():  # the caller reports the warnings of the profile and of the overrides
         warnings.simplefilter("ignore", KfdefaultsWarning)
-        config = adapter.Elastic(profile=name, platform=platform, team=team, **dict(overrides.get("elastic") or {}))
+        config = adapter.config_class(target)(profile=name, platform=platform, team=team,
+                                             **dict(overrides.get("elastic") or {}))
     section = overrides.get("pod_template")
     pod_template = None
     if section:
