@@ -59,7 +59,7 @@ class _SdkObjects:
 
 FLYTEKIT_OBJECTS = _SdkObjects(".flytekit.objects")
 FLYTE2_OBJECTS = _SdkObjects(".flyte2.objects")
-SDK_OBJECTS = {"flytekit": FLYTEKIT_OBJECTS, "flyte2": FLYTE2_OBJECTS}
+SDK_OBJECTS = {"flytekit": FLYTEKIT_OBJECTS, "flyte2": FLYTE2_OBJECTS, "clustered": _SdkObjects(".flyte2.clustered")}
 """Target name -> what builds its SDK's objects for :attr:`Resolved.elastic` and :attr:`Resolved.pod_template`."""
 
 
