@@ -530,7 +530,7 @@ def test_render_as_flyte_is_a_serialized_task_template():
 
     result = run_cli(["render", "gpu-large", "--as", "flyte", "-o", "json", "--set", "elastic.nnodes=2:3"])
     assert result.exit_code == 0, result.output
-    assert result.stderr.startswith("kfdefaults: target flytekit (")  # the target is said on standard error
+    assert result.stderr.startswith("kfdefaults: target flytekit assumed; ")  # the target is said on standard error
     tt = json.loads(result.stdout)
     assert tt["type"] == "pytorch"
     assert tt["custom"]["elasticConfig"]["minReplicas"] == 2 and tt["custom"]["elasticConfig"]["maxReplicas"] == 3

@@ -292,13 +292,24 @@ def test_an_sdk_plugin_removed_since_changes_the_default_target_said(case: dict)
     age(site)
     env = {**case["env"], "PYTHONPATH": str(site)}
     _, said, how, _ = render(case, *ARGS, env=env)
-    assert how == "rendered" and "target flytekit (flytekit and flyte are both installed" in said
+    assert how == "rendered" and "target flytekit assumed; flyte2: " in said
     assert render(case, *ARGS, env=env)[2] == "replayed"
     (site / "flyteplugins").mkdir()
     (site / "flyteplugins" / "__init__.py").write_text("")
     age(site)
     _, said, how, _ = render(case, *ARGS, env=env)
     assert how == "rendered" and "target" not in said, said
+
+
+def test_a_target_the_project_states_since_is_another_render(case: dict) -> None:
+    """``[tool.kfdefaults] target`` written since the last render settles the target: the same command renders
+    again, and says nothing of a target."""
+    assert "target flytekit assumed" in render(case, *ARGS)[1]
+    assert render(case, *ARGS)[2] == "replayed"
+    (case["work"] / "pyproject.toml").write_text('[tool.kfdefaults]\ntarget = "flytekit"\n')
+    out, said, how, _ = render(case, *ARGS)
+    assert how == "rendered" and said == "", said
+    assert render(case, *ARGS)[2] == "replayed"
 
 
 @pytest.mark.parametrize("library", ["deepmerge", "pydantic", "yaml"])

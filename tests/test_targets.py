@@ -86,8 +86,8 @@ def test_the_merge_cache_keeps_the_targets_apart():
 @pytest.mark.parametrize("kit, two, expected, why", [
     (True, False, FLYTEKIT, "the installed SDK"),
     (False, True, FLYTE2, "the installed SDK"),
-    (True, True, FLYTEKIT, "flytekit and flyte are both installed; --target flyte2 for Flyte 2"),
-    (False, False, FLYTEKIT, "no Flyte SDK is installed; --target flyte2 for Flyte 2"),
+    (True, True, FLYTEKIT, "flytekit and flyte are both installed"),
+    (False, False, FLYTEKIT, "no Flyte SDK is installed"),
 ])
 def test_the_default_target_is_the_installed_sdk(monkeypatch, kit, two, expected, why):
     monkeypatch.setattr(targets, "installed", lambda t, inputs=None: {"flytekit": kit, "flyte2": two}[t.name])
@@ -308,8 +308,7 @@ def test_render_validate_and_diff_need_no_sdk(tmp_path):
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)
     code, out, err = results[0]
-    assert code == 0 and err == ("kfdefaults: target flytekit (no Flyte SDK is installed; --target flyte2 for Flyte 2); "
-                                 "for flyte2: monitor_interval 3 (not 5)\n")
+    assert code == 0 and err == "kfdefaults: target flytekit assumed; flyte2: monitor_interval 3 (see --target)\n"
     assert yaml.safe_load(out)["elastic"]["nproc_per_node"] == 8
     code, out, err = results[1]
     assert code == 0 and "flyteplugins.pytorch.Elastic default (monitor_interval)" in out

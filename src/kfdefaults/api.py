@@ -37,7 +37,7 @@ from .merge.result import Resolved
 from .pipeline import Pipeline
 from .pipeline.project import find_project, or_report, profiles_in_use, project_lock
 from .show.diff import Side, side
-from .targets import Target, default_target, target_named
+from .targets import Target
 
 __all__ = ["Report", "Resolved", "compare", "resolve", "validate_paths"]
 
@@ -61,10 +61,6 @@ FLYTEKIT_OBJECTS = _SdkObjects(".flytekit.objects")
 FLYTE2_OBJECTS = _SdkObjects(".flyte2.objects")
 SDK_OBJECTS = {"flytekit": FLYTEKIT_OBJECTS, "flyte2": FLYTE2_OBJECTS, "clustered": _SdkObjects(".flyte2.clustered")}
 """Target name -> what builds its SDK's objects for :attr:`Resolved.elastic` and :attr:`Resolved.pod_template`."""
-
-
-def _target(target: Target | str | None) -> Target:
-    return default_target()[0] if target is None else target_named(target)
 
 
 def resolve(
@@ -95,7 +91,8 @@ def resolve(
         target: The SDK the profile is resolved for, ``"flytekit"`` or ``"flyte2"``
             (:mod:`kfdefaults.targets`): its plugin's defaults lie below every layer, and
             :attr:`Resolved.elastic` and :attr:`Resolved.pod_template` are its objects. ``None``:
-            ``KFDEFAULTS_TARGET``, else the installed SDK (flytekit when both or neither are).
+            ``KFDEFAULTS_TARGET``, else the project's ``[tool.kfdefaults] target``, else the installed SDK (flytekit
+            when both or neither are).
         project: The project's folder (its ``pyproject.toml`` and ``kfdefaults.lock``); ``None``: the working
             directory's.
 
@@ -113,10 +110,9 @@ def resolve(
     if not isinstance(name, str):
         raise TypeError(f"a profile name is a string, not {type(name).__name__}")
     platform, team = folder_arguments(platform, "platform="), folder_arguments(team, "team=")
-    chosen = _target(target)
-    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, sdk=SDK_OBJECTS[chosen.name],
-                                 target=chosen, flags=("platform=", "team="),
-                                 project=None if project is None else [os.fspath(project)])
+    pipeline = Pipeline.discover(platform, team, kubernetes_version=kubernetes_version, target=target,
+                                 flags=("platform=", "team="), project=None if project is None else [os.fspath(project)])
+    pipeline.sdk = SDK_OBJECTS[pipeline.target.name]
     return pipeline.resolve(name, [pipeline.task_layer(name, overrides)])
 
 
@@ -237,7 +233,7 @@ def validate_paths(
     # a broken context folder or installed package is reported, and the rest is checked all the same
     catalog = Catalog(discover_folders(sources, errors=findings), {layer: given} if paths else {})
     platform_folders = _platform_folders(catalog, paths, layer)
-    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=_target(target),
+    pipeline = Pipeline(catalog, kubernetes_version=kubernetes_version, target=target,
                         cluster_template=_cluster_template(cluster_template, platform_folders, findings, project),
                         project=project, lock=_lock(project, findings),
                         facts=or_report(findings, find_platform_file, CLUSTER_FACTS, facts, platform_folders,
@@ -395,7 +391,7 @@ def compare(
     for label, name, plat, tm, flags in ((labels[0], name_a, platform, team, ("--platform", "--team")),
                                          (labels[1], b_name, platform if platform_against is None else platform_against,
                                           team if team_against is None else team_against, flags_b)):
-        pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=_target(target),
+        pipeline = Pipeline.discover(plat, tm, kubernetes_version=kubernetes_version, target=target,
                                      flags=flags, use_lock=False, facts=facts, nodes=nodes, project=project,
                                      **sources)  # a diff compares what changed
         shown = {layer: [f.path for f in pipeline.catalog.folders.get(layer, [])] for layer in ("platform", "team")}

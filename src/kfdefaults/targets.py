@@ -254,14 +254,25 @@ def installed(target: Target, inputs: Inputs | None = None) -> bool:
     return True
 
 
-def default_target(environ: Mapping[str, str] | None = None, inputs: Inputs | None = None) -> tuple[Target, str]:
+PROJECT_TARGET = "[tool.kfdefaults] target"
+"""The reason :func:`default_target` gives for the target the project's ``pyproject.toml`` states."""
+
+SETTLED = ("given", TARGET_ENV, PROJECT_TARGET, "the installed SDK")
+"""The reasons of :func:`default_target` (and ``"given"``: asked for by name) that settle the target: nothing
+needs saying about it. Any other reason is an assumption (both SDKs installed, or neither)."""
+
+
+def default_target(environ: Mapping[str, str] | None = None, inputs: Inputs | None = None,
+                   project: Any = None) -> tuple[Target, str]:
     """The target when none is asked for, and why: ``(target, reason)``.
 
-    ``KFDEFAULTS_TARGET`` if set; else the SDK that is installed; flytekit when both are, or neither (the
-    default of kfdefaults 0.1, whose profiles were written for it).
+    ``KFDEFAULTS_TARGET`` if set; else the ``project``'s ``[tool.kfdefaults] target``
+    (:meth:`kfdefaults.layers.Project.target`); else the SDK that is installed; flytekit when both are, or neither
+    (the default of kfdefaults 0.1, whose profiles were written for it). A reason of :data:`SETTLED` settles it.
 
     Raises:
         KfdefaultsError: ``KFDEFAULTS_TARGET`` names no target.
+        ProfileError: the project's ``target`` names none (located in its ``pyproject.toml``).
     """
     if environ is None and inputs is not None:
         inputs.env(TARGET_ENV)
@@ -269,13 +280,15 @@ def default_target(environ: Mapping[str, str] | None = None, inputs: Inputs | No
     chosen = environ.get(TARGET_ENV, "").strip()
     if chosen:
         return target_named(chosen), TARGET_ENV
+    stated = project.target() if project is not None else None
+    if stated is not None:
+        return TARGETS[stated], PROJECT_TARGET
     kit, two = installed(FLYTEKIT, inputs), installed(FLYTE2, inputs)
     if two and not kit:
         return FLYTE2, "the installed SDK"
     if kit and not two:
         return FLYTEKIT, "the installed SDK"
-    both = "flytekit and flyte are both installed" if kit else "no Flyte SDK is installed"
-    return FLYTEKIT, f"{both}; --target flyte2 for Flyte 2"
+    return FLYTEKIT, "flytekit and flyte are both installed" if kit else "no Flyte SDK is installed"
 
 
 SDK_PACKAGES = {

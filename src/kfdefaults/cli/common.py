@@ -55,18 +55,8 @@ def add_target(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", choices=list(TARGETS), default=None,
                    help="The SDK the task runs on (clustered: a Flyte 2 ClusteredTaskEnvironment, a JobSet): its "
                         "plugin's defaults lie below every layer, and a setting it cannot honour is an error. "
-                        "Default: KFDEFAULTS_TARGET, else the installed SDK (flytekit when both or neither are "
-                        "installed).")
-
-
-def chosen_target(args: argparse.Namespace, inputs: Any = None) -> tuple[Any, str]:
-    """``(target, why)`` for ``--target``: the one given, else :func:`kfdefaults.targets.default_target`, which
-    records in ``inputs`` what it looked at."""
-    from ..targets import default_target, target_named
-
-    if args.target:
-        return target_named(args.target), "--target"
-    return default_target(inputs=inputs)
+                        "Default: KFDEFAULTS_TARGET, else [tool.kfdefaults] target in pyproject.toml, else the "
+                        "installed SDK (flytekit when both or neither are installed).")
 
 
 def add_layer_options(p: argparse.ArgumentParser, *, only: bool = True) -> None:

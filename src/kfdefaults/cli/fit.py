@@ -10,7 +10,6 @@ from .common import (
     add_kubernetes_version,
     add_layer_options,
     add_target,
-    chosen_target,
     is_terminal,
     layer_arguments,
     parser,
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
         layers = layer_arguments(build("kfdefaults fit"), args)
         pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
-                                     target=chosen_target(args)[0], cluster_template=args.cluster_template,
+                                     target=args.target, cluster_template=args.cluster_template,
                                      facts=args.facts, nodes=args.nodes)
         tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
         resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)],

@@ -15,7 +15,6 @@ from .common import (
     add_kubernetes_version,
     add_layer_options,
     add_target,
-    chosen_target,
     err,
     is_terminal,
     layer_arguments,
@@ -93,20 +92,20 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
     if args.as_ in TASK_VIEWS and layers["only"]:
         build("kfdefaults render").error(f"--as {args.as_} shows what registering the task gives, which reads every "
                                          "source of each layer: --only-platform / --only-team do not combine with it")
-    target, why = chosen_target(args, inputs)
+    pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=args.target,
+                                 cluster_template=args.cluster_template, facts=args.facts, nodes=args.nodes,
+                                 inputs=inputs)
+    target = pipeline.target
     if args.as_ == "pytorchjob" and target.name != "flytekit":
         raise KfdefaultsError("--as pytorchjob shows what Flyte 1's backend builds from a flytekit task: use "
                               "--target flytekit")
     if args.as_ == "jobset" and target.name != "clustered":
         raise KfdefaultsError("--as jobset shows what Flyte 2's backend builds from a clustered task: use "
                               "--target clustered")
-    pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version, target=target,
-                                 cluster_template=args.cluster_template, facts=args.facts, nodes=args.nodes,
-                                 inputs=inputs)
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     task = pipeline.task_layer(args.name, tree, source="--set", labels=labels)
     resolved = pipeline.resolve(args.name, [task])
-    said = target_line(target, why, resolved, args.as_)
+    said = target_line(target, pipeline.target_why, resolved, args.as_)
     if said:
         err(said)  # on standard error, as the warnings: the output stays clean
     findings = pipeline.warnings(resolved)
@@ -141,41 +140,46 @@ def _render(args: argparse.Namespace, inputs: Inputs, recording: Recording | Non
 TASK_VIEWS = ("flyte", "pytorchjob", "jobset")
 """The ``--as`` views that define and serialize a real task."""
 
-CHOSEN = ("--target", "KFDEFAULTS_TARGET", "the installed SDK")
-"""The reasons of :func:`~.common.chosen_target` that settle the target: asked for, or the one SDK installed."""
-
 
 def target_line(target: Any, why: str, resolved: Any, as_: str) -> str | None:
-    """``kfdefaults: target flytekit (...)``, where the choice of the target is ambiguous and matters; else ``None``.
+    """``kfdefaults: target flytekit assumed; ...`` (:func:`assumed_line`), where the target is assumed and the
+    choice matters; else ``None``.
 
-    Ambiguous: neither ``--target`` nor ``KFDEFAULTS_TARGET`` chose it, and both SDKs are installed, or neither
-    (:func:`kfdefaults.targets.default_target` then takes flytekit). Matters: ``--as flyte`` prints one SDK's
+    Assumed: nothing stated it (``--target``, ``KFDEFAULTS_TARGET``, the project's ``[tool.kfdefaults] target``),
+    and both SDKs are installed, or neither (``why`` is then not one of :data:`~kfdefaults.targets.SETTLED`, and
+    :func:`kfdefaults.targets.default_target` takes flytekit). Matters: ``--as flyte`` prints one SDK's
     TaskTemplate, always; the profile (and ``--explain``) where a setting both plugins take (``monitor_interval``,
     ``max_restarts``, ...: :attr:`~kfdefaults.targets.Target.settings`) merges to another value over the other
-    plugin's defaults (flytekit's ``monitor_interval`` 5, Flyte 2's 3, where no layer sets it); the line names those
-    values. A key only one SDK has (``start_method``, the ``nccl_*`` settings) is that SDK's, not a choice the merge
-    makes. ``--as podtemplate`` prints the pod template, which the target does not change. The other target's
-    settings are the merge of the same fragments for it (:func:`kfdefaults.merge.fold.merge_fragments`, kept in the
-    cache as every merge is).
+    plugin's defaults (flytekit's ``monitor_interval`` 5, Flyte 2's 3, where no layer sets it); the line names the
+    other target's values. A key only one SDK has (``start_method``, the ``nccl_*`` settings) is
+    that SDK's, not a choice the merge makes. ``--as podtemplate`` prints the pod template, which the target does
+    not change. The other target's settings are the merge of the same fragments for it
+    (:func:`kfdefaults.merge.fold.merge_fragments`, kept in the cache as every merge is).
     """
-    if why in CHOSEN or as_ in ("podtemplate", "pytorchjob", "jobset"):
+    from ..targets import SETTLED, TARGETS
+
+    if why in SETTLED or as_ in ("podtemplate", "pytorchjob", "jobset"):
         return None
     if as_ == "flyte":
-        return f"kfdefaults: target {target.name} ({why})"
+        return assumed_line(target, [f"its TaskTemplate is {target.name}'s"])
     from ..merge.fold import merge_fragments
     from ..merge.leaves import same
-    from ..targets import TARGETS
 
     other = next(t for t in TARGETS.values() if t.name != target.name)
     fragments = [f for f in resolved.fragments if f.layer != "cluster"]
     theirs = merge_fragments(resolved.name, fragments, kubernetes_version=resolved.kubernetes_version,
                              target=other).elastic_settings
     ours = resolved.elastic_settings
-    differ = [f"{k} {json.dumps(theirs.get(k))} (not {json.dumps(ours.get(k))})" for k in target.settings
+    differ = [f"{k} {json.dumps(theirs.get(k))}" for k in target.settings
               if k in other.settings and not same(ours.get(k), theirs.get(k))]
-    if not differ:
-        return None
-    return f"kfdefaults: target {target.name} ({why}); for {other.name}: {', '.join(differ)}"
+    return assumed_line(target, differ, other.name) if differ else None
+
+
+def assumed_line(target: Any, differ: list[str], other: str | None = None) -> str:
+    """The one line that says ``target`` was assumed, and what ``other`` would give instead (``differ``). At most
+    100 characters: two targets differ in at most two defaults of the settings both take (``monitor_interval``,
+    ``max_restarts``: :data:`~kfdefaults.targets.FLYTEKIT`, :data:`~kfdefaults.targets.FLYTE2`)."""
+    return f"kfdefaults: target {target.name} assumed; {f'{other}: ' if other else ''}{', '.join(differ)} (see --target)"
 
 
 def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any], output: str,

@@ -11,7 +11,6 @@ from .common import (
     add_kubernetes_version,
     add_layer_options,
     add_target,
-    chosen_target,
     err,
     layer_arguments,
     parser,
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
         layers = layer_arguments(build("kfdefaults timeline"), args)
         pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
-                                     target=chosen_target(args)[0], cluster_template=args.cluster_template,
+                                     target=args.target, cluster_template=args.cluster_template,
                                      facts=args.facts, nodes=args.nodes)
         said_none = any(str(value).strip().lower() == NONE
                         for value in (args.facts, os.environ.get(CLUSTER_FACTS.variable)) if value)

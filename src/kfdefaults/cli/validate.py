@@ -10,7 +10,6 @@ from .common import (
     add_kubernetes_version,
     add_layer_options,
     add_target,
-    chosen_target,
     err,
     layer_arguments,
     out,
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
         layers = layer_arguments(build("kfdefaults validate"), args)
         result = validate_paths(args.paths, layer=args.layer, kubernetes_version=args.kubernetes_version,
-                                target=chosen_target(args)[0], cluster_template=args.cluster_template,
+                                target=args.target, cluster_template=args.cluster_template,
                                 facts=args.facts, nodes=args.nodes, **layers)
         if args.format_ == "json":
             from ..show.output import output_encoding, to_json

@@ -61,29 +61,40 @@ def _verify(args: argparse.Namespace) -> int:
     from ..show.live import first_registered, profile_of
     from ..show.verify import verify_object
     from ..show.verify_view import short_digest, show_reports
+    from ..targets import SETTLED
 
     layers = layer_arguments(build("kfdefaults verify"), args)
     objects, log_notes = _objects(args.file)
-    pipelines: dict[str, Any] = {}
+    pipelines: dict[str | None, Any] = {}
     profiles: dict[tuple[str, str, str], Any] = {}
-    reports = []
-    for obj in objects:
-        name, named_by = profile_of(obj, args.profile)
-        target, why = _target(args, obj)
-        pipeline = pipelines.get(target.name)
-        if pipeline is None:
-            err(f"kfdefaults: target {target.name} ({why})")
-            pipeline = pipelines[target.name] = Pipeline.discover(  # the lock's changes are differences here
+    reports, assumed = [], ""
+
+    def pipeline_for(target: str | None) -> Any:  # one per target: None is the project's, or the default
+        if target not in pipelines:
+            pipelines[target] = Pipeline.discover(  # the lock's changes are differences here
                 **layers, kubernetes_version=args.kubernetes_version, target=target,
                 cluster_template=args.cluster_template, use_lock=False)
+        return pipelines[target]
+
+    def compare(obj: Any, name: str, named_by: str, pipeline: Any) -> Any:
         registered = first_registered(obj)
         overrides, labels, void = recorded_task(registered.recorded if registered is not None else {})
-        key = (target.name, name, json.dumps(overrides, sort_keys=True))
+        key = (pipeline.target.name, name, json.dumps(overrides, sort_keys=True))
         if key not in profiles:
             profiles[key] = _resolve_for(obj, name, named_by,
                                          lambda: _profile_now(pipeline, name, args.sets, overrides, labels))
         report = verify_object(obj, name, named_by, profiles[key])
-        report.notes += ([void] if void else []) + log_notes  # the log's other marker lines: a receipt log holds one object
+        report.notes += [void] if void else []
+        return report
+
+    for obj in objects:
+        name, named_by = profile_of(obj, args.profile)
+        asked = _target(args, obj)
+        pipeline = pipeline_for(asked)
+        report = compare(obj, name, named_by, pipeline)
+        if asked is None and not assumed and pipeline.target_why not in SETTLED:
+            assumed = _assumed(report, lambda other: compare(obj, name, named_by, pipeline_for(other)), pipeline)
+        report.notes += log_notes  # the log's other marker lines: a receipt log holds one object
         lock_now = _lock_digest(pipeline)
         if report.lock is not None and lock_now is None:
             report.notes.append(f"made in a project with a kfdefaults.lock ({short_digest(report.lock)}), and none is "
@@ -92,7 +103,31 @@ def _verify(args: argparse.Namespace) -> int:
             report.notes.append(f"made under kfdefaults.lock {short_digest(report.lock)}; the project's "
                                 f"kfdefaults.lock is {short_digest(lock_now)} now")
         reports.append(report)
+    if assumed:
+        err(assumed)
     return show_reports(reports, args.output)
+
+
+def _assumed(report: Any, compare: Any, pipeline: Any) -> str:
+    """The line that says the target was assumed, when the next target's comparison of the same object differs
+    from ``report`` (``compare(target name)`` makes it); ``""`` when it is the same."""
+    from ..errors import ProfileError
+    from ..targets import TARGETS
+    from .render import assumed_line
+
+    other = next(t for t in TARGETS if t != pipeline.target.name)
+    try:
+        theirs = compare(other)
+    except ProfileError:
+        return assumed_line(pipeline.target, ["an error (the profile does not resolve for it)"], other)
+    def seen(r: Any) -> tuple:
+        return r.equal, [(m.path, repr(m.live), repr(m.now)) for m in r.mismatches]
+
+    if seen(theirs) == seen(report):
+        return ""
+    count = len(theirs.mismatches)
+    said = f"{count} value{'s' * (count != 1)} differ{'s' * (count == 1)}" if count else "no value differs"
+    return assumed_line(pipeline.target, [said + (", the digest differs" if theirs.digest_differs else "")], other)
 
 
 def _profile_now(pipeline: Any, name: str, sets: list[str], overrides: dict[str, Any], labels: dict[str, str]) -> Any:
@@ -181,14 +216,14 @@ def _lock_digest(pipeline: Any) -> str | None:
     return lock.digest if lock is not None else None
 
 
-def _target(args: argparse.Namespace, obj: Any) -> tuple[Any, str]:
-    """``--target``, else the target the pod was registered for (``KFDEFAULTS_ELASTIC``), else the default."""
+def _target(args: argparse.Namespace, obj: Any) -> str | None:
+    """``--target``, else the target the pod was registered for (``KFDEFAULTS_ELASTIC`` or the receipt), else
+    ``None``: the project's, or the default (:attr:`kfdefaults.pipeline.Pipeline.target_why`)."""
     from ..show.live import first_registered
     from ..targets import TARGETS
-    from .common import chosen_target
 
     if args.target is None:
         registered = first_registered(obj)
         if registered is not None and registered.target in TARGETS:
-            return TARGETS[registered.target], "the receipt" if obj.kind == "Receipt" else "the pod's KFDEFAULTS_ELASTIC"
-    return chosen_target(args)
+            return registered.target
+    return args.target

@@ -80,9 +80,8 @@ def _why(args: argparse.Namespace) -> int:
 def _pipeline(args: argparse.Namespace, values: Any) -> Any:
     from ..pipeline import Pipeline
     from ..targets import TARGETS
-    from .common import chosen_target
 
-    target = chosen_target(args)[0]
+    target = args.target  # else the log's, else the project's (Pipeline.target_why)
     if args.target is None and values is not None and getattr(values, "target", None) in TARGETS:
         target = TARGETS[values.target]
     return Pipeline.discover(**layer_arguments(build("kfdefaults why"), args), kubernetes_version=args.kubernetes_version,

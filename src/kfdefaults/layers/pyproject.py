@@ -19,6 +19,7 @@ from ..inputs import Inputs
 from ..read import Document
 from ..read.document import error
 from ..read.toml import load_toml, toml_positions
+from ..targets import TARGETS
 from .folder import Folder
 
 KEYS = ("team", "platform", "cluster_template", "cluster_facts", "default_profile", "target")
@@ -221,6 +222,20 @@ class Project:
         if value is not None and not (isinstance(value, str) and value.strip()):
             raise ProfileError([Finding(self.location("default_profile"), "tool.kfdefaults.default_profile",
                                         "must be a profile name, a string")])
+        return value
+
+    def target(self) -> str | None:
+        """``[tool.kfdefaults] target``: the SDK the project's tasks run on (:data:`kfdefaults.targets.TARGETS`),
+        which every command and ``Elastic(...)`` then resolves for unless ``--target`` or ``KFDEFAULTS_TARGET``
+        says otherwise; ``None`` when the file does not say.
+
+        Raises:
+            ProfileError: it names no target, located.
+        """
+        value = self.section.get("target")
+        if value is not None and value not in TARGETS:
+            raise ProfileError([Finding(self.location("target"), "tool.kfdefaults.target",
+                                        f"must be one of {', '.join(TARGETS)}")])
         return value
 
     def location(self, *path: str | int) -> Location:

@@ -72,7 +72,7 @@ class Pipeline:
         sdk: What builds SDK objects for :attr:`Resolved.elastic` and :attr:`Resolved.pod_template`
             (:func:`kfdefaults.resolve` gives the target's); ``None`` where no SDK object is asked for.
         target: The SDK the profiles are resolved for, a :class:`~kfdefaults.targets.Target` or its name
-            (``"flytekit"``, ``"flyte2"``); ``None``: :func:`~kfdefaults.targets.default_target`.
+            (``"flytekit"``, ``"flyte2"``); ``None``: :func:`~kfdefaults.targets.default_target` for ``project``.
         cluster_template: The file of the cluster's default PodTemplate
             (:func:`kfdefaults.layers.find_cluster_template`), or ``None`` when the cluster has none. Flyte 1's
             backend lays it under the task's pod, and Flyte 2's ``clustered`` plugin under a JobSet's
@@ -83,6 +83,7 @@ class Pipeline:
         nodes: The cluster's node list (``kubectl get nodes -o json``, ``--nodes``), over the one the facts name.
 
     Attributes:
+        target_why: ``"given"``, or why :func:`~kfdefaults.targets.default_target` chose :attr:`target`.
         inputs: Everything read so far (:mod:`kfdefaults.inputs`): what a result of this pipeline depends on,
             beside its arguments; the catalog's, the loader's and the project's are this one.
         require_locked: A profile the lock does not list is an error too (``Elastic(...)``, ``lock --check``: the
@@ -103,7 +104,7 @@ class Pipeline:
         self.inputs = catalog.inputs
         self.kubernetes_version = normalize_version(kubernetes_version)
         self.sdk = sdk
-        self.target = default_target()[0] if target is None else target_named(target)
+        self.target, self.target_why = default_target(inputs=self.inputs, project=project) if target is None else (target_named(target), "given")
         self.cluster_template = cluster_template if self.target.name in ("flytekit", "clustered") else None
         self._cluster: ClusterTemplate | None = None
         self.facts_file = facts
