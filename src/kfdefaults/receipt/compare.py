@@ -18,6 +18,11 @@ What a difference is, facet by facet:
   PyTorchJob's ``elasticPolicy``: ``ElasticEnvVarGenerator.Generate``, kubeflow training-operator
   pkg/controller.v1/pytorch/elastic.go), against the registered settings; and the launch settings the plugin will
   hand torch (the task's ``Elastic`` in this process) against the registered ones.
+* The fabric the task registered (docs/fabric.md): a fabric device resource and no device file under
+  ``/dev/infiniband`` (a device plugin hands each allocated device's files to the container: the EFA plugin its
+  ``uverbsN``, the RDMA shared device plugin the HCA's; a shared HCA's count is not a number of files, so only
+  none is a difference); ``IPC_LOCK`` added and not in the effective capabilities; ``hostNetwork`` and a pod
+  whose ``/etc/hosts`` the kubelet wrote for the pod network. The fabric's variables are the environment's.
 * Labels and annotations, where a downward API volume shows them.
 """
 
@@ -54,6 +59,13 @@ CAUSES = {
            "it); the agent runs with the registered value",
     "launch": "the task's Elastic in this process holds other settings than were registered: code changed it after "
               "the module was imported",
+    "fabric-devices": "the container got no device file of its fabric: the device plugin allocated it none (a "
+                      "run-time resource override or an admission policy removed the request, or the node runs no "
+                      "device plugin for it); NCCL will use TCP sockets",
+    "ipc-lock": "the container runs without the capability its securityContext adds: an admission policy dropped "
+                "it, or the runtime does not grant it",
+    "host-network": "the pod is on the pod network, not the host's: an admission policy or the cluster's PodTemplate "
+                    "changed hostNetwork, which NCCL needs to see the node's RoCE interfaces",
     "metadata-kueue": "Kueue's admission (a ResourceFlavor's or an admission check's pod set updates)",
     "metadata": "an admission policy (a mutating webhook) or the cluster's PodTemplate",
 }
@@ -90,6 +102,7 @@ def compare(registered: Mapping[str, Any], observed: Mapping[str, Any],
     out += _limits(pod, observed)
     env = observed.get("env") or {}
     out += _env(pod, env)
+    out += _fabric(pod, observed, notes)
     if registered.get("target") == "flyte2":
         out += _nccl_env(elastic, pod, env, origins)
     out += _pet(elastic, env, origins)
@@ -170,6 +183,45 @@ def _env(pod: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str, Any]]
         if env.get(name) != entry["value"]:
             out.append(difference(f"environment {name}", container + (Select("name", name), "value"), entry["value"],
                                   env.get(name), entry["set_by"], "env", "the environment"))
+    return out
+
+
+def _fabric(pod: Mapping[str, Any], observed: Mapping[str, Any], notes: list[str]) -> list[dict[str, Any]]:
+    fabric, seen = pod.get("fabric") or {}, observed.get("fabric")
+    if not (fabric.get("devices") or fabric.get("ipc_lock") or fabric.get("host_network")):
+        return []
+    if not isinstance(seen, Mapping):
+        notes.append("the fabric not compared: the receipt holds no fabric readings (taken by an older kfdefaults)")
+        return []
+    out = []
+    container = ("pod_template", "spec", "containers", Select("name", pod.get("primary") or "primary"))
+    memlock = seen.get("memlock") or {}
+    memlock = "unlimited" if memlock.get("soft") is None else _bytes(memlock.get("soft"))
+    rdma = seen.get("sys_infiniband") or []
+    known = {True: "yes", False: "no", None: "not known"}
+    notes.append(f"fabric: {seen.get('dev_infiniband_count', 0)} device files under /dev/infiniband"
+                 f"{' (' + ', '.join(seen['dev_infiniband']) + ')' if seen.get('dev_infiniband') else ''}; the node's "
+                 f"RDMA devices (/sys/class/infiniband): {', '.join(rdma) or 'none'}; IPC_LOCK effective: "
+                 f"{known[seen.get('ipc_lock')]}; RLIMIT_MEMLOCK {memlock}; host network: "
+                 f"{known[seen.get('host_network')]}{' (no /etc/hosts the kubelet wrote)' * (seen.get('host_network') is None)}")
+    for name, entry in (fabric.get("devices") or {}).items():
+        if (quantity_value(entry["value"]) or 0) > 0 and seen.get("dev_infiniband_count") == 0:
+            cause = CAUSES["fabric-devices"] + (f" (the node has RDMA devices {', '.join(rdma)}: "
+                                                "/sys/class/infiniband)" if rdma else "")
+            out.append(difference(f"{name} devices", container + ("resources", "limits", name), entry["value"], 0,
+                                  entry["set_by"], cause, "/dev/infiniband"))
+    ipc_lock = fabric.get("ipc_lock")
+    if ipc_lock and seen.get("ipc_lock") is False:
+        cause = CAUSES["ipc-lock"] + (f"; verbs pin buffers only up to RLIMIT_MEMLOCK ({memlock}) without it: NCCL's "
+                                      "memory registration fails (ibv_reg_mr: Cannot allocate memory)"
+                                      if memlock != "unlimited" else "; RLIMIT_MEMLOCK is unlimited, which lets verbs "
+                                      "pin buffers without it")
+        out.append(difference("capability IPC_LOCK", container + ("securityContext", "capabilities", "add"),
+                              ipc_lock["value"], None, ipc_lock["set_by"], cause, "/proc/self/status CapEff"))
+    host = fabric.get("host_network")
+    if host and seen.get("host_network") is False:
+        out.append(difference("host network", ("pod_template", "spec", "hostNetwork"), host["value"], "false",
+                              host["set_by"], "host-network", "/etc/hosts"))
     return out
 
 

@@ -182,10 +182,14 @@ _ENTRY = {"value": (str,), "set_by": _TEXT}
 _POD = {"primary": _TEXT, "policy": _TEXT, "pod_memory_limit": _TEXT,
         "shm": {"volume": (str,), "medium": _TEXT, "size_limit": _TEXT, "set_by": _TEXT, "kind": _TEXT},
         "limits": _Each(_ENTRY), "env": _Each(_ENTRY), "labels": _Each(_ENTRY), "annotations": _Each(_ENTRY),
+        "fabric": {"devices": _Each(_ENTRY), "ipc_lock": _ENTRY, "host_network": _ENTRY},
         "elastic": _Each(_TEXT)}
 _OBSERVED = {"shm": {"path": _TEXT, "mount": (bool, type(None)), "fstype": _TEXT, "size": _INT},
              "memory": {"limit": _INT, "source": _TEXT}, "cpu": {"limit_millis": _INT, "source": _TEXT},
              "gpus": {"devices": _INT, "CUDA_VISIBLE_DEVICES": _TEXT, "NVIDIA_VISIBLE_DEVICES": _TEXT},
+             "fabric": {"dev_infiniband": _List((str,)), "dev_infiniband_count": _INT, "sys_infiniband": _List((str,)),
+                        "ipc_lock": (bool, type(None)), "memlock": {"soft": _INT, "hard": _INT},
+                        "host_network": (bool, type(None))},
              "env": _Each((str,)), "podinfo": {"path": _TEXT, "labels": _Each((str,)), "annotations": _Each((str,))},
              "problems": _List((str,))}
 _DIFFERENCES = _List({k: _TEXT for k in ("what", "path", "registered", "observed", "set_by", "cause", "source")})

@@ -2,8 +2,9 @@
 travel into the pod (:data:`~kfdefaults.settings.RUNTIME_ENV`), which the receipt compares the pod with.
 
 It holds only what a running pod can check about itself (:mod:`.probe`): the ``/dev/shm`` volume, the primary
-container's limits, its literal environment variables, the pod's labels and annotations, and who set each of
-them. The elastic settings travel beside it already; here only the line each of them comes from is added, so that
+container's limits, its literal environment variables, the fabric it asks for (its fabric device resources, the
+``IPC_LOCK`` capability, the host's network), the pod's labels and annotations, and who set each of them. The
+elastic settings travel beside it already; here only the line each of them comes from is added, so that
 ``kfdefaults why`` can name it from a log alone.
 
 Where a value comes from is written the same on every machine (a task registered twice from two checkouts carries
@@ -26,7 +27,7 @@ from ..k8s.mounts import is_shm_mount
 from ..k8s.provenance import ANNOTATIONS as PROVENANCE_ANNOTATIONS
 from ..k8s.provenance import RECEIPT_ANNOTATION, RECEIPT_POLICIES
 from ..k8s.quantity import quantity_value
-from ..k8s.resources import merge_task_resources, resource_name
+from ..k8s.resources import is_fabric_device, merge_task_resources, resource_name
 from ..lock.entries import installed_package, project_path
 from ..merge.leaves import profile_leaves
 from ..merge.origins import DEFAULT_LAYER, Origin, default_origin, written_by
@@ -111,12 +112,13 @@ def expected_pod(resolved: Resolved, spec: Mapping[str, Any], annotations: Mappi
             parent's pod names its files as registration did.
 
     Returns:
-        ``{"primary", "shm", "limits", "pod_memory_limit", "env", "labels", "annotations", "elastic", "policy"}``:
+        ``{"primary", "shm", "limits", "pod_memory_limit", "env", "fabric", "labels", "annotations", "elastic",
+        "policy"}``:
         ``shm`` is ``{"volume", "medium", "size_limit", "set_by"}`` or ``None`` (no ``/dev/shm`` registered);
         ``limits``, ``env``, ``labels`` and ``annotations`` map a name to ``{"value", "set_by"}``;
         ``pod_memory_limit`` is the sum of every container's memory limit (a quantity), ``None`` unless each has
         one (what the kubelet sizes a memory-backed ``emptyDir`` without ``sizeLimit`` by); ``elastic`` maps each
-        elastic setting's path (``elastic.rdzv_configs.join_timeout``) to who set it.
+        elastic setting's path to who set it; ``fabric``: :func:`_fabric`.
     """
     primary = resolved.primary_container_name
     name = _Names(resolved, catalog, root, names)
@@ -142,6 +144,7 @@ def expected_pod(resolved: Resolved, spec: Mapping[str, Any], annotations: Mappi
         "limits": limits,
         "pod_memory_limit": _pod_memory_limit(containers, primary, resources),
         "env": env,
+        "fabric": _fabric(spec, resources, main, container, name),
         "labels": metadata["labels"],
         "annotations": metadata["annotations"],
         "elastic": {format_path(path): name.of(path) for path in profile_leaves({"elastic": resolved.elastic_settings})},
@@ -158,6 +161,29 @@ def _limits(resources: Mapping[str, Any], container: PathT, name: _Names, task_l
             by = f"task {task_by}" if key in task_limits else name.of(container + ("resources", "limits", key))
             out[resource_name(key)] = {"value": str(value), "set_by": by}
     return out
+
+
+def _fabric(spec: Mapping[str, Any], resources: Mapping[str, Any], main: Mapping[str, Any], container: PathT,
+            name: _Names) -> dict[str, Any]:
+    """The fabric the primary container asks for (docs/fabric.md): each fabric device resource it limits (requests
+    where it sets no limit: an extended resource's request is its limit), ``IPC_LOCK`` among the capabilities its
+    ``securityContext`` adds (``CAP_IPC_LOCK`` as the container runtimes also accept it), and ``hostNetwork``:
+    ``{"devices": {resource: {"value", "set_by"}}, "ipc_lock": {"value", "set_by"} | None, "host_network": {"value",
+    "set_by"} | None}``."""
+    devices = {}
+    for kind in ("requests", "limits"):  # the limit wins where both are written
+        for key, value in (resources.get(kind) or {}).items():
+            if is_fabric_device(resource_name(key)):
+                devices[resource_name(key)] = {"value": str(value), "set_by": name.of(container + ("resources", kind, key))}
+    context = main.get("securityContext")
+    capabilities = context.get("capabilities") if isinstance(context, Mapping) else None
+    added = capabilities.get("add") if isinstance(capabilities, Mapping) else None
+    ipc_lock = isinstance(added, list) and any(str(c).upper() in ("IPC_LOCK", "CAP_IPC_LOCK") for c in added)
+    add_path = container + ("securityContext", "capabilities", "add")
+    return {"devices": devices,
+            "ipc_lock": {"value": "IPC_LOCK", "set_by": name.of(add_path)} if ipc_lock else None,
+            "host_network": {"value": "true", "set_by": name.of(("pod_template", "spec", "hostNetwork"))}
+            if spec.get("hostNetwork") is True else None}
 
 
 def _shm(spec: Mapping[str, Any], main: Mapping[str, Any], name: _Names, shared_memory: Any,

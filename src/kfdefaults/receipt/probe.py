@@ -1,8 +1,10 @@
 """What the pod a task runs in actually has, read from inside it: ``/dev/shm``, the memory and CPU limits, the GPUs,
 the environment torch reads, and the pod's labels and annotations where the downward API exposes them.
 
-Every reading is a few small files (no process is started, nothing is imported), and none is fatal: what cannot be
-read is ``None``, with the reason in ``problems``.
+Every reading is a few small files (no process is started, nothing is imported), each opened without waiting (a
+FIFO or a device in a file's place is refused, never read) and read at most :data:`MAX_FILE` bytes; a folder is
+listed at most :data:`MAX_ENTRIES` entries. None is fatal: what cannot be read is ``None``, with the reason in
+``problems``.
 
 * ``/dev/shm``: its file system from ``/proc/self/mountinfo`` (the last mount at ``/dev/shm``; ``tmpfs`` is a
   memory-backed ``emptyDir``, which the kubelet mounts as tmpfs: ``setupTmpfs``, pkg/volume/emptydir) and its size
@@ -15,6 +17,16 @@ read is ``None``, with the reason in ``problems``.
   own cgroup, as with a private cgroup namespace or a v1 bind mount) is read at the mount's top.
 * GPUs: the ``/dev/nvidiaN`` devices the container runtime gives the container, and ``CUDA_VISIBLE_DEVICES`` /
   ``NVIDIA_VISIBLE_DEVICES``.
+* The fabric (docs/fabric.md): the device files under ``/dev/infiniband`` (the character devices a device plugin
+  hands the container: ``uverbsN``, ``rdma_cm``; their count), the RDMA devices of ``/sys/class/infiniband`` (the
+  node's, an EFA's ``rdmap*`` or a Mellanox ``mlx5_*``: sysfs shows them whether or not the container got their
+  device files), ``CAP_IPC_LOCK`` in the effective set (``CapEff`` of ``/proc/self/status``, bit 14 of
+  include/uapi/linux/capability.h), the ``RLIMIT_MEMLOCK`` limits (``getrlimit``), and whether the pod is on the
+  host's network: the first line of the ``/etc/hosts`` the kubelet writes into every container, ``# Kubernetes-managed
+  hosts file (host network).`` for a ``hostNetwork`` pod and ``# Kubernetes-managed hosts file.`` for another
+  (``managedHostsHeaderWithHostNetwork``, ``managedHostsHeader``: pkg/kubelet/kubelet_pods.go); any other file (a
+  container that mounts its own, no kubelet) is ``None``. The NCCL and libfabric (``FI_*``) variables are in
+  ``env``.
 * Labels and annotations: the files ``labels`` and ``annotations`` of a downward API volume, in the folder
   ``KFDEFAULTS_PODINFO`` names (default ``/etc/podinfo``, the folder of the Kubernetes documentation's example).
   Neither flytekit nor Flyte 2 mounts one: a profile that wants them compared mounts it (docs/receipt.md). The
@@ -24,8 +36,10 @@ read is ``None``, with the reason in ``problems``.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -34,15 +48,30 @@ from ..settings import PODINFO_ENV
 DEFAULT_PODINFO = "/etc/podinfo"
 """Where the receipt looks for a downward API volume when ``KFDEFAULTS_PODINFO`` does not say."""
 
-ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCHELASTIC_", "TORCH_ELASTIC_", "PET_", "FLYTE_NCCL_")
-"""The variables the receipt records whatever the profile set: NCCL's, torch's NCCL and elastic settings, the
-training operator's ``PET_*``, Flyte 2's collective timeout."""
+ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_NCCL_", "TORCHELASTIC_", "TORCH_ELASTIC_", "PET_", "FLYTE_NCCL_")
+"""The variables the receipt records whatever the profile set: NCCL's, libfabric's (``FI_*``, which aws-ofi-nccl's
+EFA provider reads), torch's NCCL and elastic settings, the training operator's ``PET_*``, Flyte 2's collective
+timeout."""
 
 ENV_NAMES = ("OMP_NUM_THREADS", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "TORCH_DIST_INIT_BARRIER", "LOGLEVEL",
              "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
 
 MAX_FILE = 1 << 20
 """Bytes read of any one file (a downward API file holds at most 256 KiB of annotations)."""
+
+MAX_ENTRIES = 4096
+"""Entries of a folder (``/dev/infiniband``, ``/sys/class/infiniband``) looked at most; names kept at most
+:data:`MAX_NAMES`."""
+
+MAX_NAMES = 64
+
+CAP_IPC_LOCK = 14
+"""The bit of ``CAP_IPC_LOCK`` (include/uapi/linux/capability.h): lock memory beyond ``RLIMIT_MEMLOCK``, which RDMA
+verbs do to register the buffers a fabric reads."""
+
+HOSTS_HEADERS = {"# Kubernetes-managed hosts file (host network).": True, "# Kubernetes-managed hosts file.": False}
+"""The first line of the ``/etc/hosts`` the kubelet writes for a container: whether the pod is on the host's network
+(pkg/kubelet/kubelet_pods.go, ``managedHostsHeaderWithHostNetwork`` and ``managedHostsHeader``)."""
 
 MAX_ENV = 200
 """Variables recorded at most; each value is cut at :data:`MAX_VALUE` characters."""
@@ -61,6 +90,8 @@ class Places:
     cgroup: str = "/sys/fs/cgroup"
     dev: str = "/dev"
     shm: str = "/dev/shm"
+    sys: str = "/sys"
+    hosts: str = "/etc/hosts"
 
 
 def observe(environ: Mapping[str, str], names: Any = (), places: Places = Places()) -> dict[str, Any]:
@@ -86,6 +117,7 @@ def observe(environ: Mapping[str, str], names: Any = (), places: Places = Places
         "cpu": _cpu(places, cgroups, problems),
         "gpus": {"devices": _gpu_devices(places), "CUDA_VISIBLE_DEVICES": environ.get("CUDA_VISIBLE_DEVICES"),
                  "NVIDIA_VISIBLE_DEVICES": environ.get("NVIDIA_VISIBLE_DEVICES")},
+        "fabric": _fabric(places, problems),
         "env": _env(environ, names),
         "podinfo": {"path": podinfo, "labels": _podinfo(podinfo, "labels", problems),
                     "annotations": _podinfo(podinfo, "annotations", problems)},
@@ -94,12 +126,16 @@ def observe(environ: Mapping[str, str], names: Any = (), places: Places = Places
 
 
 def read_small(path: str) -> str:
-    """The text of a small file (at most :data:`MAX_FILE` bytes read), undecodable bytes escaped.
+    """The text of a small file (at most :data:`MAX_FILE` bytes read), undecodable bytes escaped; opened without
+    waiting, so that a FIFO in its place (which no writer opens) is refused, not waited on.
 
     Raises:
-        OSError: it cannot be read.
+        OSError: it cannot be read, or is not a regular file (``/proc``, ``/sys``, cgroup and downward API files are).
     """
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
         return f.read(MAX_FILE).decode("utf-8", "backslashreplace")
 
 
@@ -190,6 +226,75 @@ def _gpu_devices(places: Places) -> int:
         return sum(1 for name in os.listdir(places.dev) if re.fullmatch(r"nvidia[0-9]+", name))
     except OSError:
         return 0
+
+
+def _fabric(places: Places, problems: list[str]) -> dict[str, Any]:
+    devices, count = _entries(os.path.join(places.dev, "infiniband"), problems, stat.S_ISCHR)
+    rdma, _ = _entries(os.path.join(places.sys, "class", "infiniband"), problems)
+    return {"dev_infiniband": devices, "dev_infiniband_count": count, "sys_infiniband": rdma,
+            "ipc_lock": _ipc_lock(places, problems), "memlock": _memlock(problems),
+            "host_network": _host_network(places, problems)}
+
+
+def _entries(folder: str, problems: list[str], kind: Any = None) -> tuple[list[str], int]:
+    """The names in ``folder`` (of entries whose ``lstat`` mode ``kind`` accepts; any when ``None``), at most
+    :data:`MAX_NAMES` of them sorted, and how many there are among the first :data:`MAX_ENTRIES`; none when there
+    is no such folder."""
+    names = []
+    try:
+        with os.scandir(folder) as entries:
+            for number, entry in enumerate(entries):
+                if number >= MAX_ENTRIES:
+                    problems.append(f"{folder}: more than {MAX_ENTRIES} entries, the first counted")
+                    break
+                try:
+                    if kind is None or kind(entry.stat(follow_symlinks=False).st_mode):
+                        names.append(entry.name)
+                except OSError:
+                    continue  # gone meanwhile
+    except FileNotFoundError:
+        return [], 0
+    except OSError as e:
+        problems.append(f"{folder}: {e.strerror}")
+        return [], 0
+    return sorted(names)[:MAX_NAMES], len(names)
+
+
+def _ipc_lock(places: Places, problems: list[str]) -> bool | None:
+    path = os.path.join(places.proc, "self", "status")
+    try:
+        text = read_small(path)
+    except OSError as e:
+        problems.append(f"{path}: {e.strerror}")
+        return None
+    found = re.search(r"^CapEff:\s*([0-9a-fA-F]+)\s*$", text, re.MULTILINE)
+    if found is None:
+        problems.append(f"{path}: no CapEff line")
+        return None
+    return bool(int(found.group(1), 16) >> CAP_IPC_LOCK & 1)
+
+
+def _memlock(problems: list[str]) -> dict[str, int | None]:
+    """``RLIMIT_MEMLOCK`` in bytes (``None``: unlimited, or not known, said in ``problems``)."""
+    try:
+        import resource
+
+        limits = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    except (ImportError, AttributeError, OSError, ValueError) as e:
+        problems.append(f"getrlimit(RLIMIT_MEMLOCK): {e}")
+        return {"soft": None, "hard": None}
+    return {side: None if value == resource.RLIM_INFINITY else value for side, value in zip(("soft", "hard"), limits)}
+
+
+def _host_network(places: Places, problems: list[str]) -> bool | None:
+    try:
+        first = read_small(places.hosts).partition("\n")[0].strip()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        problems.append(f"{places.hosts}: {e.strerror}")
+        return None
+    return HOSTS_HEADERS.get(first)
 
 
 def _env(environ: Mapping[str, str], names: Any) -> dict[str, str]:
