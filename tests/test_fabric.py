@@ -1,8 +1,10 @@
-"""The builtin fabric fragments (fabric-efa, fabric-ib, fabric-roce) beside gpu-large: what each puts in the pod,
+"""The builtin fabric fragments (fabric-efa, fabric-ib, fabric-roce) beside gpu-large: what each puts in the pod of every
+target (flytekit's PyTorchJob, Flyte 2's PyTorch task, a clustered JobSet), valid against the PodSpec schema,
 the device count `auto` worked out from the cluster's pools, and the error naming the fact when no pool gives it."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -43,59 +45,135 @@ def _env(container: dict) -> dict:
     return {e["name"]: e.get("value") for e in container.get("env") or []}
 
 
-def _checklist(fragment: str, spec: dict, primary: dict) -> dict[str, bool]:
+def _checklist(fragment: str, spec: dict, primary: dict, count: int) -> dict[str, bool]:
+    """Each item of the fragment's vendor checklist in a pod spec, ``count`` the fabric device count expected (the
+    pool's; written as flytekit and Flyte 2 write quantities, a number or its text)."""
     env, resources = _env(primary), primary.get("resources") or {}
     shm = any(m["mountPath"] == "/dev/shm" for m in primary.get("volumeMounts") or []) and any(
         (v.get("emptyDir") or {}).get("medium") == "Memory" for v in spec.get("volumes") or [])
     ipc_lock = "IPC_LOCK" in (((primary.get("securityContext") or {}).get("capabilities") or {}).get("add") or [])
+
+    def devices(name: str) -> bool:
+        return str(resources.get("requests", {}).get(name)) == str(count) == str(resources.get("limits", {}).get(name))
+
     if fragment == "fabric-efa":
-        return {"device count": resources["requests"].get("vpc.amazonaws.com/efa") == 32
-                == resources["limits"].get("vpc.amazonaws.com/efa"),
-                "IPC_LOCK": ipc_lock, "FI_EFA_FORK_SAFE": env.get("FI_EFA_FORK_SAFE") == "1",
+        return {"device count": devices("vpc.amazonaws.com/efa"), "IPC_LOCK": ipc_lock,
+                "FI_PROVIDER": env.get("FI_PROVIDER") == "efa", "FI_EFA_FORK_SAFE": env.get("FI_EFA_FORK_SAFE") == "1",
                 "socket interface": bool(env.get("NCCL_SOCKET_IFNAME")), "/dev/shm": shm}
     if fragment == "fabric-ib":
-        return {"device": resources["requests"].get("rdma/ib") == 8 == resources["limits"].get("rdma/ib"),
-                "NCCL_IB_DISABLE=0": env.get("NCCL_IB_DISABLE") == "0",
+        return {"device": devices("rdma/ib"), "NCCL_IB_DISABLE=0": env.get("NCCL_IB_DISABLE") == "0",
                 "NCCL_NET_PLUGIN": env.get("NCCL_NET_PLUGIN") == "none", "IPC_LOCK": ipc_lock, "/dev/shm": shm}
     return {"hostNetwork": spec.get("hostNetwork") is True,
             "dnsPolicy": spec.get("dnsPolicy") == "ClusterFirstWithHostNet",
             "NCCL_IB_GID_INDEX": env.get("NCCL_IB_GID_INDEX") == "3", "IPC_LOCK": ipc_lock, "/dev/shm": shm}
 
 
-@pytest.mark.parametrize("fragment", ["fabric-efa", "fabric-ib", "fabric-roce"])
+FRAGMENTS = ["fabric-efa", "fabric-ib", "fabric-roce"]
+COUNTS = {"fabric-efa": 4, "fabric-ib": 8, "fabric-roce": None}  # the one pool's (p4d's) offer
+
+
+@pytest.mark.parametrize("fragment", FRAGMENTS)
 def test_each_fragment_beside_gpu_large_sets_its_vendor_checklist(tmp_path: Path, fragment: str) -> None:
     one_pool = POOLS.split("  p5:")[0]  # one pool: `auto` is its count
     team, facts = _setup(tmp_path, fragment, one_pool.replace("efa: 4", "efa: 32"))
     result = invoke(["render", "train", "--team", str(team), "--facts", str(facts)])
     assert result.exit_code == 0, result.stderr
     spec, primary = _primary(result.stdout)
-    checklist = _checklist(fragment, spec, primary)
+    checklist = _checklist(fragment, spec, primary, 32 if fragment == "fabric-efa" else 8)
     assert all(checklist.values()), checklist
     assert primary["resources"]["limits"]["nvidia.com/gpu"] == 8  # gpu-large's, kept beside the fragment's
 
 
-@pytest.mark.parametrize("fragment", ["fabric-efa", "fabric-ib", "fabric-roce"])
-def test_the_rendered_pytorchjob_pod_is_a_valid_podspec(tmp_path: Path, fragment: str) -> None:
-    team, _ = _setup(tmp_path, fragment)
-    platform = tmp_path / "platform"  # the task finds the facts as a registered one does: in the platform folder
+def _platform(tmp_path: Path) -> Path:
+    """A platform folder holding the one pool's facts, where a task finds them as a registered one does."""
+    platform = tmp_path / "platform"
     platform.mkdir()
     (platform / "_cluster-facts.yaml").write_text(POOLS.split("  p5:")[0])
-    result = invoke(["render", "train", "--platform", str(platform), "--team", str(team), "--as", "pytorchjob"])
+    return platform
+
+
+def _assert_valid_podspec(tmp_path: Path, spec: dict, primary: str, written: frozenset = frozenset()) -> None:
+    """A target's pod spec against the strict Kubernetes PodSpec schema the project validates profiles with (``kubectl
+    apply --dry-run=client`` needs an API server's discovery even with --validate=false: none runs here). The
+    variables the backend writes (``written``, Flyte's own) are left out: a profile may not write them."""
+    spec = json.loads(json.dumps(spec))
+    for container in spec["containers"]:  # the backend's and kfdefaults' own variables, which a profile may not write
+        container["env"] = [e for e in container.get("env") or []
+                            if not e["name"].startswith(("FLYTE_INTERNAL_", "KFDEFAULTS_", "_F_"))
+                            and e["name"] not in written]
+    checked = tmp_path / "checked"
+    checked.mkdir()
+    (checked / "pod.yaml").write_text(yaml.safe_dump({"pod_template": {"primary_container_name": primary, "spec": spec}}))
+    validated = invoke(["validate", str(checked), "--facts", "none"])
+    assert validated.exit_code == 0, validated.stderr
+
+
+def _assert_reaches(tmp_path: Path, fragment: str, spec: dict, primary_name: str, written: frozenset = frozenset()) -> None:
+    primary = next(c for c in spec["containers"] if c["name"] == primary_name)
+    checklist = _checklist(fragment, spec, primary, COUNTS[fragment])
+    assert all(checklist.values()), checklist
+    _assert_valid_podspec(tmp_path, spec, primary_name, written)
+
+
+@pytest.mark.parametrize("fragment", FRAGMENTS)
+def test_each_fragment_reaches_the_pytorchjob_worker_pod(tmp_path: Path, fragment: str) -> None:
+    """flytekit: the PyTorchJob Flyte's backend creates from the task flytekit serializes."""
+    team, _ = _setup(tmp_path, fragment)
+    result = invoke(["render", "train", "--platform", str(_platform(tmp_path)), "--team", str(team), "--as", "pytorchjob"])
     assert result.exit_code == 0, result.stderr
     job = yaml.safe_load(result.stdout)
     worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert ": auto" not in yaml.safe_dump([c.get("resources") for c in worker["containers"]])
-    # the worker's PodSpec against the strict Kubernetes schema the project validates profiles with
-    for container in worker["containers"]:  # the backend's and kfdefaults' own variables, which a profile may not write
-        container["env"] = [e for e in container.get("env") or [] if not e["name"].startswith(("FLYTE_INTERNAL_", "KFDEFAULTS_"))]
-    checked = tmp_path / "checked"
-    checked.mkdir()
-    (checked / "worker.yaml").write_text(yaml.safe_dump({"pod_template": {"primary_container_name": "pytorch",
-                                                                          "spec": worker}}))
-    validated = invoke(["validate", str(checked), "--facts", "none"])
-    assert validated.exit_code == 0, validated.stderr
+    _assert_reaches(tmp_path, fragment, worker, "pytorch")  # the plugin's name for the primary container
     efa = worker["containers"][0]["resources"]["limits"].get("vpc.amazonaws.com/efa")
     assert efa == ("4" if fragment == "fabric-efa" else None)  # the pool's count, as flytekit writes quantities
+
+
+@pytest.mark.parametrize("fragment", FRAGMENTS)
+def test_each_fragment_reaches_the_flyte2_pytorch_task_pod(tmp_path: Path, fragment: str) -> None:
+    """Flyte 2: the pod of the TaskTemplate its SDK serializes for a task on ``kfdefaults.flyte2.Elastic``."""
+    pytest.importorskip("flyteplugins.pytorch")
+    team, _ = _setup(tmp_path, fragment)
+    result = invoke(["render", "train", "--platform", str(_platform(tmp_path)), "--team", str(team), "--as", "flyte",
+                     "--target", "flyte2", "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    template = json.loads(result.stdout)
+    assert template["type"] == "pytorch"
+    _assert_reaches(tmp_path, fragment, template["k8sPod"]["podSpec"], template["config"]["primary_container_name"])
+
+
+def task_body() -> None:
+    """Never run; serialized only."""
+
+
+@pytest.mark.parametrize("fragment", FRAGMENTS)
+def test_each_fragment_reaches_the_clustered_jobset_pod(tmp_path: Path, fragment: str) -> None:
+    """Flyte 2 clustered: the backend's ``interconnect`` only logs (interconnect.go), so the fabric is the pod's; the
+    profile's pod template on a real ``ClusteredTaskEnvironment``, serialized by Flyte 2, through the JobSet builder."""
+    flyte = pytest.importorskip("flyte")
+    clustered = pytest.importorskip("flyte.clustered")
+    from flyte._internal.runtime.task_serde import get_proto_task
+    from flyte.models import SerializationContext
+    from google.protobuf.json_format import MessageToDict
+
+    from kfdefaults.backend.jobset import build_jobset, jobset_pod_template, torchrun_env
+    from kfdefaults.pipeline import Pipeline
+    from kfdefaults.runtime.config import sdk_pod_template
+
+    team, _ = _setup(tmp_path, fragment)
+    (team / "train.yaml").write_text(f"extends: [gpu-large, {fragment}]\nelastic:\n  nnodes: 2\n  max_restarts: null\n"
+                                     "  rdzv_configs: null\n  run_policy: null\n")  # what a JobSet cannot run
+    resolved = Pipeline.discover([_platform(tmp_path)], [team], target="clustered").resolve("train")
+    pod = sdk_pod_template(flyte.PodTemplate, resolved.pod_spec, resolved.primary_container_name, resolved.labels,
+                           resolved.annotations)
+    environment = clustered.ClusteredTaskEnvironment(name="train", image="registry.example/train:1", pod_template=pod,
+                                                     replicas=resolved.elastic_settings["nnodes"],
+                                                     nproc_per_node=resolved.elastic_settings["nproc_per_node"])
+    context = SerializationContext(version="v1", project="p", domain="development", org="o", root_dir=Path(__file__).parent)
+    template = MessageToDict(get_proto_task(environment.task(task_body), context))
+    jobset = build_jobset(template)
+    plugin_env = frozenset(e["name"] for e in torchrun_env(template["custom"]))
+    _assert_reaches(tmp_path, fragment, jobset_pod_template(jobset)["spec"], resolved.primary_container_name, plugin_env)
 
 
 def test_auto_with_no_pool_known_is_an_error_at_the_fragment_line_naming_the_fact(tmp_path: Path) -> None:
@@ -121,7 +199,6 @@ def test_fit_judges_each_pool_with_its_own_device_count(tmp_path: Path) -> None:
     team, facts = _setup(tmp_path, "fabric-efa", wide)
     result = invoke(["fit", "train", "--team", str(team), "--facts", str(facts), "-o", "json"])
     assert result.exit_code == 0, result.stderr
-    import json
     pools = {p["name"]: p for p in json.loads(result.stdout)["pools"]}
     assert pools["p4d"]["pods_per_node"] == 1 and pools["p5"]["pods_per_node"] == 1
     assert pools["p4d"]["fits"] and pools["p5"]["fits"]
