@@ -291,3 +291,18 @@ def test_an_efa_pod_without_its_devices_on_a_node_that_has_them(tmp_path):
     assert device["set_by"] == f"builtin fabric-efa.yaml:{fragment_line('fabric-efa', 'vpc.amazonaws.com/efa: auto', 2)}"
     assert device["cause"].endswith("(the node has RDMA devices rdmap0s30: /sys/class/infiniband)")
     assert receipt["observed"]["env"]["FI_PROVIDER"] == "efa" and receipt["observed"]["env"]["FI_EFA_FORK_SAFE"] == "1"
+
+
+def test_a_receipt_s_fabric_readings_from_anyone_are_shown_bounded(tmp_path):
+    """``verify`` reads receipts from logs anyone could write: the names a note shows are bounded in number and length."""
+    from kfdefaults.receipt.compare import compare
+
+    registered, _ = fabric_task(tmp_path, "fabric-ib")
+    hostile = ["\x1b[31m" + "x" * 100_000] * 10_000
+    fabric = {"dev_infiniband": hostile, "dev_infiniband_count": 0, "sys_infiniband": hostile, "ipc_lock": True,
+              "memlock": {"soft": None, "hard": None}, "host_network": None}
+    differences, notes = compare(registered, {"fabric": fabric, "env": {}})
+    [note] = [n for n in notes if n.startswith("fabric: ")]
+    assert len(note) < 10_000 and "(100,005 characters)" in note
+    [device] = [d for d in differences if d["what"] == "rdma/ib devices"]
+    assert len(device["cause"]) < 10_000

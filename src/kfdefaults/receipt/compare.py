@@ -32,9 +32,11 @@ import math
 import os
 from typing import Any, Mapping
 
+from ..errors import shown
 from ..k8s.quantity import quantity_text as byte_quantity, quantity_value  # byte_quantity: for why/values
 from ..paths import Select, format_path
 from ..targets import NCCL_ENV, OFF
+from .probe import MAX_NAMES
 
 CAUSES = {
     "shm-medium": "the volume mounted at /dev/shm is not the registered memory-backed one: the cluster's PodTemplate "
@@ -197,10 +199,11 @@ def _fabric(pod: Mapping[str, Any], observed: Mapping[str, Any], notes: list[str
     container = ("pod_template", "spec", "containers", Select("name", pod.get("primary") or "primary"))
     memlock = seen.get("memlock") or {}
     memlock = "unlimited" if memlock.get("soft") is None else _bytes(memlock.get("soft"))
-    rdma = seen.get("sys_infiniband") or []
+    rdma = [shown(name, 40) for name in (seen.get("sys_infiniband") or [])[:MAX_NAMES]]  # a receipt read back may
+    files = [shown(name, 40) for name in (seen.get("dev_infiniband") or [])[:MAX_NAMES]]  # be anyone's: bounded
     known = {True: "yes", False: "no", None: "not known"}
     notes.append(f"fabric: {seen.get('dev_infiniband_count', 0)} device files under /dev/infiniband"
-                 f"{' (' + ', '.join(seen['dev_infiniband']) + ')' if seen.get('dev_infiniband') else ''}; the node's "
+                 f"{' (' + ', '.join(files) + ')' if files else ''}; the node's "
                  f"RDMA devices (/sys/class/infiniband): {', '.join(rdma) or 'none'}; IPC_LOCK effective: "
                  f"{known[seen.get('ipc_lock')]}; RLIMIT_MEMLOCK {memlock}; host network: "
                  f"{known[seen.get('host_network')]}{' (no /etc/hosts the kubelet wrote)' * (seen.get('host_network') is None)}")
