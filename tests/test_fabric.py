@@ -142,38 +142,23 @@ def test_each_fragment_reaches_the_flyte2_pytorch_task_pod(tmp_path: Path, fragm
     _assert_reaches(tmp_path, fragment, template["k8sPod"]["podSpec"], template["config"]["primary_container_name"])
 
 
-def task_body() -> None:
-    """Never run; serialized only."""
-
-
 @pytest.mark.parametrize("fragment", FRAGMENTS)
 def test_each_fragment_reaches_the_clustered_jobset_pod(tmp_path: Path, fragment: str) -> None:
-    """Flyte 2 clustered: the backend's ``interconnect`` only logs (interconnect.go), so the fabric is the pod's; the
-    profile's pod template on a real ``ClusteredTaskEnvironment``, serialized by Flyte 2, through the JobSet builder."""
-    flyte = pytest.importorskip("flyte")
-    clustered = pytest.importorskip("flyte.clustered")
-    from flyte._internal.runtime.task_serde import get_proto_task
-    from flyte.models import SerializationContext
-    from google.protobuf.json_format import MessageToDict
-
-    from kfdefaults.backend.jobset import build_jobset, jobset_pod_template, torchrun_env
-    from kfdefaults.pipeline import Pipeline
-    from kfdefaults.runtime.config import sdk_pod_template
+    """Flyte 2 clustered: the backend's ``interconnect`` only logs (interconnect.go), so the fabric is the pod's: the
+    JobSet the backend builds for a ClusteredTaskEnvironment on the profile (``render --as jobset``)."""
+    pytest.importorskip("flyte.clustered")
+    from kfdefaults.backend.jobset import jobset_pod_template, torchrun_env
 
     team, _ = _setup(tmp_path, fragment)
     (team / "train.yaml").write_text(f"extends: [gpu-large, {fragment}]\nelastic:\n  nnodes: 2\n  max_restarts: null\n"
                                      "  rdzv_configs: null\n  run_policy: null\n")  # what a JobSet cannot run
-    resolved = Pipeline.discover([_platform(tmp_path)], [team], target="clustered").resolve("train")
-    pod = sdk_pod_template(flyte.PodTemplate, resolved.pod_spec, resolved.primary_container_name, resolved.labels,
-                           resolved.annotations)
-    environment = clustered.ClusteredTaskEnvironment(name="train", image="registry.example/train:1", pod_template=pod,
-                                                     replicas=resolved.elastic_settings["nnodes"],
-                                                     nproc_per_node=resolved.elastic_settings["nproc_per_node"])
-    context = SerializationContext(version="v1", project="p", domain="development", org="o", root_dir=Path(__file__).parent)
-    template = MessageToDict(get_proto_task(environment.task(task_body), context))
-    jobset = build_jobset(template)
-    plugin_env = frozenset(e["name"] for e in torchrun_env(template["custom"]))
-    _assert_reaches(tmp_path, fragment, jobset_pod_template(jobset)["spec"], resolved.primary_container_name, plugin_env)
+    result = invoke(["render", "train", "--platform", str(_platform(tmp_path)), "--team", str(team), "--as", "jobset",
+                     "--target", "clustered", "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    jobset = json.loads(result.stdout)
+    assert jobset["kind"] == "JobSet"
+    plugin_env = frozenset(e["name"] for e in torchrun_env({}))  # the clustered plugin's, which no profile may write
+    _assert_reaches(tmp_path, fragment, jobset_pod_template(jobset)["spec"], "primary", plugin_env)
 
 
 def test_auto_with_no_pool_known_is_an_error_at_the_fragment_line_naming_the_fact(tmp_path: Path) -> None:
