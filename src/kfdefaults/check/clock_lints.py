@@ -145,6 +145,15 @@ def _start_warnings(resolved: Resolved, clock: dict[str, Clock], span: Span, low
                               "pulled"))
     if high <= 1:
         return found
+    static = clock.get("static_timeout")
+    if static is not None:  # a clustered task's static rendezvous: no setting reaches its timeout
+        if (static.value or 0) < worst:
+            found.append(_finding(static, f"the static rendezvous waits {static.value} s ({_at(static.source)}), "
+                                  f"shorter than the worst start spread, {spread}: node 0 fails with DistStoreError "
+                                  "before a cold node connects, and the JobSet recreates every pod (or the task fails "
+                                  "without cluster_max_restarts); no setting of a clustered task changes this "
+                                  "timeout: give the nodes a shorter start (a warm pool, a pre-pulled image)", other=_span_source(span)))
+        return found
     r, j, l = clock["read_timeout"], clock["join_timeout"], clock["last_call_timeout"]
     if (r.value or 0) < worst:
         found.append(_finding(r, f"read_timeout is {r.value} s ({_at(r.source)}), shorter than the worst start "

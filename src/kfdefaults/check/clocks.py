@@ -20,7 +20,7 @@ from ..errors import Location
 from ..merge.origins import pod_leaf, written_by
 from ..merge.result import Resolved
 from ..paths import format_path
-from ..targets import FLYTE2
+from ..targets import CLUSTERED, FLYTE2
 from . import torch_defaults
 
 TYPE_CHECKING = False
@@ -98,6 +98,8 @@ class Clock:
 
 
 CLOCKS = {
+    "static_timeout": ("static rendezvous (node 0's TCPStore)", "every node connected to node 0's store: node 0 "
+                       "waits for the others, each other node retries connecting, from its own start"),
     "read_timeout": ("c10d rendezvous (TCPStore client)", "connecting to the rendezvous store, then each call to it"),
     "join_timeout": ("c10d rendezvous", "one rendezvous round, from each node's own join"),
     "last_call_timeout": ("c10d rendezvous", "the wait for more nodes once MIN are in (nnodes MIN:MAX)"),
@@ -107,6 +109,7 @@ CLOCKS = {
     "nccl_heartbeat": ("ProcessGroupNCCL heartbeat monitor", "a stuck NCCL watchdog, before the process is ended"),
     "active_deadline_seconds": ("training operator", "the whole PyTorchJob from its start"),
     "task_timeout": ("Flyte", "one attempt of the task, end to end"),
+    "max_queued_time": ("Flyte (clustered tasks)", "each attempt, until every worker of the JobSet is Ready"),
     "kueue_wait": ("Kueue (waitForPodsReady)", "every pod of the job Ready, from the workload's admission"),
 }
 """Clock name -> (what keeps it, what it bounds), in the order a job meets them."""
@@ -278,15 +281,37 @@ def clocks(resolved: Resolved, facts: ClusterFacts | None) -> list[Clock]:
         One :class:`Clock` per name of :data:`CLOCKS`, each with where its value is set.
     """
     version, version_at = torch_version(resolved, facts)
-    monitor = resolved.elastic_settings.get("monitor_interval")
-    monitor_source = _profile(resolved, ("elastic", "monitor_interval"), _plugin_default(resolved, "monitor_interval"))
+    target = resolved.target
+    monitor = resolved.elastic_settings.get("monitor_interval", target.fixed.get("monitor_interval"))
+    default = ("torchrun default (monitor_interval): the clustered launcher passes none" if target is CLUSTERED
+               else _plugin_default(resolved, "monitor_interval"))
+    monitor_source = _profile(resolved, ("elastic", "monitor_interval"), default)
     nccl, other = collective_timeout(resolved, version, version_at)
-    found = [*(_rdzv(resolved, key, version) for key in ("read_timeout", "join_timeout", "last_call_timeout")),
-             Clock("monitor_interval", int(monitor) if isinstance(monitor, (int, float)) else None, True,
-                   monitor_source, "elastic.monitor_interval", CLOCKS["monitor_interval"][0]),
+    if is_static(resolved):
+        rendezvous = [Clock("static_timeout", torch_defaults.TABLE["static_timeout"][0].value, True,
+                            Source(default=torch_defaults.label("static_timeout", version)),
+                            "none: torchrun --rdzv-conf timeout=..., which the clustered launcher does not pass",
+                            CLOCKS["static_timeout"][0])]
+    else:
+        rendezvous = [_rdzv(resolved, key, version) for key in ("read_timeout", "join_timeout", "last_call_timeout")]
+    queued = [Clock("max_queued_time", None, False, Source(default="unknown: set in the task's code, not the profile"),
+                    "@env.task(timeout=flyte.Timeout(max_queued_time=...))", CLOCKS["max_queued_time"][0])] \
+        if target is CLUSTERED else []
+    monitor = monitor if isinstance(monitor, float) and not monitor.is_integer() else \
+        int(monitor) if isinstance(monitor, (int, float)) else None
+    found = [*rendezvous,
+             Clock("monitor_interval", monitor, True, monitor_source, "elastic.monitor_interval",
+                   CLOCKS["monitor_interval"][0]),
              nccl, other, heartbeat(resolved, version), deadline_clock(resolved),
-             _facts_clock("task_timeout", facts, ("flyte", "task_timeout"), "flyte.task_timeout"), kueue_wait(facts)]
+             _facts_clock("task_timeout", facts, ("flyte", "task_timeout"), "flyte.task_timeout"), *queued,
+             kueue_wait(facts)]
     return found
+
+
+def is_static(resolved: Resolved) -> bool:
+    """Whether the task's nodes meet at torchrun's static rendezvous (a clustered task's default, ``rdzv_backend:
+    static``): node 0 hosts a TCPStore that every other node connects to; no round, no ``join_timeout``."""
+    return resolved.target is CLUSTERED and resolved.elastic_settings.get("rdzv_backend", "static") == "static"
 
 
 def by_name(found: Iterable[Clock]) -> dict[str, Clock]:

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from ..backend.cluster import ClusterTemplate
 from ..backend.elastic_config import job_fields, nnodes_range
+from ..backend.jobset import clustered_custom
 from ..backend.registered import is_multi_node, registered_pod_spec
 from ..k8s.nodes import is_per_node_label
 from ..k8s.scheduling import Verdict, filter_node, node_allocatable, pod_requests, scheduler_amounts
@@ -123,9 +124,12 @@ def judge_pool(pod: JudgedPod, pool: Pool, replicas: tuple[int, int], created: i
 
 
 def worker_pods(resolved: Resolved) -> int:
-    """The pods the task creates: the PyTorchJob's ``Worker`` replicas as the backend writes them
-    (:func:`kfdefaults.backend.elastic_config.job_fields`: ``nnodes``' maximum) for a multi-node task, else its one
-    pod."""
+    """The pods the task creates: a clustered task's JobSet ``replicas`` (its Job's ``parallelism``:
+    :func:`kfdefaults.backend.jobset.clustered_custom`), else the PyTorchJob's ``Worker`` replicas as the backend
+    writes them (:func:`kfdefaults.backend.elastic_config.job_fields`: ``nnodes``' maximum) for a multi-node task,
+    else its one pod."""
+    if resolved.target.name == "clustered":
+        return int(clustered_custom(resolved.elastic_settings)["replicas"])
     if not is_multi_node(resolved.elastic_settings):
         return 1
     return int(job_fields(resolved.elastic_settings).get(WORKER_REPLICAS, 1))

@@ -194,7 +194,7 @@ class FitReport:
         replicas: ``nnodes`` as ``(min, max)`` pods, and where it is set (``None``: the plugin's default, 1).
         deadline: The job's deadline (:func:`deadline`), or ``None``.
         pools: Each pool's verdict, in the pools' order.
-        created: The pods the task creates (:func:`.fit.worker_pods`: the PyTorchJob's ``Worker`` replicas).
+        created: The pods the task creates (:func:`.fit.worker_pods`: the PyTorchJob's ``Worker`` replicas, a JobSet's replicas).
         kueue: Kueue's ``waitForPodsReady`` (:func:`.clocks.kueue_wait`) when the facts state Kueue, else ``None``.
     """
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..merge.result import Resolved
+from ..targets import CLUSTERED
 from .clocks import Clock, env_value
 from .start import Span
 from . import torch_defaults
@@ -22,7 +23,11 @@ READ_RETRIES = 4
 ROUND_LATE = 3
 """Seconds a round that admits a node takes past ``monitor_interval`` + ``read_timeout`` to fail (measured)."""
 
+STATIC_LATE = 1
+"""Seconds past ``static_timeout`` by which node 0's store gives up (measured: 6 s for 5, docs/flyte2-clustered.md)."""
+
 HOST = "the store's host (worker 0)"
+NODE0 = "node 0 (the store's host)"
 OTHERS = "the other nodes"
 EVERY = "every node"
 
@@ -45,6 +50,10 @@ MESSAGES = {
     "monitor_interval": ("RendezvousConnectionError", "the store's host is gone: the agent's next look at the store "
                          "fails"),
     "gloo_peer": ("ChildFailedError", "Connection closed by peer"),
+    "static_wait": ("DistStoreError", "Timed out after {late} seconds waiting for clients. {joined}/{n} clients "
+                    "joined."),
+    "static_connect": ("DistNetworkError", "The client socket has timed out after {ms}ms while trying to connect to "
+                       "(MASTER_ADDR, 29500)."),
 }
 """Clock -> (what torch, Kueue, the operator or Flyte raise, the message the user sees)."""
 
@@ -241,6 +250,73 @@ def never_scenarios(clock: dict[str, Clock], low: int, high: int) -> list[Scenar
     return [worker, _scenario("never-host", "the store's host never starts", events, limits=_limits(clock, None))]
 
 
+def _jobset_restarts(first_fail: Event, per_attempt: float, restarts: int, again: bool) -> list[Event]:
+    """After a clustered task's failing pod: its Job fails (``backoffLimit: 0``), the JobSet recreates every pod
+    ``restarts`` times (``cluster_max_restarts``); when each attempt fails ``again``, the last ends the task."""
+    if not restarts:
+        return []
+    end = first_fail.at[1] if first_fail.at is not None else 0
+    events = [Event((end, end), "the job", None, f"the failed pod fails its Job (backoffLimit: 0): the JobSet "
+                    f"recreates every pod, a new rendezvous (restart 1 of cluster_max_restarts {restarts})")]
+    if again:
+        total = per_attempt * (restarts + 1)
+        events.append(Event((total, total), "the job", first_fail.clock, f"after {restarts} JobSet restart"
+                            f"{'s' * (restarts != 1)}, each failing the same way: cluster_max_restarts spent",
+                            first_fail.error, first_fail.message, fails=True))
+    return events
+
+
+def static_scenarios(clock: dict[str, Clock], span: Span, span_key: str, high: int, restarts: int) -> list[Scenario]:
+    """A clustered task's nodes at torchrun's static rendezvous (``static_tcp_rendezvous.py``): node 0's TCPStore
+    waits ``static_timeout`` from its start for every node; each other node retries connecting one to
+    :data:`READ_RETRIES` times that from its own. A node ``span_key`` late, or never; JobSet restarts after each."""
+    tv = clock["static_timeout"].value or 0
+    wait_error, wait_message = MESSAGES["static_wait"][0], MESSAGES["static_wait"][1].format(
+        late=tv + STATIC_LATE, joined=high - 1, n=high)
+    connect_error, connect_message = MESSAGES["static_connect"][0], MESSAGES["static_connect"][1].format(ms=tv * 1000)
+    queued = ["Flyte's max_queued_time, where the task's code sets one, ends an attempt whose workers are not all Ready"]
+
+    def waited(start: float) -> Event:
+        return Event((start + tv, start + tv + STATIC_LATE), NODE0, "static_timeout", "not every node connected: "
+                     "node 0's store gives up", wait_error, wait_message, fails=restarts == 0)
+
+    def connecting(start: float, certain: bool = True) -> Event:
+        return Event((start + tv, start + READ_RETRIES * tv), OTHERS, "static_timeout", "no store to connect to: the "
+                     "client gives up", connect_error, connect_message, fails=restarts == 0, certain=certain)
+
+    late = getattr(span, span_key)
+    scenarios = []
+    if late is None:
+        unknown = Event(None, "a cold node", None, "starts: when is unknown (" + ", ".join(span.missing) + " not stated)")
+        scenarios += [_scenario("start-cold-worker", "a worker starts cold: when is unknown", [unknown],
+                                start_known=False),
+                      _scenario("start-cold-host", "node 0 starts cold: when is unknown", [unknown], start_known=False)]
+    else:
+        when = span.text(span_key)
+        events = [Event((0, 0), f"{NODE0} and the hot nodes", None, "start; node 0's store waits for every node"),
+                  Event((late, late), "the cold worker", None, f"starts ({span_key} cold start)")]
+        if late > tv:
+            events.append(waited(0))
+            events += _jobset_restarts(events[-1], tv + STATIC_LATE, restarts, False)
+        scenarios.append(_scenario("start-cold-worker", f"a worker starts cold, {when} after the others ({span_key})",
+                                   events, list(queued), _limits(clock, late), start_known=span.complete))
+        events = [Event((0, 0), OTHERS, None, "start; connect to node 0's store, which is not up"),
+                  Event((late, late), NODE0, None, f"starts ({span_key} cold start)")]
+        if late > tv:
+            events.append(connecting(0, certain=late >= READ_RETRIES * tv))
+            events += _jobset_restarts(events[-1], READ_RETRIES * tv, restarts, False)
+        scenarios.append(_scenario("start-cold-host", f"node 0 starts cold, {when} after the others ({span_key})",
+                                   events, list(queued), _limits(clock, late), start_known=span.complete))
+    events = [Event((0, 0), f"{NODE0} and the others", None, "start; node 0's store waits for every node"), waited(0)]
+    events += _jobset_restarts(events[-1], tv + STATIC_LATE, restarts, True)
+    again = ["each attempt's pods start again (not counted here)"] * bool(restarts)
+    scenarios.append(_scenario("never-worker", "a worker never starts", events, again, _limits(clock, None)))
+    events = [Event((0, 0), OTHERS, None, "start; connect to node 0's store, which never comes up"), connecting(0)]
+    events += _jobset_restarts(events[-1], READ_RETRIES * tv, restarts, True)
+    scenarios.append(_scenario("never-host", "node 0 never starts", events, again, _limits(clock, None)))
+    return scenarios
+
+
 def _hang_attempt(clock: dict[str, Clock], backend: str, resolved: Resolved) -> tuple[float | None, list[str], str, str]:
     """Seconds one attempt of a hung collective lasts before the worker process ends, what to know, the clock that
     ends it, and ``ends``, ``hangs`` (nothing in torch ends it) or ``unknown``."""
@@ -263,14 +339,21 @@ def _hang_attempt(clock: dict[str, Clock], backend: str, resolved: Resolved) -> 
 
 
 def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low: int, high: int) -> list[Scenario]:
-    """A peer lost while training, and a collective that hangs, with ``max_restarts`` restarts."""
-    restarts = resolved.elastic_settings.get("max_restarts") or 0
-    m, j, l = clock["monitor_interval"], clock["join_timeout"], clock["last_call_timeout"]
+    """A peer lost while training, and a collective that hangs, with ``max_restarts`` restarts (a clustered task's
+    JobSet restarts, ``cluster_max_restarts``, each recreating every pod: :func:`_jobset_restarts`)."""
+    clustered = resolved.target is CLUSTERED
+    budget = "cluster_max_restarts" if clustered else "max_restarts"
+    restarts = resolved.elastic_settings.get(budget) or 0
+    m, j, l = clock["monitor_interval"], clock.get("join_timeout"), clock.get("last_call_timeout")
     pg = clock["pg_timeout_nccl" if backend == "nccl" else "pg_timeout_other"]
     mv = m.value or 0
     # a lost peer (not the store's host)
     events = [Event((0, 0), "one node", None, "is lost (its pod deleted, its node gone)")]
-    if backend == "gloo":
+    if clustered:  # the JobSet ends every pod: no peer waits for the lost one
+        events.append(Event((0, 0), "the job", None, "the lost pod fails its Job (backoffLimit: 0)" +
+                            ("" if restarts else ": the JobSet fails, no cluster_max_restarts"), fails=not restarts))
+        detected: float | None = 0.0
+    elif backend == "gloo":
         error, message = _fill("gloo_peer", pg)
         events.append(Event((0, mv), "the others", "monitor_interval", "gloo reports the closed connection at once",
                             error, message, fails=restarts == 0))
@@ -285,14 +368,18 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
                             message, fails=restarts == 0))
         detected = pg.value + mv
     if restarts and detected is not None:
-        if low < high and high - 1 >= low:
+        if clustered:
+            events += _jobset_restarts(events[-1], detected, restarts, False)
+        elif low < high and high - 1 >= low:
             events.append(Event((detected + (l.value or 0), detected + (l.value or 0) + 1), "the others",
                                 "last_call_timeout", f"a restart's round closes with {high - 1} nodes: training goes on"))
         else:
             events.append(_join_fail(detected, j, "the others"))
-    lost = _scenario("lost-peer", "a node is lost while training", events,
-                     [f"when the lost node hosted the store, the others fail at once (within monitor_interval, "
-                      f"{m.value} s) with {MESSAGES['monitor_interval'][0]}"], _limits(clock, None, starting=False))
+    notes = [f"a node that goes unreachable keeps its pod until Kubernetes evicts it (tolerationSeconds 300 of "
+             f"node.kubernetes.io/unreachable, by default) or the others' collective times out ({pg.text})" if clustered
+             else f"when the lost node hosted the store, the others fail at once (within monitor_interval, "
+             f"{m.value} s) with {MESSAGES['monitor_interval'][0]}"]
+    lost = _scenario("lost-peer", "a node is lost while training", events, notes, _limits(clock, None, starting=False))
     # a hung collective: every attempt hangs again
     attempt, notes, name, state = _hang_attempt(clock, backend, resolved)
     events = [Event((0, 0), "one rank", None, "stops calling collectives (a desync, a hung GPU)")]
@@ -306,9 +393,9 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
                             f"worker end within {m.value} s", error, message, fails=restarts == 0))
         if restarts:
             events.append(Event((total, total), EVERY, name, f"after {restarts} restart{'s' * (restarts != 1)}, each "
-                                "hanging again: max_restarts spent", error, message, fails=True))
+                                f"hanging again: {budget} spent", error, message, fails=True))
         notes.append(f"per attempt: {' + '.join(_terms(clock, backend, name))} = {attempt:g} s; "
-                     f"x (max_restarts {restarts} + 1)")
+                     f"x ({budget} {restarts} + 1)")
     hung = _scenario("hung-collective", "a collective hangs", events, notes, _limits(clock, None, starting=False))
     return [lost, hung]
 

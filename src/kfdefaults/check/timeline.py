@@ -14,6 +14,11 @@ Worked out from the clocks (:func:`.clocks.clocks`) and how late a node starts (
   ``RendezvousClosedError``.
 * A pod whose store host has gone fails at the agent's next ``monitor_interval``.
 
+A clustered task (Flyte 2's JobSet) meets at torchrun's static rendezvous by default: node 0's TCPStore waits
+``static_timeout`` (torch's 600 s; no setting reaches it) for every node, each other node retries connecting as
+long; there is no ``join_timeout``. A failed pod fails its Job (``backoffLimit: 0``), and the JobSet recreates
+every pod while ``cluster_max_restarts`` remain.
+
 Times are seconds from the first pods' start (Kueue's admission of the workload; a hot node starts its pod at
 once). The store's host is the pod ``PET_RDZV_ENDPOINT`` names: worker 0 of the PyTorchJob.
 """
@@ -27,7 +32,15 @@ from ..backend.registered import registered_pod_spec
 from ..k8s.scheduling import pod_requests
 from ..merge.result import Resolved
 from .clocks import Clock, by_name, clocks, env_value, nodes, torch_version
-from .scenarios import Event, Scenario, never_scenarios, run_scenarios, single_start, start_scenarios
+from .scenarios import (
+    Event,
+    Scenario,
+    never_scenarios,
+    run_scenarios,
+    single_start,
+    start_scenarios,
+    static_scenarios,
+)
 from .start import ColdStart, Span, starts
 
 TYPE_CHECKING = False
@@ -99,6 +112,10 @@ def timeline(resolved: Resolved, facts: ClusterFacts | None, start: ColdStart | 
         scenarios = [single_start(clock, span)]
         if (resolved.elastic_settings.get("nproc_per_node") or 1) != 1:
             scenarios += run_scenarios(resolved, clock, backend, low, high)[1:]
+    elif "static_timeout" in clock:  # a clustered task's static rendezvous: node 0's store, JobSet restarts
+        restarts = resolved.elastic_settings.get("cluster_max_restarts") or 0
+        scenarios = static_scenarios(clock, span, "worst", high, restarts)
+        scenarios += run_scenarios(resolved, clock, backend, low, high)
     else:
         shared_off = env_value(resolved, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE")[0] == "1"
         scenarios = start_scenarios(clock, span, "worst", low, high, version, shared_off)

@@ -69,8 +69,9 @@ _HEARTBEAT = [
 _RDZV = {"read_timeout": Default(60, "0", "c10d_rendezvous_backend.py _create_tcp_store"),
          **{f"{name}_timeout": Default(seconds, "0", "dynamic_rendezvous.py RendezvousTimeout")
             for name, seconds in (("join", 600), ("last_call", 30), ("close", 30))}}
+_STATIC = [Default(600, "0", "static_tcp_rendezvous.py _default_timeout_seconds")]
 TABLE = {"pg_timeout_nccl": _PG_NCCL, "pg_timeout_other": _PG_OTHER, "nccl_heartbeat": _HEARTBEAT,
-         **{name: [row] for name, row in _RDZV.items()}}
+         "static_timeout": _STATIC, **{name: [row] for name, row in _RDZV.items()}}
 """Default -> its values by release, oldest first."""
 
 RDZV_DEFAULTS = {name: row.value for name, row in _RDZV.items()}
