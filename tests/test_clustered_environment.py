@@ -210,3 +210,37 @@ def test_a_pickled_task_keeps_what_it_serializes(team):
     again = pickle.loads(pickle.dumps(task))
     assert again.plugin_config.settings == task.plugin_config.settings
     assert again.custom_config(None) == copy.deepcopy(task.custom_config(None))
+
+
+LOCAL_RUN = '''\
+import sys
+
+import flyte
+
+from kfdefaults.flyte2 import ClusteredTaskEnvironment
+
+env = ClusteredTaskEnvironment(profile="two-node", team=[sys.argv[1]], name="local", image="registry.example.com/t:1")
+
+
+@env.task
+async def add(x: int) -> int:
+    return x + 1
+
+
+if __name__ == "__main__":
+    flyte.init()
+    print("RESULT", flyte.with_runcontext(mode="local").run(add, x=41).outputs()[0])
+'''
+
+
+def test_a_task_of_the_environment_runs_through_the_sdks_local_execution(team, tmp_path):
+    """``flyte.with_runcontext(mode="local").run``: the task's function runs in this process (the JobSet and its
+    torchrun launcher are the backend's; locally the SDK runs the function alone)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "app.py").write_text(LOCAL_RUN, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(tmp_path / "app.py"), team], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "RESULT 42" in done.stdout, done.stdout

@@ -8,8 +8,10 @@ clustered_test.go at 6fadb90d65af26f4db908ec1c5f5af546a3e4299, named per case) o
 from __future__ import annotations
 
 import pathlib
+import textwrap
 
 import pytest
+from test_clustered_target import TWO_NODES as FIXED_TWO_NODES  # the fixed two-node profile the target tests use
 
 flyte = pytest.importorskip("flyte")
 clustered = pytest.importorskip("flyte.clustered")
@@ -100,13 +102,7 @@ def test_build_failure_policy_zero_is_none():
 # --- render --as jobset: the JobSet of a task defined on the profile, as the backend builds it ---------------
 
 
-TWO_NODES = """\
-extends: gpu-large
-elastic:
-  nnodes: 2
-  max_restarts: null
-  rdzv_configs: null
-  run_policy: null
+TWO_NODES = textwrap.dedent(FIXED_TWO_NODES) + """\
 pod_template:
   spec:
     containers:
