@@ -182,6 +182,13 @@ def test_the_environments_fields_are_the_task_layer_over_the_profile(team):
     assert ours.replicas == 4 and ours.runtime == clustered.TorchRun(rdzv_backend="c10d")
 
 
+def test_a_clone_keeps_the_profiles_values(team):
+    ours = ClusteredTaskEnvironment(profile="ttl", team=[team], name="first", image=IMAGE)
+    clone = ours.clone_with("second")
+    assert isinstance(clone, ClusteredTaskEnvironment) and clone.plugin_config.settings == ours.plugin_config.settings
+    assert spec(clone.task(body))["custom"] == spec(ours.task(body))["custom"]
+
+
 def test_nproc_per_node_auto_follows_the_environments_gpus(team):
     ours = ClusteredTaskEnvironment(profile="auto-gpus", team=[team], name="auto", image=IMAGE,
                                     resources=flyte.Resources(gpu=2))

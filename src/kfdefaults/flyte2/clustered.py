@@ -135,9 +135,11 @@ class ClusteredTaskEnvironment(SdkClusteredTaskEnvironment):
         if config is None:
             overrides, labels = self._task_layer()
             config = ClusteredConfig(self.profile, platform=self.platform, team=self.team, labels=labels, **overrides)
-        elif not isinstance(config, ClusteredConfig) or any(getattr(self, f) is not None for f in _CLUSTERED_FIELDS):
+        elif not isinstance(config, ClusteredConfig) or any(
+                getattr(self, f) not in (None, getattr(config.settings, f)) for f in _CLUSTERED_FIELDS):
+            # dataclasses.replace (clone_with) passes the merged fields back with the config: those are the same
             raise TypeError("ClusteredTaskEnvironment(plugin_config=...) takes a kfdefaults ClusteredConfig, and "
-                            "then no clustered field: the config is the task layer")
+                            "then no other clustered value: the config is the task layer")
         self.profile = config.profile
         if self.resources is not None and config.resolved is not None:  # nproc_per_node: auto counts its GPUs
             config = config.with_resolved(config.resolve_with_pod_template(None, "", task_resources(self.resources)))
