@@ -182,3 +182,26 @@ def test_render_as_jobset_is_for_the_clustered_target_and_its_errors_are_the_tar
     ranged = run_cli(["render", "gpu-large", "--target", "clustered", "--as", "jobset"])
     assert ranged.exit_code == 1 and "Traceback" not in ranged.stderr and ranged.stdout == ""
     assert "gpu-large.yaml:4:11: [builtin] elastic.nnodes" in ranged.stderr
+
+
+@pytest.mark.parametrize("case, sets, expected", [
+    ("TestBuildResource_HappyPath", ["elastic.nnodes=4", "elastic.cluster_max_restarts=3",
+                                     "elastic.run_policy.ttl_seconds_after_finished=120"],
+     {"parallelism": 4, "failurePolicy": {"maxRestarts": 3}, "ttl": 120, "RDZV_BACKEND": "static",
+      "JOBSET_MAX_RESTARTS": "3", "NNODES": "4"}),
+    ("TestInjectTorchRunEnv_MaxRestarts and _C10D", ["elastic.rdzv_backend=c10d", "elastic.cluster_max_restarts=3"],
+     {"parallelism": 2, "failurePolicy": {"maxRestarts": 3}, "ttl": None, "RDZV_BACKEND": "c10d",
+      "JOBSET_MAX_RESTARTS": "3", "NNODES": "2"}),
+])
+def test_render_as_jobset_meets_the_plugins_own_cases(tmp_path, case, sets, expected):
+    """clustered_test.go (6fadb90d), each case as a profile and --set values, through `render --as jobset`."""
+    jobset = rendered_jobset(tmp_path, *[arg for value in sets for arg in ("--set", value)])
+    spec = jobset["spec"]
+    job = spec["replicatedJobs"][0]["template"]["spec"]
+    assert job["parallelism"] == job["completions"] == expected["parallelism"], case
+    assert spec.get("failurePolicy") == expected["failurePolicy"] and spec.get("ttlSecondsAfterFinished") == \
+        expected["ttl"], case
+    env = primary_env(jobset)
+    assert {n: env[n]["value"] for n in ("RDZV_BACKEND", "JOBSET_MAX_RESTARTS", "NNODES")} == \
+        {n: expected[n] for n in ("RDZV_BACKEND", "JOBSET_MAX_RESTARTS", "NNODES")}, case
+    assert env["MASTER_PORT"]["value"] == "29500"
