@@ -53,6 +53,20 @@ EXAMPLES = [  # in the words of the program that writes each (kfdefaults/why/fai
     "Annotations:      kfdefaults.io/profile: gpu-large",
     "                  kfdefaults.io/digest: sha256:" + "0" * 64,
     "2026-01-01T00:00:00.000000000Z stderr P KFDEFAULTS_RECEIPT {",
+    "algo-1:249:249 [0] ofi_init:1339 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
+    "ip-10-0-0-1:79:79 [0] NCCL WARN NET/OFI No eligible providers were found",
+    "get_ofi_provider:312 NCCL WARN NET/OFI Could not find any optimal provider",
+    "algo-1:249:249 [0] ofi_init:1288 NCCL WARN NET/OFI Only EFA provider is supported",
+    "[0] init.cc:99 CCOM WARN OFI plugin initNet() failed is EFA enabled?",
+    "libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> fi_getinfo: provider efa output empty list",
+    "misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory",
+    "[5] register_mr_buffers:465 NCCL WARN NET/OFI Unable to register memory (type = 1) for device 0. RC: 12",
+    "ip-172-31-12-210:45305:45305 [0] NCCL INFO NET/Socket : Using [0]ens3:172.31.12.210<0>",
+    "user:852750:852802 [0] NCCL INFO Using network Socket",
+    "user:852750:852802 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.",
+    "ip-172-31-12-21:45361:45361 [0] NCCL INFO NET/IB : No device found.",
+    "64:215:576 [0] NCCL INFO Using network IB",
+    "64:215:576 [0] NCCL INFO NET/IB : Using [0]mlx5_bond_0:1/RoCE [RO]; OOB bond1:30.14.4.51<0>",
 ]
 """A line each pattern matches."""
 

@@ -306,20 +306,29 @@ def fabric_gap(pod: JudgedPod, verdict: PoolFit, replicas_at: Figure | None, fac
         profile: Origin | None = Origin(replicas_at.layer, replicas_at.at, "elastic.nnodes")
     else:
         profile = next((pod.origins.get(r) for r in pod.requests if "/" in r and r.rsplit("/", 1)[1] == "gpu"), None)
-    offered = node_allocatable(verdict.node)
+    offer = fabric_offer(verdict.pool, verdict.node, facts)
+    if offer is None or (offer.named_by is not None and pod.spec.get("hostNetwork") is True):
+        return None
+    return offer._replace(profile=profile)
+
+
+def fabric_offer(pool: Any, node: dict[str, Any], facts: Any = None) -> FabricGap | None:
+    """The fabric ``node`` of ``pool`` offers (see :func:`fabric_gap`), whatever a job asks, as a
+    :class:`FabricGap` without the profile's line; ``None`` when it offers none."""
+    offered = node_allocatable(node)
     order = list(FABRIC_FRAGMENTS)  # a device of a builtin fragment first: what the advice names
     devices = sorted((r for r, amount in offered.items() if is_fabric_device(r) and amount > 0),
                      key=lambda r: (order.index(r) if r in order else len(order), r))
     if devices:
         return FabricGap(tuple(f"{quantity_text(offered[r], r)} {r}" for r in devices), fabric_advice(devices[0]),
-                         profile, _pool_location(verdict, "allocatable", devices[0]))
+                         None, pool.location("allocatable", devices[0], node=node), resource=devices[0])
     named = (facts.get("fabric_labels") or {}) if facts is not None else {}
-    labels = (verdict.node.get("metadata") or {}).get("labels") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
     label = next((k for k in named if k in labels), None)
-    if label is None or pod.spec.get("hostNetwork") is True:
+    if label is None:
         return None
-    return FabricGap((f"the fabric of label `{label}`",), f"extend {named[label]}", profile,
-                     _pool_location(verdict, "labels", label), facts.location("fabric_labels", label))
+    return FabricGap((f"the fabric of label `{label}`",), f"extend {named[label]}", None,
+                     pool.location("labels", label, node=node), facts.location("fabric_labels", label))
 
 
 def fabric_warning(verdict: PoolFit) -> Finding | None:

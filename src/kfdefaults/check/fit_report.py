@@ -113,6 +113,7 @@ class FabricGap(NamedTuple):
         profile: Where the job is made one of several nodes (its ``nnodes``), else where it requests its GPUs.
         pool: Where the pool's fact is written (its allocatable amount, or its label).
         named_by: Where the facts name the label as a fabric, for a label; else ``None``.
+        resource: The device the advice names (``vpc.amazonaws.com/efa``); ``None`` for a label.
     """
 
     offered: tuple[str, ...]
@@ -120,12 +121,16 @@ class FabricGap(NamedTuple):
     profile: Origin | None
     pool: Location
     named_by: Location | None = None
+    resource: str | None = None
+
+    def offer(self, pool: str) -> str:
+        """``pool p5 offers 32 vpc.amazonaws.com/efa per node``."""
+        return f"pool {pool} offers {' and '.join(self.offered)} per node"
 
     def message(self, pool: str) -> str:
         """``pool p5 offers 32 vpc.amazonaws.com/efa per node; this job requests none: NCCL will use TCP sockets;
         extend fabric-efa``."""
-        return (f"pool {pool} offers {' and '.join(self.offered)} per node; this job requests none: NCCL will use TCP "
-                f"sockets; {self.advice}")
+        return f"{self.offer(pool)}; this job requests none: NCCL will use TCP sockets; {self.advice}"
 
 
 @dataclass

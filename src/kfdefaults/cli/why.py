@@ -70,11 +70,44 @@ def _why(args: argparse.Namespace) -> int:
         facts = pipeline.facts
         if values is not None and facts is not None:
             values.torch = facts.torch_version(values.profile or name or "")[0]
-        cluster = Cluster(facts, _cold_start(pipeline, resolved, notes) if facts is not None else None)
+        cluster = Cluster(facts, _cold_start(pipeline, resolved, notes) if facts is not None else None,
+                          _fabric_offers(pipeline, resolved) if facts is not None else [])
+    answers = answers_for(recognised, values, cluster)
+    notes += _fabric_notes(log, recognised, answers)
     if values is not None and args.profile and values.source.startswith(("the receipt", "the settings registered")):
         notes.append("--profile is read only where the log carries no receipt and no KFDEFAULTS_ELASTIC: the log says "
                      "what the task ran with")
-    return _show(log, answers_for(recognised, values, cluster), values, notes, args.output)
+    return _show(log, answers, values, notes, args.output)
+
+
+def _fabric_offers(pipeline: Any, resolved: Any) -> list:
+    """What the pools the profile fits offer of a fabric (all the cluster's pools where the profile is not known):
+    ``(text, device or None)`` each (:func:`kfdefaults.check.fit_causes.fabric_offer`)."""
+    from ..check.fit_causes import fabric_offer
+    from ..show.fit_view import where
+
+    pools = pipeline.pools or []
+    if resolved is not None and pools:
+        pools = [v.pool for v in pipeline.fit(resolved).pools if v.fits]
+    offers = [(p, fabric_offer(p, p.node, pipeline.facts)) for p in pools]
+    return [(f"{o.offer(p.name)} ({where(o.pool)})", o.resource) for p, o in offers if o is not None]
+
+
+def _fabric_notes(log: Any, recognised: list, answers: list) -> list[str]:
+    """A note for a fabric failure not claimed (nothing asks for a fabric), and for a log whose NCCL used the
+    fabric (:func:`kfdefaults.why.failures.fabric_in_use`) and shows no fabric failure: healthy."""
+    from ..why.failures import fabric_in_use
+
+    notes = []
+    answered = {a.found.failure.name for a in answers}
+    for found in (f for f in recognised if f.failure.fabric and f.failure.name not in answered):
+        line = found.evidence[0][0]
+        notes.append(f"line {line}: {found.failure.title}; not claimed as a failure: the profile asks for no fabric "
+                     "and no pool of the cluster's facts offers one (give --profile NAME, or the facts, to judge it)")
+    in_use = fabric_in_use(log.lines)
+    if in_use is not None and not any(a.found.failure.name.startswith("fabric-") for a in answers):
+        notes.append(f"line {in_use[0]}: NCCL uses the fabric (`{in_use[1]}`): healthy")
+    return notes
 
 
 def _pipeline(args: argparse.Namespace, values: Any) -> Any:
@@ -97,8 +130,9 @@ def _profile_now(args: argparse.Namespace, pipeline: Any, name: str, named_by: s
 
     tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
     try:
-        resolved = pipeline.resolve(name, [pipeline.task_layer(name, tree, source="--set", labels=labels)])
-        now = pipeline.resolve(name).digest()
+        resolved = pipeline.resolve(name, [pipeline.task_layer(name, tree, source="--set", labels=labels)],
+                                    per_pool=True)  # a fabric device's `auto` is the pool's: kept as written
+        now = pipeline.resolve(name, per_pool=True).digest()
     except ProfileError as e:
         if named_by == "--profile":
             raise

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import shown
 from ..receipt.document import first_receipt, receipts_in
-from .answers import Answer, Cluster, answer
+from .answers import Answer, Cluster, answer, fabric_context
 from .failures import Found, recognise
 from .logtext import LogText
 from .values import Values, annotations_in, registered_in
@@ -49,5 +49,9 @@ def values_in_log(log: LogText) -> tuple[Values | None, str | None, list[str]]:
 
 def answers_for(found: list[Found], values: Values | None, cluster: Cluster | None = None) -> list[Answer]:
     """Each failure recognised in a log (:func:`~kfdefaults.why.failures.recognise`), answered with ``values`` and
-    what the ``cluster`` says (its facts, a cold node's start: :class:`~kfdefaults.why.answers.Cluster`)."""
-    return [answer(f, values, cluster) for f in found]
+    what the ``cluster`` says (its facts, a cold node's start: :class:`~kfdefaults.why.answers.Cluster`). A fabric
+    failure NCCL logs on any machine without a fabric (:attr:`~kfdefaults.why.failures.Failure.fabric`) is answered
+    only where the profile asks for a fabric or the cluster's pools offer one
+    (:func:`~kfdefaults.why.answers.fabric_context`)."""
+    expected = bool(fabric_context(values, cluster))
+    return [answer(f, values, cluster) for f in found if expected or not f.failure.fabric]

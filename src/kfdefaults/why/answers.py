@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..backend.elastic_config import nnodes_range
+from ..check.fit_causes import fabric_advice
 from ..check.start import ColdStart
 from ..check.torch_defaults import RDZV_DEFAULTS
 from .failures import Found
@@ -26,10 +27,14 @@ class Cluster:
         start: The start times of a cold node, on the pool the task runs on where it is known
             (:meth:`kfdefaults.pipeline.Pipeline.cold_start`: the figures ``kfdefaults timeline`` shows); ``None``
             without facts.
+        fabric: What the pools the task may run on offer of a fabric, each ``(pool p5 offers 32
+            vpc.amazonaws.com/efa per node (FILE:LINE:COLUMN), the device or None for a label)``
+            (:func:`kfdefaults.check.fit_causes.fabric_offer`).
     """
 
     facts: Any = None
     start: ColdStart | None = None
+    fabric: list[tuple[str, str | None]] = field(default_factory=list)
 
     def worst_start(self) -> tuple[int, str] | None:
         """``(seconds, where they come from)`` of the slowest cold start the facts state, ``None`` when they state
@@ -262,6 +267,94 @@ def _kueue(a: Answer, v: Values, cluster: Cluster) -> None:
                         "a number here")
 
 
+def fabric_context(values: Values | None, cluster: Cluster | None) -> list[str]:
+    """Why a fabric was expected, as sentences: the fabric devices the profile requests and who set them, and
+    what the cluster's pools offer; ``[]`` when neither (then ``why`` claims no socket fallback: NCCL prints
+    ``NET/Socket`` and ``NET/IB : No device found`` on any machine without a fabric)."""
+    found = []
+    for name in values.fabric_devices() if values is not None else []:
+        limit = values.limit(name)
+        found.append(f"the profile requests {name} {limit.value}{_by(limit)}")
+    found += [offer for offer, _ in (cluster.fabric if cluster is not None else [])]
+    return found
+
+
+def _fabric_devices(v: Values, cluster: Cluster, default: str) -> list[str]:
+    """The fabric devices an answer names: the profile's, else those the pools offer, else ``default``."""
+    named = v.fabric_devices() or list(dict.fromkeys(r for _, r in cluster.fabric if r is not None))
+    return named or [default]
+
+
+def _fragment(device: str) -> str:
+    """``fabric-efa`` for EFA, ``fabric-ib`` for the rest (:func:`kfdefaults.check.fit_causes.fabric_advice`)."""
+    return fabric_advice(device).removeprefix("extend ")
+
+
+def _expected(a: Answer, v: Values, cluster: Cluster) -> str:
+    context = fabric_context(v, cluster)
+    return "; ".join(context) if context else "no fabric is known to be expected"
+
+
+def _sockets(a: Answer, v: Values, cluster: Cluster) -> None:
+    devices = _fabric_devices(v, cluster, "vpc.amazonaws.com/efa")
+    a.settings += [v.limit(d) for d in devices] + [v.env("NCCL_IB_DISABLE"), v.env("NCCL_NET_PLUGIN")]
+    disabled = next((n for n, t in a.found.evidence if "NCCL_IB_DISABLE set by environment to 1" in t), None)
+    if disabled is not None:
+        a.change.append(f"line {disabled}: NCCL_IB_DISABLE=1 turned NCCL's InfiniBand transport off; fabric-ib and "
+                        "fabric-roce set it to 0 in the primary container's env")
+    if v.fabric_devices():
+        a.change.append(f"{_expected(a, v, cluster)}, yet NCCL found no RDMA transport: check that the pod got the "
+                        "device (kubectl describe pod: its Limits; devices under /dev/infiniband), that the image has "
+                        "the transport (aws-ofi-nccl for EFA: its `NET/OFI` lines), and that NCCL_IB_DISABLE is not 1")
+    else:
+        label = "extend the fragment the facts name in fabric_labels"
+        a.change += [f"{offer}, and this job requests none: {fabric_advice(r) if r else label}"
+                     for offer, r in cluster.fabric]
+    a.change.append("with NCCL_DEBUG=INFO a run on the fabric logs `Using network IB` (InfiniBand, RoCE) or `Using "
+                    "network AWS Libfabric` (EFA) on every rank")
+
+
+def _no_ib_device(a: Answer, v: Values, cluster: Cluster) -> None:
+    devices = _fabric_devices(v, cluster, "rdma/ib")
+    a.settings += [v.limit(d) for d in devices] + [v.capabilities(), v.env("NCCL_IB_DISABLE")]
+    if all(d == "vpc.amazonaws.com/efa" for d in devices):
+        a.change.append(f"{_expected(a, v, cluster)}: on EFA, NCCL looks for InfiniBand only when aws-ofi-nccl did "
+                        "not load or found no device: the image needs aws-ofi-nccl (its `NET/OFI` lines), and the pod "
+                        "vpc.amazonaws.com/efa (fabric-efa: requests = limits, auto: the pool's count)")
+        return
+    device = next(d for d in devices if d != "vpc.amazonaws.com/efa")
+    a.change.append(f"{_expected(a, v, cluster)}: the pod has no InfiniBand device under /dev/infiniband; request "
+                    f"{device} in the primary container's requests and limits ({_fragment(device)} sets "
+                    f"{'rdma/ib' if _fragment(device) == 'fabric-ib' else device}: auto, the pool's count) and "
+                    "IPC_LOCK")
+
+
+def _ofi_init(a: Answer, v: Values, cluster: Cluster) -> None:
+    efa = v.limit("vpc.amazonaws.com/efa")
+    a.settings += [efa, v.env("FI_PROVIDER"), v.capabilities()]
+    only_efa = any("Only EFA provider is supported" in t for _, t in a.found.evidence)
+    if only_efa:
+        a.change.append("libfabric offers no EFA on this node: the instance type has no EFA, or the pod no EFA device; "
+                        "run on a pool whose nodes offer vpc.amazonaws.com/efa, or leave aws-ofi-nccl out "
+                        "(NCCL_NET_PLUGIN=none) where a node's own GPUs are all the job uses")
+    a.change.append(f"aws-ofi-nccl found no EFA device in the pod: request vpc.amazonaws.com/efa{a.now(efa)} in the "
+                    "primary container's requests and limits, every device of the node (fabric-efa: auto, the "
+                    "pool's count), with IPC_LOCK and FI_PROVIDER=efa (fabric-efa sets both); "
+                    + _expected(a, v, cluster))
+
+
+def _memory_registration(a: Answer, v: Values, cluster: Cluster) -> None:
+    capabilities = v.capabilities()
+    a.settings.append(capabilities)
+    has = a.known and "IPC_LOCK" in str(capabilities.value or "")
+    a.change.append(("IPC_LOCK is added" if has else f"add IPC_LOCK to the primary container's "
+                     f"securityContext.capabilities.add{a.now(capabilities)} (every fabric-* fragment adds it)")
+                    + ": the adapter pins (mlock) the buffers it registers")
+    a.change.append("the container's locked-memory limit (ulimit -l, RLIMIT_MEMLOCK) is the container runtime's, not "
+                    "the pod's: it must be unlimited on the node (NCCL's troubleshooting guide, InfiniBand); `ulimit "
+                    "-l` in the container shows it")
+
+
 _SIGNALS = {-9: "SIGKILL: the kernel's OOM killer at the memory limit, or a kill (kubectl describe pod says OOMKilled "
                 "when it was the limit)",
             -7: "SIGBUS: most often /dev/shm full (a DataLoader worker, a shared tensor)",
@@ -298,7 +391,8 @@ ANSWERS: dict[str, Callable[[Answer, Values, Cluster], None]] = {
     "nccl-heartbeat": _nccl_heartbeat, "gloo-timeout": _gloo, "peer-gone": _peer_gone, "rendezvous-timeout": _rendezvous_timeout,
     "rendezvous-closed": _closed, "store-unreachable": _store_unreachable, "store-host-gone": _store_host_gone,
     "admitting-round": _admitting_round, "spare-node-closed": _spare, "kueue-pods-ready": _kueue,
-    "worker-failed": _worker,
+    "worker-failed": _worker, "fabric-ofi-init": _ofi_init, "fabric-memory-registration": _memory_registration,
+    "fabric-sockets": _sockets, "fabric-no-ib-device": _no_ib_device,
 }
 
 

@@ -26,6 +26,16 @@ of real failures on this machine (``tests/torch_logs``, docs/clocks-measured.md)
   limit.
 * Kueue's eviction: ``Exceeded the PodsReady timeout NAMESPACE/NAME``, reason ``PodsReadyTimeout``
   (``WorkloadReconciler``, kueue pkg/controller/core/workload_controller.go).
+* The fabric, as ``NCCL_DEBUG=INFO`` shows it (NVIDIA/nccl src/transport/net_ib.cc, net_socket.cc, init.cc; aws-ofi-nccl
+  src/nccl_ofi_net.c; seen in the public logs of tests/fabric_logs, each with its source): NCCL on TCP sockets
+  (``NET/Socket : Using [0]eth0:...``, ``Using network Socket``, after ``NCCL_IB_DISABLE set by environment to 1``),
+  no InfiniBand device in the pod (``NET/IB : No device found.``), aws-ofi-nccl that found no EFA device
+  (``NET/OFI aws-ofi-nccl initialization failed``, ``No eligible providers``, ``Only EFA provider is supported``,
+  libfabric's ``fi_getinfo: provider efa output empty list``), and memory the adapter could not pin
+  (``Call to ibv_reg_mr... failed with error Cannot allocate memory``, ``NET/OFI Unable to register memory``). The
+  first two are claimed only where the profile asks for a fabric or a pool of the cluster offers one
+  (:attr:`Failure.fabric`): NCCL prints them on every machine without one. A log whose NCCL chose the fabric
+  (``Using network IB``, ``Using network AWS Libfabric``) has none of them: :func:`fabric_in_use`.
 """
 
 from __future__ import annotations
@@ -75,6 +85,8 @@ class Failure:
         worker: It happens in a training process: the ``ChildFailedError`` that carries it is not answered again.
         unless: It is not this failure when any of these match a line of the log.
         requires: It is this failure only when one of these matches a line of the log.
+        fabric: It is claimed only where the profile asks for an RDMA fabric or a pool of the cluster offers one
+            (:func:`kfdefaults.why.answers.fabric_context`): NCCL prints its lines on any machine without one.
     """
 
     name: str
@@ -83,6 +95,7 @@ class Failure:
     worker: bool = False
     unless: tuple[Pattern, ...] = ()
     requires: tuple[Pattern, ...] = ()
+    fabric: bool = False
 
 
 def _re(*texts: str | tuple[str, str]) -> tuple[Pattern, ...]:
@@ -92,6 +105,11 @@ def _re(*texts: str | tuple[str, str]) -> tuple[Pattern, ...]:
 
 _HOST_GONE = _re(r"Connection was likely closed", r"Broken pipe", r"Connection reset by peer")
 
+FABRIC_IN_USE = _re(r"Using network (?:IB|IBext|AWS Libfabric|Libfabric)\b", r"NET/IB ?: Using \[\d{1,3}\]\S{1,64}")
+"""Lines of a run whose NCCL uses the fabric: its IB verbs transport (InfiniBand, RoCE), or aws-ofi-nccl on EFA."""
+
+_SOCKETS = _re(r"NET/Socket ?: Using \[\d", r"Using network Socket\b")
+
 FAILURES = (
     Failure("shm-bus-error", "a DataLoader worker died of a bus error: /dev/shm is full",
             _re(r"is killed by signal: Bus error", r"Unexpected bus error encountered in worker"), worker=True),
@@ -99,6 +117,17 @@ FAILURES = (
             _re((r"shared memory|/dev/shm|</torch_\d{1,20}_", "No space left on device"),
                 r"Error while creating shared memory segment", r"failed to extend /dev/shm/"), worker=True),
     Failure("oom-killed", "the container was OOM-killed at its memory limit", _re(r"\bOOMKilled\b")),
+    Failure("fabric-ofi-init", "aws-ofi-nccl found no EFA device: NCCL cannot use the fabric",
+            _re(r"NET/OFI aws-ofi-nccl initialization failed", (r"NET/OFI", "No eligible provider"),
+                r"NET/OFI Could not find any optimal provider", r"NET/OFI Only EFA provider is supported",
+                r"OFI plugin initNet\(\) failed", r"fi_getinfo: provider efa output empty list")),
+    Failure("fabric-memory-registration", "the fabric could not pin (register) memory: the locked-memory limit",
+            _re(r"Call to ibv_reg_mr\w{0,20} failed", r"NET/OFI Unable to register memory")),
+    Failure("fabric-sockets", "NCCL uses TCP sockets between the nodes, not the fabric",
+            (*_SOCKETS, *_re(r"NCCL_IB_DISABLE set by environment to 1\b")), unless=FABRIC_IN_USE, requires=_SOCKETS,
+            fabric=True),
+    Failure("fabric-no-ib-device", "NCCL found no InfiniBand device in the pod",
+            _re(r"NET/IB ?: No device found"), unless=FABRIC_IN_USE, fabric=True),
     Failure("nccl-watchdog", "an NCCL collective outlived the process group's timeout",
             _re(r"Watchdog caught collective operation timeout"), worker=True),
     Failure("nccl-heartbeat", "NCCL's watchdog got stuck: the heartbeat monitor ended the process",
@@ -177,3 +206,15 @@ def recognise(lines: Iterable[tuple[int, str]]) -> list[Found]:
     if any(found[name].failure.worker for name in found):
         found.pop("worker-failed", None)
     return [found[f.name] for f in FAILURES if f.name in found]
+
+
+def fabric_in_use(lines: Iterable[tuple[int, str]]) -> tuple[int, str] | None:
+    """The first line that shows NCCL on the fabric (:data:`FABRIC_IN_USE`: ``Using network IB``, ``Using network
+    AWS Libfabric``): ``(line number, what matched)``, else ``None``."""
+    lines = list(lines)
+    for pattern in FABRIC_IN_USE:  # `Using network IB` before the `NET/IB : Using [0]mlx5_0:1/IB` it follows
+        for number, text in lines:
+            match = pattern.search(text)
+            if match is not None:
+                return number, match.group(0)
+    return None

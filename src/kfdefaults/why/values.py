@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 from ..check import torch_defaults
 from ..errors import shown
 from ..k8s.mounts import is_shm_mount
+from ..k8s.resources import is_fabric_device
 from ..merge.provenance import provenance
 from ..merge.result import Resolved
 from ..paths import Select, format_path
@@ -142,6 +143,22 @@ class Values:
         return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
                        DEFAULTS.get(name), observed)
 
+    def capabilities(self) -> Setting:
+        """The primary container's ``securityContext.capabilities.add`` (``IPC_LOCK``, which RDMA needs to pin
+        memory), as the profile renders it; a receipt and ``KFDEFAULTS_ELASTIC`` do not record it."""
+        key = format_path(self._container() + ("securityContext", "capabilities", "add"))
+        entry = self.pod.get("capabilities")
+        if entry is None and "capabilities" not in self.pod:
+            return Setting(key, None, None, "not recorded with the task: kubectl get pod -o yaml shows it"
+                           if self.known else None)
+        return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
+                       "the container runtime's default capabilities, without IPC_LOCK")
+
+    def fabric_devices(self) -> list[str]:
+        """The fabric devices (:func:`kfdefaults.k8s.resources.is_fabric_device`) the primary container's limits
+        name, in their order."""
+        return [name for name in self.pod.get("limits") or {} if is_fabric_device(name)]
+
     def env(self, name: str) -> Setting:
         entry = (self.pod.get("env") or {}).get(name)
         key = format_path(self._container() + ("env", Select("name", name), "value"))
@@ -180,7 +197,11 @@ class ProfileValues(Values):
                   for k, v in ((main.get("resources") or {}).get("limits") or {}).items()}
         env = {e["name"]: {"value": e["value"], "set_by": by(container + ("env", Select("name", e["name"]), "value"))}
                for e in main.get("env") or [] if isinstance(e.get("value"), str)}
-        pod = {"primary": primary, "shm": shm, "limits": limits, "env": env, "elastic": elastic}
+        added = ((main.get("securityContext") or {}).get("capabilities") or {}).get("add")
+        capabilities = None if not added else {
+            "value": ", ".join(map(str, added)), "set_by": by(container + ("securityContext", "capabilities", "add"))}
+        pod = {"primary": primary, "shm": shm, "limits": limits, "env": env, "elastic": elastic,
+               "capabilities": capabilities}
         super().__init__({"elastic": resolved.elastic_settings, "pod": pod, "target": resolved.target.name}, {}, source,
                          resolved.name)
 

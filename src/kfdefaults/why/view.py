@@ -51,7 +51,7 @@ def text_lines(log: LogText, answers: list[Answer], values: Values | None, notes
     if not answers:
         lines = [head + "no known failure of distributed training in this log: nothing is guessed (kfdefaults why "
                  "knows rendezvous timeouts and closes, the store's connection, /dev/shm, NCCL and gloo timeouts, "
-                 "failed workers, OOMKilled and Kueue's PodsReady eviction)"]
+                 "failed workers, OOMKilled, Kueue's PodsReady eviction and NCCL off the fabric)"]
     else:
         source = f"; values from {values.source}" if values is not None and values.known else "; no values: give --profile NAME"
         lines = [head + f"{count} known failure{'s' * (count != 1)}{source}"]
