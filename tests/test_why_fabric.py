@@ -145,3 +145,41 @@ def test_the_captured_torch_logs_show_no_fabric_failure(project: Path):
         document, _ = judged(project, log, "efa")  # a fabric asked for and offered: the strictest reading
         assert not [f["name"] for f in document["failures"] if f["name"].startswith("fabric-")], log.name
         assert not [n for n in document["notes"] if "fabric" in n or "TCP sockets" in n], log.name
+
+
+def test_a_receipt_s_fabric_is_what_the_memory_registration_answer_reads(tmp_path: Path):
+    """A real receipt of a task on fabric-ib whose process runs without CAP_IPC_LOCK and a 64 KiB RLIMIT_MEMLOCK
+    (test_receipt_fabric's child process), then NCCL's line of a failed registration: the answer names the
+    fragment's line, what the pod had, and the receipt's difference first."""
+    import os
+
+    from test_receipt_fabric import fabric_task, fragment_line, run_child
+
+    if os.geteuid() != 0:
+        pytest.skip("not root: dropping a capability one has needs it")
+    registered, env = fabric_task(tmp_path, "fabric-ib")
+    done = run_child(tmp_path, "receipt", str(tmp_path / "registered.json"), env=env, ipc_lock=False, memlock=65536)
+    assert done.returncode == 0, done.stderr
+    failed = (FABRIC_LOGS / "nccl-tests-206-ibv-reg-mr.log").read_text().splitlines()[1]
+    (tmp_path / "task.log").write_text(done.stderr + failed + "\n", encoding="utf-8")
+    document, code = why(tmp_path / "task.log", "--facts", "none")
+    [failure] = document["failures"]
+    assert code == 0 and failure["name"] == "fabric-memory-registration"
+    assert document["values"]["source"].startswith("the receipt in the log")
+    [setting] = failure["settings"]
+    assert setting == {"key": CAPABILITIES, "value": "IPC_LOCK",
+                       "set_by": f"builtin fabric-ib.yaml:{fragment_line('fabric-ib', 'add: [IPC_LOCK]')}",
+                       "default": "the container runtime's default capabilities, without IPC_LOCK",
+                       "observed": "IPC_LOCK not effective, RLIMIT_MEMLOCK 64Ki"}
+    assert failure["change"][0].startswith(f"this pod had null, not the IPC_LOCK registered at {CAPABILITIES}")
+    assert failure["change"][1].startswith("IPC_LOCK is added, yet the receipt found it not effective in the pod")
+
+
+def test_a_forged_receipt_s_fabric_names_are_read_only_as_resource_names(tmp_path: Path):
+    from kfdefaults.why.values import Values
+
+    huge = "rdma/" + "x" * 100_000
+    values = Values({"pod": {"fabric": {"devices": {huge: {"value": "1", "set_by": None}, "rdma/ib": {
+        "value": "8", "set_by": "builtin fabric-ib.yaml:17"}, "nvidia.com/gpu": {"value": "8", "set_by": None}}}}},
+        {}, "the receipt in the log (line 1)", "train")
+    assert values.fabric_devices() == ["rdma/ib"]

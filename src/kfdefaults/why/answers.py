@@ -273,8 +273,8 @@ def fabric_context(values: Values | None, cluster: Cluster | None) -> list[str]:
     ``NET/Socket`` and ``NET/IB : No device found`` on any machine without a fabric)."""
     found = []
     for name in values.fabric_devices() if values is not None else []:
-        limit = values.limit(name)
-        found.append(f"the profile requests {name} {limit.value}{_by(limit)}")
+        device = values.device(name)
+        found.append(f"the profile requests {name} {device.value}{_by(device)}")
     found += [offer for offer, _ in (cluster.fabric if cluster is not None else [])]
     return found
 
@@ -297,7 +297,7 @@ def _expected(a: Answer, v: Values, cluster: Cluster) -> str:
 
 def _sockets(a: Answer, v: Values, cluster: Cluster) -> None:
     devices = _fabric_devices(v, cluster, "vpc.amazonaws.com/efa")
-    a.settings += [v.limit(d) for d in devices] + [v.env("NCCL_IB_DISABLE"), v.env("NCCL_NET_PLUGIN")]
+    a.settings += [v.device(d) for d in devices] + [v.env("NCCL_IB_DISABLE"), v.env("NCCL_NET_PLUGIN")]
     disabled = next((n for n, t in a.found.evidence if "NCCL_IB_DISABLE set by environment to 1" in t), None)
     if disabled is not None:
         a.change.append(f"line {disabled}: NCCL_IB_DISABLE=1 turned NCCL's InfiniBand transport off; fabric-ib and "
@@ -316,7 +316,7 @@ def _sockets(a: Answer, v: Values, cluster: Cluster) -> None:
 
 def _no_ib_device(a: Answer, v: Values, cluster: Cluster) -> None:
     devices = _fabric_devices(v, cluster, "rdma/ib")
-    a.settings += [v.limit(d) for d in devices] + [v.capabilities(), v.env("NCCL_IB_DISABLE")]
+    a.settings += [v.device(d) for d in devices] + [v.capabilities(), v.env("NCCL_IB_DISABLE")]
     if all(d == "vpc.amazonaws.com/efa" for d in devices):
         a.change.append(f"{_expected(a, v, cluster)}: on EFA, NCCL looks for InfiniBand only when aws-ofi-nccl did "
                         "not load or found no device: the image needs aws-ofi-nccl (its `NET/OFI` lines), and the pod "
@@ -330,7 +330,7 @@ def _no_ib_device(a: Answer, v: Values, cluster: Cluster) -> None:
 
 
 def _ofi_init(a: Answer, v: Values, cluster: Cluster) -> None:
-    efa = v.limit("vpc.amazonaws.com/efa")
+    efa = v.device("vpc.amazonaws.com/efa")
     a.settings += [efa, v.env("FI_PROVIDER"), v.capabilities()]
     only_efa = any("Only EFA provider is supported" in t for _, t in a.found.evidence)
     if only_efa:
@@ -347,9 +347,11 @@ def _memory_registration(a: Answer, v: Values, cluster: Cluster) -> None:
     capabilities = v.capabilities()
     a.settings.append(capabilities)
     has = a.known and "IPC_LOCK" in str(capabilities.value or "")
-    a.change.append(("IPC_LOCK is added" if has else f"add IPC_LOCK to the primary container's "
-                     f"securityContext.capabilities.add{a.now(capabilities)} (every fabric-* fragment adds it)")
-                    + ": the adapter pins (mlock) the buffers it registers")
+    lost = has and "IPC_LOCK not effective" in str(capabilities.observed or "")
+    a.change.append(("IPC_LOCK is added, yet the receipt found it not effective in the pod: an admission policy or "
+                     "the runtime dropped it" if lost else "IPC_LOCK is added" if has else
+                     f"add IPC_LOCK to the primary container's securityContext.capabilities.add{a.now(capabilities)} "
+                     "(every fabric-* fragment adds it)") + ": the adapter pins (mlock) the buffers it registers")
     a.change.append("the container's locked-memory limit (ulimit -l, RLIMIT_MEMLOCK) is the container runtime's, not "
                     "the pod's: it must be unlimited on the node (NCCL's troubleshooting guide, InfiniBand); `ulimit "
                     "-l` in the container shows it")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Iterable, Mapping
 
 from ..check import torch_defaults
@@ -20,6 +21,7 @@ from ..merge.result import Resolved
 from ..paths import Select, format_path
 from ..receipt.compare import byte_quantity
 from ..receipt.document import pod_problem
+from ..receipt.expect import _fabric as expected_fabric
 from ..settings import RUNTIME_ENV
 
 DEFAULTS = {
@@ -73,6 +75,9 @@ class Setting:
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None or k in ("key", "value")}
 
+
+MAX_RESOURCE_NAME = 253 + 1 + 63
+"""The longest resource name: a DNS subdomain prefix, ``/``, a name of 63 (apimachinery ``IsQualifiedName``)."""
 
 SHOWN = 200
 """Characters of a text from a log (a value, who set it, a name) shown at most."""
@@ -143,21 +148,47 @@ class Values:
         return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
                        DEFAULTS.get(name), observed)
 
-    def capabilities(self) -> Setting:
-        """The primary container's ``securityContext.capabilities.add`` (``IPC_LOCK``, which RDMA needs to pin
-        memory), as the profile renders it; a receipt and ``KFDEFAULTS_ELASTIC`` do not record it."""
-        key = format_path(self._container() + ("securityContext", "capabilities", "add"))
-        entry = self.pod.get("capabilities")
-        if entry is None and "capabilities" not in self.pod:
-            return Setting(key, None, None, "not recorded with the task: kubectl get pod -o yaml shows it"
-                           if self.known else None)
-        return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
-                       "the container runtime's default capabilities, without IPC_LOCK")
+    def _fabric(self) -> dict[str, Any] | None:
+        """What the task registered of the fabric (:func:`kfdefaults.receipt.expect.expected_pod`'s ``fabric``);
+        ``None`` where it registered none (an older kfdefaults)."""
+        fabric = self.pod.get("fabric")
+        return fabric if isinstance(fabric, dict) else None
 
     def fabric_devices(self) -> list[str]:
-        """The fabric devices (:func:`kfdefaults.k8s.resources.is_fabric_device`) the primary container's limits
-        name, in their order."""
-        return [name for name in self.pod.get("limits") or {} if is_fabric_device(name)]
+        """The fabric devices (:func:`kfdefaults.k8s.resources.is_fabric_device`) the primary container requests,
+        in their order; of a receipt (which anyone may write into a log), only names a resource may have
+        (:data:`MAX_RESOURCE_NAME` characters at most)."""
+        names = (self._fabric() or {}).get("devices") or {}
+        return [n for n in names if len(n) <= MAX_RESOURCE_NAME and is_fabric_device(n)]
+
+    def device(self, name: str) -> Setting:
+        """The primary container's limit of fabric device ``name``, and how many device files the pod had under
+        ``/dev/infiniband`` where the receipt says."""
+        entry = ((self._fabric() or {}).get("devices") or {}).get(name)
+        key = format_path(self._container() + ("resources", "limits", name))
+        seen = self.observed.get("fabric") or {}
+        count = seen.get("dev_infiniband_count")
+        observed = None if count is None else f"{count} device file{'s' * (count != 1)} under /dev/infiniband"
+        return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None, None, observed)
+
+    def capabilities(self) -> Setting:
+        """``IPC_LOCK`` among the primary container's ``securityContext.capabilities.add`` (RDMA pins memory with
+        it), and whether the pod had it effective and its locked-memory limit where the receipt says."""
+        key = format_path(self._container() + ("securityContext", "capabilities", "add"))
+        fabric = self._fabric()
+        if fabric is None:
+            return Setting(key, None, None, "not registered with the task: kubectl get pod -o yaml shows it"
+                           if self.known else None)
+        entry = fabric.get("ipc_lock")
+        seen = self.observed.get("fabric") or {}
+        observed = None
+        if seen.get("ipc_lock") is not None:
+            soft = (seen.get("memlock") or {}).get("soft")
+            observed = (f"IPC_LOCK {'effective' if seen['ipc_lock'] else 'not effective'}"
+                        + (f", RLIMIT_MEMLOCK {'unlimited' if soft is None or soft < 0 else byte_quantity(soft)}"
+                           if seen.get("memlock") else ""))
+        return Setting(key, entry["value"] if entry else None, entry["set_by"] if entry else None,
+                       "the container runtime's default capabilities, without IPC_LOCK", observed)
 
     def env(self, name: str) -> Setting:
         entry = (self.pod.get("env") or {}).get(name)
@@ -197,11 +228,9 @@ class ProfileValues(Values):
                   for k, v in ((main.get("resources") or {}).get("limits") or {}).items()}
         env = {e["name"]: {"value": e["value"], "set_by": by(container + ("env", Select("name", e["name"]), "value"))}
                for e in main.get("env") or [] if isinstance(e.get("value"), str)}
-        added = ((main.get("securityContext") or {}).get("capabilities") or {}).get("add")
-        capabilities = None if not added else {
-            "value": ", ".join(map(str, added)), "set_by": by(container + ("securityContext", "capabilities", "add"))}
-        pod = {"primary": primary, "shm": shm, "limits": limits, "env": env, "elastic": elastic,
-               "capabilities": capabilities}
+        names = SimpleNamespace(of=by)  # who set a value, as the receipt's registered fabric names it
+        fabric = expected_fabric(spec, main.get("resources") or {}, main, container, names)
+        pod = {"primary": primary, "shm": shm, "limits": limits, "env": env, "elastic": elastic, "fabric": fabric}
         super().__init__({"elastic": resolved.elastic_settings, "pod": pod, "target": resolved.target.name}, {}, source,
                          resolved.name)
 
