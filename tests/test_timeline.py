@@ -75,14 +75,14 @@ def test_kueue_evicting_a_job_whose_image_is_still_pulling(platform):
                                 "  rdzv_configs: {join_timeout: 1800, read_timeout: 1800}\n")
     [warning] = [w for w in warnings_of(render(platform, "two")) if "Kueue" in w]
     kueue = line_of(path, "wait_for_pods_ready")
-    assert warning.startswith(f"{path}:{kueue}:33: [facts] kueue.wait_for_pods_ready: warning: Kueue's "
+    assert warning.startswith(f"{path}:{kueue}:33: [facts] kueue.wait_for_pods_ready.timeout: warning: Kueue's "
                               f"waitForPodsReady timeout is 300 s")
     assert "Kueue's default waitForPodsReady.timeout, 5 minutes" not in warning  # the location says it, once
     assert f"node_start worst 600 s at {path}:1:13; image_pull worst 420 s at {path}:2:13" in warning
     first = scenario(timeline(platform, "two"), "start-cold-host")["first"]
     assert (first["clock"], first["at"]["earliest"], first["error"]) == ("kueue_wait", 300, "Evicted (PodsReadyTimeout)")
-    # a Kueue that waits long enough: no warning, and the rendezvous clock comes first
-    facts(platform, "kueue:\n  wait_for_pods_ready: {enable: true, timeout: 1800}\n")
+    # a Kueue that waits long enough (the worst start plus join_timeout): no warning
+    facts(platform, "kueue:\n  wait_for_pods_ready: {enable: true, timeout: 3000}\n")
     assert not [w for w in warnings_of(render(platform, "two")) if "Kueue" in w]
 
 
@@ -214,7 +214,8 @@ def test_the_timeline_text_fits_80_columns_and_traces_every_figure(platform):
     assert "last_call_timeout 30 s torch 2.5.1 default (dynamic_rendezvous.py RendezvousTimeout)" in text
     assert "monitor_interval 5 s flytekitplugins.kfpytorch.Elastic default (monitor_interval)" in text
     assert "nccl_heartbeat 480 s torch 2.5.1 default (ProcessGroupNCCL heartbeat monitor; pytorch#133028)" in text
-    assert "(Kueue's default waitForPodsReady.timeout, 5 minutes)" in text
+    assert "kueue_wait 300 s facts " in text and \
+        "(Kueue default, apis/config/v1beta1/defaults.go defaultPodsReadyTimeout)" in text
     for key in ("start-cold-worker", "start-cold-host", "never-worker", "never-host", "lost-peer", "hung-collective"):
         assert f"[{key}]" in text
     assert "first: kueue_wait at 300 s, on the job (Evicted (PodsReadyTimeout))" in text

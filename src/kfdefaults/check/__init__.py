@@ -80,5 +80,5 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
         from .clock_lints import clock_warnings
         from .start import choose_pool
 
-        found += clock_warnings(resolved, facts, choose_pool(facts, fitting)[0])
+        found += facts.notes + clock_warnings(resolved, facts, choose_pool(facts, fitting)[0])
     return found

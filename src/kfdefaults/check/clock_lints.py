@@ -7,7 +7,8 @@ Warnings (the clocks of :mod:`.clocks`, the behaviour of :mod:`.timeline`):
   ``image_pull``): the pod that hosts the store may be the late one (flytekit#3419), and ``join_timeout`` counts
   from each node's own join;
 * Kueue's ``waitForPodsReady`` timeout shorter than the worst start: Kueue evicts the workload while an image is
-  still being pulled;
+  still being pulled; ``join_timeout`` plus the worst start above it (several nodes): a node that never comes up
+  ends in Kueue's eviction and requeue, not in torch's error;
 * ``nnodes: "MIN:MAX"`` with ``last_call_timeout`` below the spread: the round closes without the late node, and
   the restart that admits it fails with ``DistStoreError`` after ``read_timeout`` (torch 2.5 and later, measured
   with 2.13), unless ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``;
@@ -50,7 +51,8 @@ def _at(source: Source) -> str:
     """``[LAYER] FILE:LINE:COLUMN`` of a value, or its default's name."""
     if source.location is None:
         return source.default or "unknown"
-    return f"[{source.layer}] {source.location}" if source.layer else str(source.location)
+    at = f"[{source.layer}] {source.location}" if source.layer else str(source.location)
+    return at + (f" ({source.default})" if source.default else "")
 
 
 def _finding(side: Clock, message: str, severity: str = "warning", other: Source | None = None) -> Finding:
@@ -155,6 +157,13 @@ def _start_warnings(resolved: Resolved, clock: dict[str, Clock], span: Span, low
                                   "timeout: give the nodes a shorter start (a warm pool, a pre-pulled image)", other=_span_source(span)))
         return found
     r, j, l = clock["read_timeout"], clock["join_timeout"], clock["last_call_timeout"]
+    if kueue.value is not None and worst <= kueue.value < worst + (j.value or 0):
+        found.append(_finding(j, f"join_timeout {j.value} s ({_at(j.source)}) plus the worst start of a cold node, "
+                              f"{spread}, is {worst + (j.value or 0)} s, above Kueue's PodsReady timeout "
+                              f"{kueue.value} s ({_at(kueue.source)}): a node that never comes up gets the job "
+                              "evicted and requeued by Kueue (PodsReadyTimeout) before torch gives up with "
+                              "RendezvousTimeoutError; lower join_timeout below the timeout minus the start, or ask "
+                              "for a longer waitForPodsReady.timeout", other=kueue.source))
     if (r.value or 0) < worst:
         found.append(_finding(r, f"read_timeout is {r.value} s ({_at(r.source)}), shorter than the worst start "
                               f"spread, {spread}: when the pod that hosts the rendezvous store starts last, the "

@@ -2,7 +2,7 @@
 
 The model behind ``kfdefaults timeline`` and the clock lints (:mod:`.clock_lints`), and the one a reader of torch's
 logs can ask "which setting is that, and where": :func:`clocks` gives each :class:`Clock` (seconds; a value no
-layer set is the named default of the SDK's plugin, of torch by release (:mod:`.torch_defaults`), of Kueue),
+layer set is the named default of the SDK's plugin, of torch by release (:mod:`.torch_defaults`), of Kueue by release (:mod:`.kueue`)),
 :func:`.start.starts` how late a node can start on the cluster (its facts: :mod:`kfdefaults.validate.facts`).
 
 What each clock bounds follows ``docs/timeouts.md`` (torch 2.13's source) and what the clocks did when torch ran
@@ -27,10 +27,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..validate.facts import ClusterFacts
 
-KUEUE_DEFAULT_WAIT = 300
-"""Kueue's ``waitForPodsReady.timeout`` when enabled without one: 5 minutes (Kueue's Configuration API,
-``WaitForPodsReady.Timeout``)."""
-
 FACTS_LAYER = "facts"
 """The layer name of a value the cluster's facts state."""
 
@@ -52,7 +48,8 @@ class Source:
 
     def __str__(self) -> str:
         if self.location is not None:
-            return f"{self.layer} {self.location}" if self.layer else str(self.location)
+            at = f"{self.layer} {self.location}" if self.layer else str(self.location)
+            return at + (f" ({self.default})" if self.default else "")
         return self.default or "unknown"
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,8 +68,8 @@ class Clock:
         value: Seconds; ``None`` when the clock is off or unknown (:attr:`known`).
         known: Whether the value is known (an unstated fact, an unknown torch version: ``False``).
         source: Where the value is set (:class:`Source`).
-        setting: The setting that changes it (``elastic.rdzv_configs.read_timeout``, the facts'
-            ``kueue.wait_for_pods_ready.timeout``, a container variable).
+        setting: The setting that changes it (``elastic.rdzv_configs.read_timeout``, Kueue's
+            ``waitForPodsReady.timeout``, a container variable).
         kept_by: The program that keeps it.
         note: What else to know (each release's value when the torch version is unknown, why it does nothing).
     """
@@ -111,6 +108,9 @@ CLOCKS = {
     "task_timeout": ("Flyte", "one attempt of the task, end to end"),
     "max_queued_time": ("Flyte (clustered tasks)", "each attempt, until every worker of the JobSet is Ready"),
     "kueue_wait": ("Kueue (waitForPodsReady)", "every pod of the job Ready, from the workload's admission"),
+    "kueue_recovery": ("Kueue (waitForPodsReady)", "a pod replaced once the job ran (a lost node, a preemption, an "
+                       "elastic restart waiting for a new node) Ready again"),
+    "kueue_backoff": ("Kueue (requeuingStrategy)", "the wait before an evicted workload is queued again"),
 }
 """Clock name -> (what keeps it, what it bounds), in the order a job meets them."""
 
@@ -169,24 +169,6 @@ def _facts_clock(name: str, facts: ClusterFacts | None, path: tuple[str, ...], s
                      CLOCKS[name][0])
     return Clock(name, int(value), True, Source(facts.location(*path), FACTS_LAYER), setting,  # type: ignore[union-attr]
                  CLOCKS[name][0])
-
-
-def kueue_wait(facts: ClusterFacts | None) -> Clock:
-    """Kueue's ``waitForPodsReady``: its timeout when enabled (Kueue's default 300 s when none is stated), off when
-    disabled, unknown when the facts do not say."""
-    setting = "kueue.wait_for_pods_ready"
-    enable = facts.get("kueue", "wait_for_pods_ready", "enable") if facts is not None else None
-    if enable is None:
-        return _facts_clock("kueue_wait", None, ("kueue", "wait_for_pods_ready"), setting)
-    at = facts.location("kueue", "wait_for_pods_ready", "enable")  # type: ignore[union-attr]
-    if enable is False:
-        return Clock("kueue_wait", None, True, Source(at, FACTS_LAYER), setting, CLOCKS["kueue_wait"][0])
-    timeout = facts.get("kueue", "wait_for_pods_ready", "timeout")  # type: ignore[union-attr]
-    if timeout is None:
-        return Clock("kueue_wait", KUEUE_DEFAULT_WAIT, True,
-                     Source(at, FACTS_LAYER, "Kueue's default waitForPodsReady.timeout, 5 minutes"), setting,
-                     CLOCKS["kueue_wait"][0])
-    return _facts_clock("kueue_wait", facts, ("kueue", "wait_for_pods_ready", "timeout"), setting + ".timeout")
 
 
 def collective_timeout(resolved: Resolved, version: str | None, version_at: Source) -> tuple[Clock, Clock]:
@@ -303,9 +285,10 @@ def clocks(resolved: Resolved, facts: ClusterFacts | None) -> list[Clock]:
              Clock("monitor_interval", monitor, True, monitor_source, "elastic.monitor_interval",
                    CLOCKS["monitor_interval"][0]),
              nccl, other, heartbeat(resolved, version), deadline_clock(resolved),
-             _facts_clock("task_timeout", facts, ("flyte", "task_timeout"), "flyte.task_timeout"), *queued,
-             kueue_wait(facts)]
-    return found
+             _facts_clock("task_timeout", facts, ("flyte", "task_timeout"), "flyte.task_timeout"), *queued]
+    from .kueue import kueue_clocks  # lazy: kueue.py builds its clocks of this module's Clock and Source
+
+    return found + kueue_clocks(resolved, facts)
 
 
 def is_static(resolved: Resolved) -> bool:

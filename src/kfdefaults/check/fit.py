@@ -205,7 +205,7 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
         verdicts.append(verdict)
     kueue = None
     if facts is not None and facts.get("kueue") is not None:
-        from .clocks import kueue_wait  # lazy: the clocks, only where the facts state Kueue
+        from .kueue import kueue_clocks  # lazy: the clocks, only where the facts state Kueue
 
-        kueue = kueue_wait(facts)
+        kueue = kueue_clocks(resolved, facts)[0]
     return FitReport(resolved.name, resolved.target.name, pod, replicas, replicas_at, limit, verdicts, created, kueue)

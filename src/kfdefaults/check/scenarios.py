@@ -167,7 +167,7 @@ def _scenario(key: str, title: str, events: list[Event], notes: list[str] | None
     horizon = horizon if horizon is not None else max(own_end) if own_end else None
     hangs = any(e.at is None and e.clock is None and e.what.startswith("nothing") for e in events)
     for limit in limits or []:
-        if limit.clock == "kueue_wait" or hangs or (horizon is not None and limit.at[0] < horizon):  # type: ignore[index]
+        if limit.clock in ("kueue_wait", "kueue_recovery") or hangs or (horizon is not None and limit.at[0] < horizon):  # type: ignore[index]
             events = events + [limit]
     events = sorted(events, key=lambda e: (float("inf") if e.at is None else e.at[0]))
     ends = [e.at[1] for e in events if e.fails and e.who == "the job" and e.at is not None]
@@ -338,9 +338,12 @@ def _hang_attempt(clock: dict[str, Clock], backend: str, resolved: Resolved) -> 
     return pg.value + hb.value + m, [], pg.name, "ends"
 
 
-def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low: int, high: int) -> list[Scenario]:
+def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low: int, high: int,
+                  late: float | None = None) -> list[Scenario]:
     """A peer lost while training, and a collective that hangs, with ``max_restarts`` restarts (a clustered task's
-    JobSet restarts, ``cluster_max_restarts``, each recreating every pod: :func:`_jobset_restarts`)."""
+    JobSet restarts, ``cluster_max_restarts``, each recreating every pod: :func:`_jobset_restarts`); the lost node's
+    replacement pod waits ``late`` seconds for a new node (the worst cold start; ``None``: unknown), against
+    Kueue's ``recoveryTimeout``."""
     clustered = resolved.target is CLUSTERED
     budget = "cluster_max_restarts" if clustered else "max_restarts"
     restarts = resolved.elastic_settings.get(budget) or 0
@@ -379,7 +382,8 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
              f"node.kubernetes.io/unreachable, by default) or the others' collective times out ({pg.text})" if clustered
              else f"when the lost node hosted the store, the others fail at once (within monitor_interval, "
              f"{m.value} s) with {MESSAGES['monitor_interval'][0]}"]
-    lost = _scenario("lost-peer", "a node is lost while training", events, notes, _limits(clock, None, starting=False))
+    limits = _limits(clock, None, starting=False) + (_recovery(clock, late, notes) if restarts else [])
+    lost = _scenario("lost-peer", "a node is lost while training", events, notes, limits)
     # a hung collective: every attempt hangs again
     attempt, notes, name, state = _hang_attempt(clock, backend, resolved)
     events = [Event((0, 0), "one rank", None, "stops calling collectives (a desync, a hung GPU)")]
@@ -398,6 +402,21 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
                      f"x ({budget} {restarts} + 1)")
     hung = _scenario("hung-collective", "a collective hangs", events, notes, _limits(clock, None, starting=False))
     return [lost, hung]
+
+
+def _recovery(clock: dict[str, Clock], late: float | None, notes: list[str]) -> list[Event]:
+    """Kueue's ``recoveryTimeout`` for the lost node's replacement pod, which waits ``late`` seconds for a new node:
+    an eviction when that is longer, else a note."""
+    recovery = clock.get("kueue_recovery")
+    if recovery is None or recovery.value is None:
+        return []
+    if late is not None and late > recovery.value:
+        return [Event((recovery.value, recovery.value), "the job", "kueue_recovery", "the lost node's replacement pod "
+                      f"is still not Ready after {recovery.value} s (a cold node takes {late:g} s)",
+                      *_fill("kueue_wait", recovery), fails=True)]
+    notes.append(f"Kueue's recoveryTimeout ({recovery.value} s) evicts the workload if the replacement pod is not "
+                 "Ready by then" + (f"; a cold node takes {late:g} s" if late is not None else ""))
+    return []
 
 
 def _terms(clock: dict[str, Clock], backend: str, name: str) -> list[str]:

@@ -32,6 +32,7 @@ from ..backend.registered import registered_pod_spec
 from ..k8s.scheduling import pod_requests
 from ..merge.result import Resolved
 from .clocks import Clock, by_name, clocks, env_value, nodes, torch_version
+from .kueue import kueue_summary
 from .scenarios import (
     Event,
     Scenario,
@@ -64,6 +65,7 @@ class Timeline:
         start: How late a cold node starts (:class:`.start.Span`).
         backend: ``nccl`` (the pod requests GPUs) or ``gloo``: which process-group default the hang scenarios use.
         scenarios: The scenarios (none for a single node).
+        kueue: Kueue on the cluster and this job (:func:`.kueue.kueue_summary`), or ``None``.
     """
 
     profile: str
@@ -75,12 +77,13 @@ class Timeline:
     start: Span
     backend: str
     scenarios: list[Scenario]
+    kueue: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"profile": self.profile, "target": self.target, "nnodes": {"min": self.nnodes[0], "max": self.nnodes[1]},
                 "pool": {"name": self.pool[0], "why": self.pool[1]}, "torch": self.torch, "backend": self.backend,
                 "start": self.start.to_dict(), "clocks": [c.to_dict() for c in self.clocks],
-                "scenarios": [s.to_dict() for s in self.scenarios]}
+                "kueue": self.kueue, "scenarios": [s.to_dict() for s in self.scenarios]}
 
 
 def collective_backend(resolved: Resolved) -> str:
@@ -111,14 +114,15 @@ def timeline(resolved: Resolved, facts: ClusterFacts | None, start: ColdStart | 
     if high == 1:  # one pod: no rendezvous to wait for; Kueue and the deadlines against its start, its own workers
         scenarios = [single_start(clock, span)]
         if (resolved.elastic_settings.get("nproc_per_node") or 1) != 1:
-            scenarios += run_scenarios(resolved, clock, backend, low, high)[1:]
+            scenarios += run_scenarios(resolved, clock, backend, low, high, span.worst)[1:]
     elif "static_timeout" in clock:  # a clustered task's static rendezvous: node 0's store, JobSet restarts
         restarts = resolved.elastic_settings.get("cluster_max_restarts") or 0
         scenarios = static_scenarios(clock, span, "worst", high, restarts)
-        scenarios += run_scenarios(resolved, clock, backend, low, high)
+        scenarios += run_scenarios(resolved, clock, backend, low, high, span.worst)
     else:
         shared_off = env_value(resolved, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE")[0] == "1"
         scenarios = start_scenarios(clock, span, "worst", low, high, version, shared_off)
         scenarios += never_scenarios(clock, low, high)
-        scenarios += run_scenarios(resolved, clock, backend, low, high)
-    return Timeline(resolved.name, resolved.target.name, (low, high), pool, version, found, span, backend, scenarios)
+        scenarios += run_scenarios(resolved, clock, backend, low, high, span.worst)
+    return Timeline(resolved.name, resolved.target.name, (low, high), pool, version, found, span, backend, scenarios,
+                    kueue_summary(resolved, facts))

@@ -76,6 +76,8 @@ def head_lines(t: Timeline, width: int = WIDTH) -> list[str]:
     for name, values, at in t.start.parts:
         lines.append(f"  {name} {values.get('typical', '?')} / {values.get('worst', '?')} s ({where(at)})")
     lines += [f"  {name}: unknown (not in the facts)" for name in t.start.missing]
+    if t.kueue is not None:  # whether Kueue queues the job, and why (its release and configuration named there)
+        lines.append(f"Kueue: {t.kueue['why']}")
     lines += ["", "clocks (seconds; where each is set):"]
     for c in t.clocks:
         lines.append(f"  {c.name:<24}{c.text:>8}  {source_text(c)}")

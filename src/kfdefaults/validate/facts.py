@@ -34,12 +34,13 @@ Unknown keys are errors (``FILE:LINE:COLUMN``), values are not coerced, and the 
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import Finding, Location, ProfileError, sorted_findings
+from ..errors import Finding, Location, ProfileError, shown, sorted_findings
 from ..inputs import Inputs
 from ..k8s.names import qualified_name_problem
 from ..k8s.quantity import quantity_problem
@@ -47,6 +48,11 @@ from ..layers import NAME_PATTERN
 from ..paths import format_path
 from ..read import Document, parse_bytes, read_bytes
 from .body import pydantic_finding
+from .kueue_config import OLDEST_RELEASE, KueueConfig, kueue_release, load_kueue_config, timeout_required
+
+KUEUE_CONFIG_COMMAND = ("kubectl get cm kueue-manager-config -n kueue-system -o "
+                        "jsonpath='{.data.controller_manager_config\\.yaml}'")
+"""How a platform saves Kueue's configuration beside its facts."""
 
 MAX_SECONDS = 30 * 86400
 """Longest time a fact may state (30 days): past it, a number is a mistake (milliseconds for seconds, say)."""
@@ -122,18 +128,37 @@ class NodePool(_Strict):
 
 
 class WaitForPodsReady(_Strict):
-    """Kueue's ``waitForPodsReady`` (its Configuration): a workload whose pods are not all ready within ``timeout``
-    is evicted (Kueue's default timeout: 5 minutes)."""
+    """The short form of Kueue's ``waitForPodsReady``, in seconds (deprecated: ``kueue.config`` reads Kueue's own
+    Configuration). Read as a ``v1beta1`` block: on unless ``enable: false``; without ``timeout``, Kueue's
+    ``v1beta1`` default (5 minutes, :mod:`kfdefaults.check.kueue_defaults`)."""
 
-    enable: bool = Field(description="Whether Kueue waits for pods to be ready.")
+    enable: Optional[bool] = Field(None, description="Whether Kueue waits for pods to be ready (default: true, the "
+                                                     "block being stated).")
     timeout: Optional[int] = Field(None, ge=1, le=MAX_SECONDS,
-                                   description="Seconds a workload's pods may take to be ready (Kueue's default: 300).")
+                                   description="Seconds a workload's pods may take to be ready.")
 
 
 class Kueue(_Strict):
     """What Kueue does to a job, when the cluster queues jobs with it."""
 
-    wait_for_pods_ready: Optional[WaitForPodsReady] = Field(None, description="Kueue's waitForPodsReady.")
+    config: Optional[str] = Field(None, description="Kueue's Configuration document (the kueue-manager-config "
+                                                    "ConfigMap's controller_manager_config.yaml), beside this file.")
+    version: Optional[str] = Field(None, description="Kueue's release (\"0.19\"): which defaults apply.")
+    wait_for_pods_ready: Optional[WaitForPodsReady] = Field(
+        None, description="Deprecated short form of Kueue's waitForPodsReady, in seconds; use config.")
+
+    @field_validator("version")
+    @classmethod
+    def _release(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and kueue_release(value) is None:
+            raise ValueError(f"{value!r} is not a Kueue release from {OLDEST_RELEASE} on (\"0.19\", \"v0.19.2\")")
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Kueue:
+        if self.config is not None and self.wait_for_pods_ready is not None:
+            raise ValueError("give Kueue's configuration (config) or the short form (wait_for_pods_ready), not both")
+        return self
 
 
 class Flyte(_Strict):
@@ -210,8 +235,34 @@ class ClusterFacts:
         document: The parsed file, for :meth:`location`.
     """
 
-    def __init__(self, file: str, data: dict[str, Any], document: Document) -> None:
+    def __init__(self, file: str, data: dict[str, Any], document: Document,
+                 kueue_config: KueueConfig | None = None, notes: list[Finding] | None = None) -> None:
         self.file, self.data, self.document = file, data, document
+        self.kueue_config = kueue_config
+        self.notes = notes or []
+
+    def beside(self, *path: str, what: str, how: str, inputs: Inputs | None = None) -> str:
+        """The file the fact at ``path`` names, a path relative to this file's folder and inside it (a planted facts
+        file reads no file elsewhere).
+
+        Args:
+            what: What the file is (``node list``), for the messages.
+            how: How to make it (``kubectl get nodes -o json``).
+
+        Raises:
+            ProfileError: an absolute path, one with ``..``, or no such file, at the fact's line.
+        """
+        named = self.get(*path)
+        key = ".".join(path)
+        if os.path.isabs(named) or ".." in re.split(r"[\\/]", named):
+            raise ProfileError([Finding(self.location(*path), key, f"`{shown(named, 60)}` is not a path inside the "
+                                        f"facts file's folder: name the {what} relative to it, without `..`")])
+        file = os.path.join(os.path.dirname(self.file), named)
+        present = inputs.look(file) if inputs is not None else (True if os.path.exists(file) else None)
+        if present is None:
+            raise ProfileError([Finding(self.location(*path), key, f"no {what} at {file}: save it there with "
+                                        f"`{how}`, or remove `{path[-1]}`")])
+        return file
 
     def get(self, *path: str) -> Any:
         """The fact at ``path`` (``"kueue", "wait_for_pods_ready", "timeout"``), or ``None`` when it is not stated."""
@@ -278,7 +329,16 @@ def load_facts(file: str, inputs: Inputs | None = None) -> ClusterFacts:
                                         shm_headroom_problem(headroom) or "")
     if found:
         raise ProfileError(sorted_findings(found.values()))
-    return ClusterFacts(file, data, document)
+    facts = ClusterFacts(file, data, document)
+    if facts.get("kueue", "config") is not None:
+        config = facts.beside("kueue", "config", what="Kueue configuration", how=KUEUE_CONFIG_COMMAND, inputs=inputs)
+        facts.kueue_config = load_kueue_config(config, inputs)
+        timeout_required(facts.kueue_config, facts.get("kueue", "version"))
+    if facts.get("kueue", "wait_for_pods_ready") is not None:
+        facts.notes.append(Finding(facts.location("kueue", "wait_for_pods_ready"), "kueue.wait_for_pods_ready",
+                                   "the short form kueue.wait_for_pods_ready is deprecated: state Kueue's own "
+                                   "configuration, `kueue: {config: FILE}` (and `version`)", "note", "facts"))
+    return facts
 
 
 def shm_headroom_problem(value: Any) -> str | None:

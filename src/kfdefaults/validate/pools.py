@@ -22,13 +22,11 @@ is a note. A described pool that no node list shows is a pool of its own, judged
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ..errors import Finding, Location, ProfileError, shown
+from ..errors import Finding, Location, ProfileError
 from ..inputs import Inputs
 from ..k8s.nodes import NodePool, node_pools
 from ..k8s.quantity import quantity_value
@@ -177,14 +175,7 @@ def _node_list(facts: ClusterFacts | None, nodes_file: str | None, inputs: Input
     named = facts.get("nodes") if facts is not None else None
     if facts is None or named is None:
         return None
-    if os.path.isabs(named) or ".." in re.split(r"[\\/]", named):  # a planted facts file reads no file elsewhere
-        raise ProfileError([Finding(facts.location("nodes"), "nodes", f"`{shown(named, 60)}` is not a path inside "
-                                    "the facts file's folder: name the node list relative to it, without `..`")])
-    path = os.path.join(os.path.dirname(facts.file), named)
-    present = inputs.look(path) if inputs is not None else (True if os.path.exists(path) else None)
-    if present is None:
-        raise ProfileError([Finding(facts.location("nodes"), "nodes", f"no node list at {path}: save it there with "
-                                    "`kubectl get nodes -o json`, or remove `nodes`")])
+    path = facts.beside("nodes", what="node list", how="kubectl get nodes -o json", inputs=inputs)
     return read_nodes(path, inputs, pipe=False)
 
 

@@ -250,21 +250,27 @@ def _gloo(a: Answer, v: Values, cluster: Cluster) -> None:
 
 
 def _kueue(a: Answer, v: Values, cluster: Cluster) -> None:
-    facts = cluster.facts
-    timeout = facts.get("kueue", "wait_for_pods_ready", "timeout") if facts is not None else None
-    if timeout is not None:
-        loc = facts.location("kueue", "wait_for_pods_ready", "timeout")
-        a.settings.append(Setting("kueue.wait_for_pods_ready.timeout (cluster facts)", timeout,
-                                  f"facts {loc.file}:{loc.line}"))
+    from ..check.kueue import kueue  # lazy: Kueue's settings, only for an answer about its eviction
+
+    k = kueue(cluster.facts)
+    timeout = k.pods_ready.value if k is not None else None
+    if k is not None and timeout is not None:
+        at = k.pods_ready.source
+        short = k.config is None and at.layer == "facts"
+        where = f"{'facts' if at.layer == 'facts' else 'Kueue config'} {at.location.file}:{at.location.line}" \
+            if at.location is not None else at.default or ""
+        a.settings.append(Setting("kueue.wait_for_pods_ready.timeout (cluster facts)" if short else
+                                  "waitForPodsReady.timeout (Kueue's configuration)", timeout, where))
     start = cluster.worst_start()
     if timeout is not None and start is not None:
         a.change.append(f"the pods must be ready within {timeout} s, and a node may take {start[0]} s to start and "
                         f"pull the image, {start[1]}: ask the platform to raise Kueue's waitForPodsReady.timeout "
                         "above that, or run on a pool with warm nodes")
     else:
-        a.change.append("the pods were not all ready within Kueue's waitForPodsReady.timeout (Kueue's default 300 s): "
-                        "no profile key sets it; state it and node_start / image_pull in the cluster's facts to have "
-                        "a number here")
+        a.change.append("the pods were not all ready within Kueue's waitForPodsReady.timeout (Kueue's default: 5 "
+                        "minutes in a v1beta1 configuration, 30 minutes from Kueue 0.19 in a v1beta2 one): no profile "
+                        "key sets it; state Kueue's configuration (kueue.config) and node_start / image_pull in the "
+                        "cluster's facts to have a number here")
 
 
 def fabric_context(values: Values | None, cluster: Cluster | None) -> list[str]:
