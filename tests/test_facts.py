@@ -4,6 +4,7 @@ FILE:LINE:COLUMN), and described by a JSON Schema that agrees with the validator
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -33,8 +34,9 @@ def facts_of(folder: Path, **kwargs) -> facts_module.ClusterFacts | None:
 
 def test_the_documented_example_is_read_with_the_place_of_each_fact(tmp_path):
     folder = platform_with(tmp_path, EXAMPLE)
+    shutil.copy(Path(__file__).parent / "kueue_configs" / "chart-0.19.yaml", folder / "_kueue-config.yaml")
     facts = facts_of(folder)
-    assert facts.get("kueue", "wait_for_pods_ready", "timeout") == 300
+    assert (facts.get("kueue", "version"), facts.kueue_config.api_version) == ("0.19", "v1beta2")
     assert facts.span("node_start", "a100") == ({"typical": 240, "worst": 900}, ("node_pools", "a100", "node_start"))
     assert facts.span("image_pull", "a100") == ({"typical": 40, "worst": 420}, ("image_pull",))  # the cluster's
     assert facts.torch_version("gpu-large") == ("2.3.1", ("torch", "profiles", "gpu-large"))

@@ -200,7 +200,7 @@ class FitReport:
         deadline: The job's deadline (:func:`deadline`), or ``None``.
         pools: Each pool's verdict, in the pools' order.
         created: The pods the task creates (:func:`.fit.worker_pods`: the PyTorchJob's ``Worker`` replicas, a JobSet's replicas).
-        kueue: Kueue's ``waitForPodsReady`` (:func:`.clocks.kueue_wait`) when the facts state Kueue, else ``None``.
+        kueue: Kueue's ``waitForPodsReady`` clock (:func:`.kueue.kueue_clocks`) when the facts state Kueue, else ``None``.
     """
 
     profile: str

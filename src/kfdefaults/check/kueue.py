@@ -212,7 +212,7 @@ def _recovery(r: _Reader, pods_ready: Value) -> Value:
         return Value(None, pods_ready.known, pods_ready.source, "no PodsReady timeout, no recovery clock")
     value = r.value("waitForPodsReady.recoveryTimeout")
     if value.value is kd.TIMEOUT:
-        return Value(pods_ready.value, True, value.source, f"the PodsReady timeout's value ({pods_ready.source})")
+        return Value(pods_ready.value, True, value.source, "the PodsReady timeout's value")
     seconds = _seconds(value.value)
     return Value(seconds or None, value.known, value.source, value.note)
 
@@ -296,8 +296,9 @@ def requeue_text(k: Kueue) -> str:
     if not limit.known:
         return f"{grows}; limit unknown ({limit.note})"
     if limit.value is None:
-        how = "backoffLimitCount null" if limit.source.location is not None else "no backoffLimitCount"
-        return f"{grows}; requeued forever: {how} ({said(limit.source)})"
+        if limit.source.location is None:
+            return f"{grows}; requeued forever (no backoffLimitCount)"
+        return f"{grows}; requeued forever: backoffLimitCount null ({limit.source})"
     return f"{grows}; deactivated after {limit.value} requeues ({said(limit.source)})"
 
 

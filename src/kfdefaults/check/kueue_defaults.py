@@ -79,7 +79,7 @@ TABLE: dict[tuple[str, str], list[Default]] = {
            ("integrations.frameworks", ["batch/job"], "defaultJobFrameworkName"))},
     **{(api, "manageJobsWithoutQueueName"): [Default(False, since, "v0.19.2",
                                                      f"apis/config/{api}/configuration_types.go "
-                                                     "ManageJobsWithoutQueueName (a bool: false unless written)")]
+                                                     "ManageJobsWithoutQueueName")]
        for api, since in ((_B1, "0.13"), (_B2, "0.15"))},
 }
 """(API version, field) -> its defaults by release, oldest first."""

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 from ..errors import Finding, Location, ProfileError
 from ..inputs import Inputs
 from ..read import PROFILE_SUFFIXES
-from .cluster import CLUSTER_TEMPLATE_FILE, FACTS_FILES
+from .cluster import CLUSTER_TEMPLATE_FILE, FACTS_FILES, KUEUE_CONFIG_FILES
 from .folder import Folder
 
 NAME_PATTERN = r"[a-z0-9][a-z0-9-]*"
@@ -32,7 +32,7 @@ FOLDER_LAYERS = LAYERS[:-1]
 """The layers whose profiles come from folders."""
 
 
-NOT_PROFILES = (CLUSTER_TEMPLATE_FILE, *FACTS_FILES, "pyproject.toml")
+NOT_PROFILES = (CLUSTER_TEMPLATE_FILE, *FACTS_FILES, *KUEUE_CONFIG_FILES, "pyproject.toml")
 """File names a profile folder may hold that are not profiles."""
 
 

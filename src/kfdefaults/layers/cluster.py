@@ -34,6 +34,10 @@ a letter or a digit)."""
 FACTS_FILES = ("_cluster-facts.yaml", "_cluster-facts.yml", "_cluster-facts.toml")
 """The names of the cluster's facts in a platform folder (:mod:`kfdefaults.validate.facts`); never profiles."""
 
+KUEUE_CONFIG_FILES = ("_kueue-config.yaml", "_kueue-config.yml")
+"""The names under which a platform folder holds Kueue's Configuration, which the facts' ``kueue.config`` names
+(:mod:`kfdefaults.validate.kueue_config`); never profiles."""
+
 CLUSTER_FILES = (CLUSTER_TEMPLATE_FILE, *FACTS_FILES)
 """The files a platform folder may hold that state its cluster rather than profiles."""
 

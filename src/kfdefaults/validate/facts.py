@@ -18,7 +18,8 @@ says so rather than guessing. Times are whole seconds, resources Kubernetes quan
     nodes: _nodes.json                         # `kubectl get nodes -o json`, saved beside this file
     shm_headroom: 8Gi                          # memory a container keeps beside its /dev/shm (or "25%")
     kueue:
-      wait_for_pods_ready: {enable: true, timeout: 300}
+      config: _kueue-config.yaml               # Kueue's Configuration, saved beside this file
+      version: "0.19"                          # Kueue's release: which of its defaults apply
     flyte:
       task_timeout: 86400                      # the platform's default task timeout, seconds
     torch:
