@@ -4,12 +4,10 @@ training, a collective that hangs; each a list of :class:`Event` on one time axi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from ..merge.result import Resolved
 from ..targets import CLUSTERED
 from .clocks import Clock, env_value
+from .events import Event, Scenario
 from .start import Span
 from . import torch_defaults
 
@@ -58,84 +56,23 @@ MESSAGES = {
 """Clock -> (what torch, Kueue, the operator or Flyte raise, the message the user sees)."""
 
 
-@dataclass
-class Event:
-    """Something that happens at a time: a node starting, a clock firing.
-
-    Attributes:
-        at: ``(earliest, latest)`` seconds; ``None`` when unknown (an unstated fact).
-        who: The node(s) it happens to, or ``the job``.
-        clock: The clock that fires (a name of :data:`.clocks.CLOCKS`), or ``None`` for a start.
-        what: What happens.
-        error: What is raised or done (``RendezvousTimeoutError``), or ``None``.
-        message: The message the user sees, or ``None``.
-        fails: The job (or that node) fails here.
-        certain: ``False`` where it may or may not happen (a store host starting between one and four
-            ``read_timeout``).
-    """
-
-    at: tuple[float, float] | None
-    who: str
-    clock: str | None
-    what: str
-    error: str | None = None
-    message: str | None = None
-    fails: bool = False
-    certain: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"at": None if self.at is None else {"earliest": self.at[0], "latest": self.at[1]}, "who": self.who,
-                "clock": self.clock, "what": self.what, "error": self.error, "message": self.message,
-                "fails": self.fails, "certain": self.certain}
-
-
-@dataclass
-class Scenario:
-    """One way things go: its events in time order, the first clock to fire, and the worst case to a clean failure.
-
-    Attributes:
-        key: ``start-cold-worker``, ``start-cold-host``, ``never-worker``, ``never-host``, ``lost-peer``,
-            ``hung-collective``.
-        title: What happens, in a line.
-        events: In time order.
-        outcome: ``runs`` (no clock fires), ``fails`` (a clean failure), ``hangs`` (nothing ends it) or ``unknown``.
-        worst: Seconds to the clean failure at worst, or ``None``.
-        notes: What else to know.
-    """
-
-    key: str
-    title: str
-    events: list[Event]
-    outcome: str
-    worst: float | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def first(self) -> Event | None:
-        """The first clock to fire (a certain event first where two may come at once)."""
-        fired = [e for e in self.events if e.clock is not None and e.at is not None]
-        return min(fired, key=lambda e: (e.at[0], not e.certain), default=None)  # type: ignore[index]
-
-    def to_dict(self) -> dict[str, Any]:
-        first = self.first
-        return {"key": self.key, "title": self.title, "outcome": self.outcome, "worst": self.worst,
-                "first": None if first is None else first.to_dict(), "events": [e.to_dict() for e in self.events],
-                "notes": self.notes}
-
-
 def _fill(kind: str, c: Clock) -> tuple[str, str]:
     error, message = MESSAGES[kind]
     return error, message.format(ms=(c.value or 0) * 1000, s=c.value)
 
 
-def _limits(clock: dict[str, Clock], late: float | None, starting: bool = True) -> list[Event]:
+def _limits(clock: dict[str, Clock], late: float | None, starting: bool = True, replaced: bool = False) -> list[Event]:
     """Kueue's eviction (while ``starting``, when a pod is still not Ready at its timeout: one ``late`` seconds
-    after the others, or never when ``late`` is ``None``), the job's deadline and Flyte's timeout."""
+    after the others, or never when ``late`` is ``None``; once running and a lost node's pod ``replaced``, when the
+    replacement's new node takes ``late`` seconds, longer than ``recoveryTimeout``), the job's deadline and Flyte's
+    timeout."""
     events = []
-    kueue = clock["kueue_wait"]
-    if starting and kueue.value is not None and (late is None or late > kueue.value):
-        events.append(Event((kueue.value, kueue.value), "the job", "kueue_wait",
-                            f"a pod is still not Ready after {kueue.value} s", *_fill("kueue_wait", kueue), fails=True))
+    name = "kueue_recovery" if replaced else "kueue_wait"
+    kueue = clock[name]
+    if (starting or replaced) and kueue.value is not None and (late is None or late > kueue.value):
+        who = "the lost node's replacement pod" if replaced else "a pod"
+        events.append(Event((kueue.value, kueue.value), "the job", name, f"{who} is still not Ready after "
+                            f"{kueue.value} s", *_fill("kueue_wait", kueue), fails=True))
     for name in ("active_deadline_seconds", "task_timeout"):
         limit = clock[name]
         if limit.value is not None:
@@ -338,15 +275,11 @@ def _hang_attempt(clock: dict[str, Clock], backend: str, resolved: Resolved) -> 
     return pg.value + hb.value + m, [], pg.name, "ends"
 
 
-def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low: int, high: int,
-                  late: float | None = None) -> list[Scenario]:
-    """A peer lost while training, and a collective that hangs, with ``max_restarts`` restarts (a clustered task's
-    JobSet restarts, ``cluster_max_restarts``, each recreating every pod: :func:`_jobset_restarts`); the lost node's
-    replacement pod waits ``late`` seconds for a new node (the worst cold start; ``None``: unknown), against
-    Kueue's ``recoveryTimeout``."""
+def _lost_peer(resolved: Resolved, clock: dict[str, Clock], backend: str, low: int, high: int, restarts: int,
+               late: float | None) -> Scenario:
+    """A node lost while training, with ``restarts`` left; its replacement pod waits ``late`` seconds for a new node,
+    against Kueue's ``recoveryTimeout``."""
     clustered = resolved.target is CLUSTERED
-    budget = "cluster_max_restarts" if clustered else "max_restarts"
-    restarts = resolved.elastic_settings.get(budget) or 0
     m, j, l = clock["monitor_interval"], clock.get("join_timeout"), clock.get("last_call_timeout")
     pg = clock["pg_timeout_nccl" if backend == "nccl" else "pg_timeout_other"]
     mv = m.value or 0
@@ -382,8 +315,19 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
              f"node.kubernetes.io/unreachable, by default) or the others' collective times out ({pg.text})" if clustered
              else f"when the lost node hosted the store, the others fail at once (within monitor_interval, "
              f"{m.value} s) with {MESSAGES['monitor_interval'][0]}"]
-    limits = _limits(clock, None, starting=False) + (_recovery(clock, late, notes) if restarts else [])
-    lost = _scenario("lost-peer", "a node is lost while training", events, notes, limits)
+    limits = _limits(clock, late, starting=False, replaced=bool(restarts) and late is not None)
+    return _scenario("lost-peer", "a node is lost while training", events, notes, limits)
+
+
+def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low: int, high: int,
+                  late: float | None = None) -> list[Scenario]:
+    """A peer lost while training (:func:`_lost_peer`; ``late``: the worst cold start of its replacement's node), and
+    a collective that hangs, with ``max_restarts`` restarts (a clustered task's JobSet restarts,
+    ``cluster_max_restarts``, each recreating every pod: :func:`_jobset_restarts`)."""
+    budget = "cluster_max_restarts" if resolved.target is CLUSTERED else "max_restarts"
+    restarts = resolved.elastic_settings.get(budget) or 0
+    m, pg = clock["monitor_interval"], clock["pg_timeout_nccl" if backend == "nccl" else "pg_timeout_other"]
+    lost = _lost_peer(resolved, clock, backend, low, high, restarts, late)
     # a hung collective: every attempt hangs again
     attempt, notes, name, state = _hang_attempt(clock, backend, resolved)
     events = [Event((0, 0), "one rank", None, "stops calling collectives (a desync, a hung GPU)")]
@@ -402,21 +346,6 @@ def run_scenarios(resolved: Resolved, clock: dict[str, Clock], backend: str, low
                      f"x ({budget} {restarts} + 1)")
     hung = _scenario("hung-collective", "a collective hangs", events, notes, _limits(clock, None, starting=False))
     return [lost, hung]
-
-
-def _recovery(clock: dict[str, Clock], late: float | None, notes: list[str]) -> list[Event]:
-    """Kueue's ``recoveryTimeout`` for the lost node's replacement pod, which waits ``late`` seconds for a new node:
-    an eviction when that is longer, else a note."""
-    recovery = clock.get("kueue_recovery")
-    if recovery is None or recovery.value is None:
-        return []
-    if late is not None and late > recovery.value:
-        return [Event((recovery.value, recovery.value), "the job", "kueue_recovery", "the lost node's replacement pod "
-                      f"is still not Ready after {recovery.value} s (a cold node takes {late:g} s)",
-                      *_fill("kueue_wait", recovery), fails=True)]
-    notes.append(f"Kueue's recoveryTimeout ({recovery.value} s) evicts the workload if the replacement pod is not "
-                 "Ready by then" + (f"; a cold node takes {late:g} s" if late is not None else ""))
-    return []
 
 
 def _terms(clock: dict[str, Clock], backend: str, name: str) -> list[str]:
