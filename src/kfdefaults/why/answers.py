@@ -253,13 +253,10 @@ def _kueue(a: Answer, v: Values, cluster: Cluster) -> None:
     from ..check.kueue import kueue  # lazy: Kueue's settings, only for an answer about its eviction
 
     k = kueue(cluster.facts)
-    timeout = k.pods_ready.value if k is not None else None
-    if k is not None and timeout is not None:
-        at = k.pods_ready.source
-        short = k.config is None and at.layer == "facts"
-        where = f"{'facts' if at.layer == 'facts' else 'Kueue config'} {at.location.file}:{at.location.line}" \
-            if at.location is not None else at.default or ""
-        a.settings.append(Setting("kueue.wait_for_pods_ready.timeout (cluster facts)" if short else
+    timeout, at = (k.pods_ready.value, k.pods_ready.source) if k is not None else (None, None)
+    if timeout is not None and at is not None:
+        where = f"{at.layer} {at.location.file}:{at.location.line}" if at.location is not None else at.default or ""
+        a.settings.append(Setting("kueue.wait_for_pods_ready.timeout (cluster facts)" if at.layer == "facts" else
                                   "waitForPodsReady.timeout (Kueue's configuration)", timeout, where))
     start = cluster.worst_start()
     if timeout is not None and start is not None:
