@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .gojson import JSON
-from .pytorchjob import elastic_policy, run_policy
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from .gojson import JSON
 
 JOB_FIELDS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("spec", "elasticPolicy", "minReplicas"), ("elastic", "nnodes")),
@@ -90,6 +91,9 @@ def job_fields(settings: Mapping[str, Any]) -> dict[tuple[str, ...], Any]:
     Returns:
         Job path (as in :data:`JOB_FIELDS`) -> value.
     """
+    # lazy: the backend's PyTorchJob model, which the checks of every render (nnodes_range) do not need
+    from .pytorchjob import elastic_policy, run_policy
+
     custom = registered_custom(settings)
     spec: JSON = {"elasticPolicy": elastic_policy(custom["elasticConfig"]),
                   "runPolicy": run_policy(custom["runPolicy"]) if "runPolicy" in custom else {},

@@ -18,8 +18,12 @@ Restated from flyteplugins v1.16.8 ``go/tasks/pluginmachinery/flytek8s/pod_helpe
 
 from __future__ import annotations
 
-from .gojson import JSON, unbox
-from .mergo import box, deep_copy, go_copy, mergo_merge
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from .gojson import JSON
+
+# The merge below runs Go's model of a PodSpec (gojson, mergo), imported where it runs: the container names are
+# read by every ``render --as podtemplate`` (:mod:`.pod_template_name`), which merges nothing.
 
 DEFAULT_TEMPLATE = "default"
 """The template container laid under every container of the task."""
@@ -64,6 +68,8 @@ def _layer_containers(template: list[JSON], task: list[JSON], primary: str, init
     """Step 3 for one list, sharing data as the Go code does: the ``default`` and ``primary`` templates are
     located in the template itself and merged from there; a same-name match is used through ``&templateContainer``,
     a shallow per-iteration copy (Go 1.22 loop variables) whose maps and pointer targets are the template's."""
+    from .mergo import deep_copy, go_copy, mergo_merge  # lazy: Go's model, where a merge runs (see above)
+
     default_name, primary_name = (DEFAULT_INIT_TEMPLATE, PRIMARY_INIT_TEMPLATE) if init else (DEFAULT_TEMPLATE, PRIMARY_TEMPLATE)
     default = primary_template = None
     for c in template:
@@ -105,6 +111,10 @@ def merge_base_pod_spec_onto_template(template_spec: JSON, task_spec: JSON, prim
         The merged pod spec, plain data (the inputs are not changed). Within one call, data is shared as Go
         shares it (pointers and maps taken from the template), so duplicate task container names give what Go gives.
     """
+    # lazy: Go's model, where a merge runs (see above)
+    from .gojson import unbox
+    from .mergo import box, deep_copy, mergo_merge
+
     template = box(deep_copy(template_spec), "PodSpec")
     task = box(deep_copy(task_spec), "PodSpec")
     merged = mergo_merge(deep_copy(template), task, "PodSpec")
@@ -120,4 +130,6 @@ def merge_base_pod_spec_onto_template(template_spec: JSON, task_spec: JSON, prim
 def merge_object_meta(template_meta: JSON, meta: JSON) -> JSON:
     """The pod metadata: a copy of the template's ``template.metadata``, the task's merged onto it (labels and
     annotations key by key, the task's winning; pod_helper.go lines 694-698)."""
+    from .mergo import deep_copy, mergo_merge  # lazy: Go's model, where a merge runs (see above)
+
     return mergo_merge(deep_copy(template_meta), meta, "metav1.ObjectMeta")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Collection, Sequence
 
-from ..backend.cluster import ClusterTemplate
 from ..errors import Finding
 from ..merge.result import Resolved
 from .apiserver import api_server_errors
@@ -21,6 +20,10 @@ from .merged import check_merged
 from .replaced import replaced_lists
 from .shm import shm_headroom
 from .target import check_target
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from ..backend.cluster import ClusterTemplate
 
 
 def errors(resolved: Resolved, facts: Any = None) -> list[Finding]:

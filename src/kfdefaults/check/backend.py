@@ -20,18 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..backend.avoid import ClusterFragment
-from ..backend.cluster import LAYER, ClusterTemplate
-from ..backend.gojson import JSON, canonical, decode
-from ..backend.kinds import SCALAR_TAGS, Kind, fields
 from ..backend.registered import PYTORCH_CONTAINER, is_multi_node, registered_pod_spec
-from ..backend.template_merge import (
-    DEFAULT_INIT_TEMPLATE,
-    DEFAULT_TEMPLATE,
-    PRIMARY_INIT_TEMPLATE,
-    PRIMARY_TEMPLATE,
-    merge_base_pod_spec_onto_template,
-)
 from ..errors import Finding, Location, sorted_findings
 from ..k8s.mounts import normal_mount_path
 from ..merge.leaves import same
@@ -39,6 +28,15 @@ from ..merge.origins import written_by
 from ..merge.provenance import Setter, highest, provenance, where
 from ..merge.result import Resolved
 from ..paths import PathT, Select, format_path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from ..backend.cluster import ClusterTemplate
+    from ..backend.gojson import JSON
+    from ..backend.kinds import Kind
+
+# What follows backend_errors needs the cluster's PodTemplate, and Go's model of a PodSpec to merge it (the
+# backend's mergo, the kinds of its fields): imported where used, so that a render without a template never does.
 
 FIELDS = ("containers", "initContainers")
 SPEC = ("pod_template", "spec")
@@ -56,6 +54,10 @@ def _finding(path: PathT, message: str, setters: list[Setter | None], fallback: 
 def backend_pod(resolved: Resolved, cluster: ClusterTemplate | None) -> JSON:
     """The pod spec the backend builds from the profile's registered pod spec and the cluster's template, before
     its own additions (environment, resources, tolerations): the merge, then the PyTorch plugin's renaming."""
+    # lazy: Go's JSON model and mergo, only where the cluster has a template (see above)
+    from ..backend.gojson import canonical, decode
+    from ..backend.template_merge import merge_base_pod_spec_onto_template
+
     spec = decode(registered_pod_spec(resolved), "PodSpec")
     primary = resolved.primary_container_name
     pod = merge_base_pod_spec_onto_template(cluster.spec, spec, primary) if cluster is not None else spec
@@ -115,6 +117,8 @@ class _Checker:
         self.findings: list[Finding] = []
 
     def warn(self, path: PathT, message: str, setters: list[Setter | None], fallback: Location) -> None:
+        from ..backend.cluster import LAYER  # lazy: only where the cluster has a template (see above)
+
         self.findings.append(_finding(path, message, setters, fallback, LAYER))
 
     def setter(self, path: PathT) -> Setter | None:
@@ -135,6 +139,10 @@ class _Checker:
     def replaced_shm(self) -> None:
         """The profile's ``/dev/shm`` volume left out for the template's (:mod:`kfdefaults.backend.avoid`), where the
         template's ``emptyDir`` gives another ``sizeLimit`` or ``medium``: the pod gets the template's."""
+        # lazy: only where the cluster has a template (see above)
+        from ..backend.avoid import ClusterFragment
+        from ..backend.cluster import LAYER
+
         for fragment in self.resolved.fragments:
             for replaced in fragment.replaced if isinstance(fragment, ClusterFragment) else ():
                 name = replaced.volume.get("name")
@@ -207,6 +215,8 @@ class _Checker:
     def lost_values(self, path: PathT, ours: Any, theirs: Any, kind: Kind, field: str | None, name: str | None) -> None:
         """Scalars the profile sets that the pod does not get: the template's value won (mergo lets no zero value
         override). A container's ``name`` is the PyTorch plugin's to change, not the template's."""
+        from ..backend.kinds import SCALAR_TAGS, fields  # lazy: only where the cluster has a template (see above)
+
         for key, sub in fields(kind[1]):
             if key in FIELDS or key not in ours or ours[key] is None or (kind[1] == "Container" and key == "name"):
                 continue
@@ -231,6 +241,9 @@ class _Checker:
                   [self.setter(path)], loc)
 
     def dropped_template_containers(self) -> None:
+        # lazy: only where the cluster has a template (see above)
+        from ..backend.template_merge import DEFAULT_INIT_TEMPLATE, DEFAULT_TEMPLATE, PRIMARY_INIT_TEMPLATE, PRIMARY_TEMPLATE
+
         task_names = {f: {c.get("name") for c in self.spec.get(f) or []} - {self.primary} for f in FIELDS}
         kept = {"containers": (DEFAULT_TEMPLATE, PRIMARY_TEMPLATE), "initContainers": (DEFAULT_INIT_TEMPLATE, PRIMARY_INIT_TEMPLATE)}
         for field in FIELDS:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend.elastic_config import nnodes_range
-from ..backend.jobset import clustered_custom, torchrun_env
 from ..errors import Finding, Location, sorted_findings
 from ..merge.provenance import provenance
 from ..paths import Select, format_path
@@ -140,6 +139,8 @@ def _shape_errors(merged: Any) -> list[Finding]:
 
 def _overwritten_env(merged: Any) -> list[Finding]:
     """A primary container variable that Flyte's clustered plugin writes over, from whichever layer sets it."""
+    from ..backend.jobset import clustered_custom, torchrun_env  # lazy: the JobSet's model, clustered tasks only
+
     plugin = {e["name"]: e for e in torchrun_env(clustered_custom(merged.elastic_settings))}
     primary = merged.primary_container_name
     findings = []

@@ -21,7 +21,6 @@ from typing import Any, Mapping
 
 from kubernetes.client import V1Container
 
-from ..backend.avoid import template_shm_mount
 from ..backend.registered import registered_pod_spec
 from ..errors import Finding, KfdefaultsWarning, ProfileError, caller_stacklevel
 from ..k8s.mounts import SHM_PATH
@@ -132,7 +131,11 @@ def refuse_second_shm(config: Elastic, primary: str, asked_by: str) -> None:
         ProfileError: located at the template's mount.
     """
     cluster = config.pipeline.cluster if config.pipeline is not None else None
-    cause = template_shm_mount(cluster, "containers", primary, primary) if cluster is not None else None
+    cause = None
+    if cluster is not None:
+        from ..backend.avoid import template_shm_mount  # lazy: Go's model of a PodSpec, only for a template
+
+        cause = template_shm_mount(cluster, "containers", primary, primary)
     if cause is not None:
         raise ProfileError([Finding(cause, asked_by, (
             f"the cluster's default PodTemplate already mounts {SHM_PATH} in the primary container, and Flyte's backend "

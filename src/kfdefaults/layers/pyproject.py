@@ -18,7 +18,6 @@ from ..errors import Finding, Location, ProfileError
 from ..inputs import Inputs
 from ..read import Document
 from ..read.document import error
-from ..read.toml import load_toml, toml_positions
 from ..targets import TARGETS
 from .folder import Folder
 
@@ -127,6 +126,8 @@ def kfdefaults_section(path: str, inputs: Inputs | None = None) -> tuple[Documen
     except UnicodeDecodeError as e:
         raise error(path, raw[: e.start].count(b"\n") + 1, 1, "file is not UTF-8 text") from None
     text = text[1:] if text.startswith("\ufeff") else text
+    from ..read.toml import load_toml, toml_positions  # lazy: the TOML reader, only where a project file is read
+
     data = load_toml(text, path)
     tool = data.get("tool")
     section = tool.get("kfdefaults") if isinstance(tool, dict) else None

@@ -45,9 +45,7 @@ from ..read.toml import load_toml, toml_positions
 from ..smp.schema import available_versions
 from ..cache import write_file
 from ..targets import TARGETS
-
-LOCK_FILE = "kfdefaults.lock"
-"""The lock file's name, beside the project's ``pyproject.toml``."""
+from . import LOCK_FILE
 
 FORMAT = 1
 """The ``version`` of the file's shape this code reads and writes."""

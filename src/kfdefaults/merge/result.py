@@ -15,7 +15,6 @@ import marshal
 from typing import Any, Protocol
 
 from ..errors import KfdefaultsError
-from ..k8s.models import to_k8s_model
 from ..targets import FLYTEKIT, Target
 from .primary import DEFAULT_PRIMARY_CONTAINER_NAME
 
@@ -204,4 +203,6 @@ class Resolved:
         """
         manifest = self.pod_template_manifest(name)
         manifest["template"]["spec"].setdefault("containers", [])  # required by the client's model
+        from ..k8s.models import to_k8s_model  # lazy: the kubernetes client's models, only for this object
+
         return to_k8s_model(manifest, "V1PodTemplate")

@@ -16,10 +16,8 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import cache, check
+from .. import cache, check, lock as locks  # the lock's names are imported when first used (most projects have none)
 from ..check.folders import empty_folder_warnings
-from ..backend.avoid import leave_out_duplicate_shm
-from ..backend.cluster import ClusterTemplate, load_cluster_template
 from ..errors import Finding, Location, ProfileError, sorted_findings
 from ..inputs import Inputs
 from ..layers import (
@@ -34,7 +32,6 @@ from ..layers import (
     find_platform_file,
     layer_sources,
 )
-from ..lock import Lock, lock_findings, locked_but_missing, platform_fallback_warning
 from ..merge.auto import device_autos, resolve_devices
 from ..merge.expand import expand, extends_location
 from ..merge.fold import merge_fragments
@@ -55,6 +52,8 @@ if TYPE_CHECKING:
     from ..check.fit_report import FitReport
     from ..check.start import ColdStart
     from ..validate.pools import Pool
+    from ..lock import Lock
+    from ..backend.cluster import ClusterTemplate
 
 LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "yaml")
 """The installed libraries whose code makes a result besides kfdefaults' own: the Kubernetes schemas that check and
@@ -191,6 +190,7 @@ class Pipeline:
             ProfileError: the file cannot be read or is not a PodTemplate manifest (located).
         """
         if self._cluster is None and self.cluster_template is not None:
+            from ..backend.cluster import load_cluster_template  # lazy: Go's model of a PodSpec, only for a template
             self._cluster = load_cluster_template(self.cluster_template, self.inputs)
         return self._cluster
 
@@ -366,13 +366,14 @@ class Pipeline:
         try:
             fragments = self.fragments(name, task)
         except ProfileError as e:  # a profile the lock lists that no layer defines: say what it was made of
-            missing = locked_but_missing(self.lock, name) if self.lock is not None else []
+            missing = locks.locked_but_missing(self.lock, name) if self.lock is not None else []
             if missing:
                 raise ProfileError(missing + e.findings) from None
             raise
         resolved = merge_fragments(name, fragments, kubernetes_version=self.kubernetes_version,
                                    remember=remember, sdk=self.sdk, target=self.target)
         if self.cluster is not None:
+            from ..backend.avoid import leave_out_duplicate_shm  # lazy: only where the cluster has a template
             resolved = leave_out_duplicate_shm(resolved, self.cluster)
         judged = as_written = resolved
         if device_autos(resolved):
@@ -384,7 +385,7 @@ class Pipeline:
             raise ProfileError(errors)
         if self.lock is not None and check_lock and name != NO_PROFILE:
             profile = self.resolve(name, remember=remember, check_lock=False, per_pool=True) if task else as_written
-            held = lock_findings(self.lock, profile, self.catalog, self.cluster_template.path if self.cluster_template
+            held = locks.lock_findings(self.lock, profile, self.catalog, self.cluster_template.path if self.cluster_template
                                  else None, template_applies=self.target.name == "flytekit",
                                  require_locked=self.require_locked)
             if any(f.severity == "error" for f in held):
@@ -406,7 +407,8 @@ class Pipeline:
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
             findings.extend(definition.warnings if definition is not None else fragment.warnings)
-        fallback = platform_fallback_warning(resolved, self.declared_platform(), self.lock)
+        declared = self.declared_platform()  # the lock's check imported only where a project declares its platform
+        fallback = locks.platform_fallback_warning(resolved, declared, self.lock) if declared else None
         found = check.warnings(resolved, self.cluster, pools=self.pools, facts=self.facts)
         return sorted_findings(findings + found + ([fallback] if fallback else []))
 

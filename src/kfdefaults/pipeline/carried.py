@@ -23,7 +23,6 @@ import json
 import zlib
 from typing import Any, Mapping
 
-from ..backend.cluster import ClusterTemplate
 from ..errors import Location
 from ..inputs import Inputs
 from ..layers import Catalog, ClusterTemplatePath
@@ -80,6 +79,7 @@ def carried_pipeline(entry: Mapping[str, Any], sdk: SdkObjects | None) -> Pipeli
     if cluster is not None and pipeline.target.name == "flytekit":
         path = cluster["path"]
         pipeline.cluster_template = ClusterTemplatePath(path, cluster["origin"])
+        from ..backend.cluster import ClusterTemplate  # lazy: Go's model of a PodSpec, only for a template
         pipeline._cluster = ClusterTemplate(path, cluster["origin"], Document.from_json(path, cluster["document"]))
     return pipeline
 

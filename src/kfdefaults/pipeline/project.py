@@ -9,7 +9,11 @@ from typing import Any, Sequence
 from ..errors import Finding, ProfileError
 from ..inputs import Inputs
 from ..layers import NO_PROJECT, Project
-from ..lock import LOCK_FILE, Lock, read_lock
+from ..lock import LOCK_FILE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from ..lock import Lock
 
 
 def or_report(errors: list[Finding] | None, function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -57,7 +61,11 @@ def project_lock(project: Project, inputs: Inputs | None = None) -> Lock | None:
     if path is None:
         return None
     present = inputs.look(path) is not None if inputs is not None else os.path.lexists(path)
-    return read_lock(path, inputs) if present else None
+    if not present:
+        return None
+    from ..lock import read_lock  # lazy: the reader of the lock (tomllib, its checks), only where there is one
+
+    return read_lock(path, inputs)
 
 
 def profiles_in_use(project: Project, lock: Lock | None, index: dict[str, dict[str, list[str]]]) -> set[str]:

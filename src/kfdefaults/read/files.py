@@ -9,7 +9,6 @@ import stat
 
 from ..inputs import Inputs
 from .document import MANIFEST_BUDGET, MAX_FILE_BYTES, Budget, Document, error
-from .toml import parse_toml
 from .yaml import parse_yaml, parse_yaml_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -195,5 +194,7 @@ def parse_text(text: str, file: str) -> Document:
         ProfileError: as :func:`read_document`.
     """
     if file.endswith(TOML_SUFFIXES):
+        from .toml import parse_toml  # lazy: the TOML reader, only for a TOML file (most profiles are YAML)
+
         return parse_toml(text, file)
     return parse_yaml(text, file)

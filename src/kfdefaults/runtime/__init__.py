@@ -28,7 +28,7 @@ from ..k8s.models import to_plain
 from ..k8s.pod import shared_memory_patch
 from ..k8s.provenance import provenance_annotations
 from ..k8s.resources import merge_task_resources, resource_name
-from ..lock import platform_fallback_warning
+from .. import lock as locks  # the lock's names are imported when first used (most projects have none)
 from ..merge.auto import uses_auto
 from ..merge.primary import name_primary_as_the_profile_does
 from ..merge.result import Resolved, SdkObjects, copy_plain
@@ -254,7 +254,8 @@ class ProfileCall:
         for finding in (w for layer in self.task_layers for w in layer.warnings):
             # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
             warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
-        fallback = platform_fallback_warning(self.resolved, pipeline.declared_platform(), pipeline.lock)
+        declared = pipeline.declared_platform()
+        fallback = locks.platform_fallback_warning(self.resolved, declared, pipeline.lock) if declared else None
         for finding in [*deprecations(self.resolved), *([fallback] if fallback is not None else [])]:
             warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
         return copy_plain(self.resolved.elastic_settings)
