@@ -37,6 +37,9 @@ COMMANDS = {
 }
 """Command -> (its module in this package, one line of help)."""
 
+PYDANTIC_LOADER = "pydantic.plugin._loader"
+"""The module of pydantic that finds its plugins (``get_plugins``), which the command line disables."""
+
 _SUMMARY = "Layered defaults for Flyte's torch elastic (kfpytorch) tasks: pod templates and Elastic settings."
 
 
@@ -100,6 +103,13 @@ def _main(args: list[str]) -> int:
     # pydantic looks for its plugins in every installed distribution's entry points when the first model is
     # built (tens of ms); the command line's models are its own, and no plugin of them is wanted
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if os.environ["PYDANTIC_DISABLE_PLUGINS"] in ("__all__", "1", "true") and PYDANTIC_LOADER not in sys.modules:
+        # pydantic then loads no plugin, but its loader module still imports importlib.metadata (with email,
+        # zipfile and csv: as long as pydantic's own import on a cold render); its one function, answered as
+        # pydantic answers it then (pydantic/plugin/_loader.py, get_plugins: no plugins when disabled)
+        loader = type(sys)(PYDANTIC_LOADER)
+        loader.get_plugins = tuple  # type: ignore[attr-defined]
+        sys.modules[PYDANTIC_LOADER] = loader
     if key is None:
         return run(args)
     replayed = replay(key)

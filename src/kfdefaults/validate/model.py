@@ -32,7 +32,7 @@ def _bounded_int(digits: str) -> int:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class RunPolicySection(_Strict):
