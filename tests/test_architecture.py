@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -23,6 +25,7 @@ import sys
 import pytest
 
 import kfdefaults
+from kfdefaults.cli import PYDANTIC_LOADER
 
 PACKAGE = pathlib.Path(kfdefaults.__file__).parent
 
@@ -242,3 +245,92 @@ def test_the_public_api_is_the_facade_and_flyte2_as_the_reference_page_says():
                      getattr(b, "id", getattr(b, "attr", "")).endswith(("Error", "Exception", "Warning"))
                      or getattr(b, "id", getattr(b, "attr", "")) in ("Exception", "BaseException") for b in node.bases)]
     assert not elsewhere, elsewhere
+
+
+RENDER = ("render", "gpu-large", "--platform", "tests/fixtures/platform", "--team", "tests/fixtures/team")
+"""The render whose imports are pinned: a builtin profile, a platform file and a team file (YAML), in the
+repository's own project (its ``pyproject.toml``, no lock), no cluster template, facts or node list."""
+
+RENDER_WARM = {
+    "kfdefaults", "version", "errors", "escape", "paths", "settings", "targets", "cache", "cache.folder", "inputs",
+    "cli", "cli.common", "cli.render", "cli.replay", "cli.streams",
+    "read", "read.document", "read.files", "read.scalars", "read.yaml", "read.toml",
+    "layers", "layers.builtin", "layers.catalog", "layers.cluster", "layers.entry_points", "layers.environment",
+    "layers.flags", "layers.folder", "layers.pyproject",
+    "validate", "validate.files", "validate.fragment", "validate.reserved", "validate.sets", "validate.suggest",
+    "validate.task_layer",
+    "smp", "smp.schema", "k8s", "k8s.mounts", "k8s.names", "k8s.quantity", "k8s.resources",
+    "merge", "merge.auto", "merge.elastic", "merge.expand", "merge.fold", "merge.leaves", "merge.locks",
+    "merge.near_names", "merge.origins", "merge.primary", "merge.provenance", "merge.result", "merge.step",
+    "backend", "backend.elastic_config", "backend.registered",
+    "check", "check.apiserver", "check.backend", "check.deprecation", "check.folders", "check.merged",
+    "check.replaced", "check.shm", "check.target",
+    "lock", "pipeline", "pipeline.project", "show", "show.output",
+}
+"""kfdefaults' modules a render may import when the cache answers every file (but the replay does not: another
+output format): the pipeline, the merge (from the cached fragments) and the checks of the merged profile; no model,
+no YAML parser, no lock (the project has none), nothing of the cluster's template, facts or pools."""
+
+RENDER_COLD = RENDER_WARM | {
+    "validate.body", "validate.deletions", "validate.enums", "validate.locked", "validate.metadata", "validate.model",
+    "validate.podspec", "validate.rdzv", "validate.schema_rules", "validate.torch_env", "k8s.provenance",
+    "smp.patch", "smp.goruntime",
+}
+"""... and when no cache answers (``KFDEFAULTS_NO_CACHE=1``): the validation of a file (its models and checks)
+and the merge engine, besides."""
+
+LIBRARIES_WARM = {"flyteplugins"}
+"""Libraries a warm render may import: the namespace ``flyteplugins``, where the target looks for Flyte 2's plugin
+(:func:`kfdefaults.targets.default_target`, ``find_spec``), nothing else."""
+
+LIBRARIES_COLD = LIBRARIES_WARM | {"pydantic", "pydantic_core", "typing_extensions", "annotated_types",
+                                   "typing_inspection", "yaml", "deepmerge"}
+"""... cold: the models' pydantic, libyaml through PyYAML, deepmerge for the ``elastic`` sections."""
+
+MODULES_OF = (
+    "import json, sys\n"
+    "from kfdefaults.cli import main\n"
+    "try:\n    main(sys.argv[2:])\nexcept SystemExit as e:\n    status = e.code\n"
+    "with open(sys.argv[1], 'w') as f:\n    json.dump({'status': status, 'modules': sorted(sys.modules)}, f)\n"
+)
+
+
+def modules_of_render(tmp_path, *args: str, **env: str) -> tuple[set[str], set[str], set[str]]:
+    """kfdefaults' modules (without the ``kfdefaults.`` prefix), the top-level libraries and all the modules that a
+    ``kfdefaults render`` imports in a process of its own, beyond what the interpreter starts with."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("KFDEFAULTS_", "PYDANTIC_"))}
+    base["KFDEFAULTS_CACHE_DIR"] = str(tmp_path / "cache")
+    out = tmp_path / "modules.json"
+    bare = subprocess.run([sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, check=True, env=base)
+    proc = subprocess.run([sys.executable, "-c", MODULES_OF, str(out), *RENDER, *args], capture_output=True, text=True,
+                          env={**base, **env}, cwd=PACKAGE.parent.parent)
+    found = json.loads(out.read_text())
+    assert found["status"] in (0, None), proc.stderr
+    # the command line's stand-in for pydantic's plugin loader is no import of pydantic (kfdefaults.cli)
+    modules = set(found["modules"]) - set(json.loads(bare.stdout)) - {"__main__", PYDANTIC_LOADER}
+    own = {m.removeprefix("kfdefaults.") if m != "kfdefaults" else m for m in modules if m.split(".")[0] == "kfdefaults"}
+    # a compiled extension's runtime (cython_runtime, _cython_3_1) and _sysconfigdata are the interpreter's
+    libraries = {m.split(".")[0] for m in modules if not m.startswith("_") and m != "cython_runtime"}
+    return own, libraries - set(sys.stdlib_module_names) - {"kfdefaults"}, modules
+
+
+def test_a_cold_render_imports_only_what_its_inputs_need(tmp_path):
+    """With no cache, a render imports the validation of a file, the merge and the checks, and nothing of a lock,
+    the cluster's template or facts, TOML profiles, the SDKs or other commands (docs/performance.md)."""
+    own, libraries, modules = modules_of_render(tmp_path, KFDEFAULTS_NO_CACHE="1")
+    assert own - RENDER_COLD == set(), "a cold render imports more of kfdefaults than it may"
+    assert libraries - LIBRARIES_COLD == set(), "a cold render imports more libraries than it may"
+    assert {"validate.model", "validate.body"} <= own and "pydantic" in libraries  # the set is the render's
+    # pydantic's plugin loader would import importlib.metadata (the command line disables its plugins: kfdefaults.cli)
+    assert "importlib.metadata" not in modules
+
+
+def test_a_render_the_cache_answers_imports_no_model_and_no_parser(tmp_path):
+    """With every file in the cache (a second render, another output format: not replayed), a render imports no
+    pydantic model, no YAML parser, no check of a single file (docs/performance.md)."""
+    modules_of_render(tmp_path)  # fills the cache
+    own, libraries, _ = modules_of_render(tmp_path, "-o", "json")
+    assert own - RENDER_WARM == set(), "a render the cache answers imports more of kfdefaults than it may"
+    assert libraries - LIBRARIES_WARM == set(), "a render the cache answers imports more libraries than it may"
+    assert "merge.fold" in own  # it merged: not a replay
