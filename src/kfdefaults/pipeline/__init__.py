@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from ..check.fit_report import FitReport
     from ..check.start import ColdStart
     from ..validate.pools import Pool
-    from ..lock import Lock
     from ..backend.cluster import ClusterTemplate
 
 LIBRARIES = ("kubernetes_validate", "deepmerge", "pydantic", "yaml")
@@ -97,7 +96,7 @@ class Pipeline:
 
     def __init__(self, catalog: Catalog, *, kubernetes_version: str | None = None, sdk: SdkObjects | None = None,
                  target: Target | str | None = None, cluster_template: ClusterTemplatePath | None = None,
-                 project: Project = NO_PROJECT, lock: Lock | None = None,
+                 project: Project = NO_PROJECT, lock: locks.Lock | None = None,
                  facts: ClusterTemplatePath | None = None, nodes: str | None = None) -> None:
         self.catalog = catalog
         self.inputs = catalog.inputs
@@ -407,8 +406,7 @@ class Pipeline:
         for fragment in resolved.fragments:
             definition = self.loader.loaded.get(fragment.source) if fragment.layer != "task" else None
             findings.extend(definition.warnings if definition is not None else fragment.warnings)
-        declared = self.declared_platform()  # the lock's check imported only where a project declares its platform
-        fallback = locks.platform_fallback_warning(resolved, declared, self.lock) if declared else None
+        fallback = locks.platform_fallback_warning(resolved, declared, self.lock) if (declared := self.declared_platform()) else None
         found = check.warnings(resolved, self.cluster, pools=self.pools, facts=self.facts)
         return sorted_findings(findings + found + ([fallback] if fallback else []))
 
