@@ -197,7 +197,8 @@ def bench_commands(case: dict[str, str], python: str, runs: int) -> list[tuple[s
             peaks.append(peak)
         shown = f"{median(walls) * 1000:.0f} ms, {median(peaks):.1f} MiB"
         print(f"    {label}: {shown}")
-        rows.append((f"`{shlex.join(['kfdefaults', *cmd[len(cli):]])}`".replace(folder, "..."), shown))
+        written = shlex.join(["kfdefaults", *cmd[len(cli):]]).replace(folder, "...").replace(ROOT + os.sep, "")
+        rows.append((f"`{written}`", shown))
     return rows
 
 
