@@ -314,3 +314,24 @@ def test_join_timeout_plus_the_worst_start_above_the_pods_ready_timeout_names_bo
     result = invoke(["render", "two", "--only-platform", str(folder), "--target", "flytekit",
                      "--facts", str(folder / "_cluster-facts.yaml")])
     assert "above Kueue's PodsReady timeout" not in result.unfolded
+
+
+def test_a_job_that_never_fits_under_a_forever_requeue_is_a_loop_that_holds_quota(tmp_path):
+    pools = "node_pools:\n  cpu:\n    allocatable: {cpu: \"16\", memory: 64Gi}\n    nodes: 4\n"
+    folder = cluster(tmp_path, 'kueue:\n  config: kueue-config.yaml\n  version: "0.19"\n' + pools,
+                     V1BETA2 + INTEGRATED + "waitForPodsReady:\n  timeout: 15m\n"
+                     "  requeuingStrategy: {backoffLimitCount: null}\n")
+
+    def loops() -> list[str]:
+        result = invoke(["render", "gpu-large", "--only-platform", str(folder), "--target", "flytekit",
+                         "--facts", str(folder / "_cluster-facts.yaml")])
+        return [w for w in result.unfolded.splitlines() if "a loop of admissions" in w]
+
+    [warning] = loops()
+    assert "gpu-large.yaml:16:29: [builtin] pod_template.spec.containers[name=primary].resources.requests." in warning
+    assert "fits none of the 1 node pool" in warning
+    assert "PodsReady timeout of 900 s (kueue config " in warning and "kueue-config.yaml:6:12)" in warning
+    assert "requeued forever: backoffLimitCount null (kueue config " in warning and "kueue-config.yaml:7:42)" in warning
+    (folder / "kueue-config.yaml").write_text(V1BETA2 + INTEGRATED + "waitForPodsReady:\n  timeout: 15m\n"
+                                              "  requeuingStrategy: {backoffLimitCount: 3}\n")
+    assert loops() == []  # deactivated after 3 requeues: no endless loop

@@ -73,10 +73,14 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
         # lazy: the fit check (the scheduler's filters, the pools, the PyTorchJob's model) costs about 25 ms to
         # import, which a render without node pools does not pay
         from .fit import fit
-        from .fit_causes import fit_warnings
+        from .fit_causes import fit_warnings, misfit_warning
 
         report = fit(resolved, pools, cluster=cluster, facts=facts)
         found += fit_warnings(report, resolved)
+        if facts is not None and facts.get("kueue") is not None and not report.fits:
+            from .kueue import requeue_loop  # lazy: Kueue's settings, only where the facts state Kueue
+
+            found += [f for f in [requeue_loop(misfit_warning(report, resolved), resolved, facts)] if f is not None]
         fitting = [v.pool.name for v in report.pools if v.fits]
     if facts is not None:
         # lazy: about 30 ms to import (see errors()), only where the cluster states its facts

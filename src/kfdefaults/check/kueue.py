@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backend.registered import is_multi_node
+from ..errors import Finding
 from ..merge.origins import pod_leaf, written_by
 from ..merge.result import Resolved
 from ..targets import CLUSTERED
@@ -317,3 +318,18 @@ def kueue_summary(resolved: Resolved, facts: ClusterFacts | None) -> dict[str, A
             "requeue": {"base_seconds": k.backoff_base.to_dict(), "max_seconds": k.backoff_max.to_dict(),
                         "limit": limit.to_dict(), "forever": limit.known and limit.value is None,
                         "text": requeue_text(k)}}
+
+
+def requeue_loop(misfit: Finding | None, resolved: Resolved, facts: ClusterFacts | None) -> Finding | None:
+    """A job that fits no node pool (``misfit``, :func:`.fit_causes.misfit_warning`) under a Kueue that evicts it
+    at its PodsReady timeout and requeues it forever: admitted, evicted, requeued after the backoff, admitted
+    again, its ClusterQueue's quota held for the timeout of every round. At the profile line that stops the job,
+    naming Kueue's lines; ``None`` otherwise."""
+    k = kueue(facts)
+    if misfit is None or k is None or k.pods_ready.value is None or not k.backoff_limit.known or \
+            k.backoff_limit.value is not None or manages(k, resolved)[0] is False:
+        return None
+    return Finding(misfit.location, misfit.path, f"{misfit.message}, and Kueue evicts it after its PodsReady timeout "
+                   f"of {k.pods_ready.value} s ({k.pods_ready.source}) and requeues it ({requeue_text(k)}): "
+                   "a loop of admissions that holds its ClusterQueue's quota each round and never runs; make it fit, "
+                   "or ask for a backoffLimitCount", "warning", misfit.layer)
