@@ -106,13 +106,13 @@ class ClusteredTaskEnvironment(SdkClusteredTaskEnvironment):
     ``elastic.cluster_max_restarts`` and ``elastic.restart_on_host_maintenance``, ``ttl_seconds_after_finished``
     (seconds) ``elastic.run_policy.ttl_seconds_after_finished``. ``pod_template`` and ``resources`` are the task
     layer of the pod, as for ``kfdefaults.flyte2.Elastic``. After construction the fields hold the merged values.
+    The SDK's own ``plugin_config`` field takes a :class:`ClusteredConfig` resolved already (then the clustered
+    fields must be unset); left ``None``, one is made from ``profile`` and the fields.
 
     Args:
         profile: Profile name, like ``"gpu-large"``; ``None``: the project's ``default_profile``.
         platform: Extra platform-layer folders.
         team: Extra team-layer folders.
-        plugin_config: A :class:`ClusteredConfig` resolved already (then the clustered fields must be unset);
-            ``None``: one is made from ``profile`` and the fields.
 
     Raises:
         ProfileError: the profile is unknown or invalid, or sets what a clustered task cannot run (an elastic range,
