@@ -569,7 +569,7 @@ def test_on_an_80_column_terminal_the_table_fits_and_every_figure_is_there(clust
 
 def test_the_json_output_is_the_same_shape_for_every_pool(cluster):
     document, _ = fit(cluster, "gpu-large")
-    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "pods_created", "deadline", "pools"}
+    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "pods_created", "deadline", "pools", "topology"}
     assert document["pod"] == {"source": "profile", "template": None, "requests": {"nvidia.com/gpu": "8"},
                                "requested_at": {"nvidia.com/gpu": document["pod"]["requested_at"]["nvidia.com/gpu"]}}
     assert set(document["pod"]["requested_at"]["nvidia.com/gpu"]) == {"layer", "path", "file", "line", "column"}

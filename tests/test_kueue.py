@@ -335,3 +335,93 @@ def test_a_job_that_never_fits_under_a_forever_requeue_is_a_loop_that_holds_quot
     (folder / "kueue-config.yaml").write_text(V1BETA2 + INTEGRATED + "waitForPodsReady:\n  timeout: 15m\n"
                                               "  requeuingStrategy: {backoffLimitCount: 3}\n")
     assert loops() == []  # deactivated after 3 requeues: no endless loop
+
+
+# --- topology-aware placement ----------------------------------------------------------------------------------------
+
+BLOCK = "cloud.google.com/gce-topology-block"
+
+
+def blocks(folder: Path) -> None:
+    """Six A100 nodes of one GKE pool in two blocks of three, each node its own rack."""
+    from node_lists import pool_nodes, write_node_list
+
+    gpu = {"cpu": "95", "memory": "1100Gi", "nvidia.com/gpu": "8", "ephemeral-storage": "800Gi", "pods": "110"}
+    nodes = pool_nodes("a100", 6, gpu)
+    for i, n in enumerate(nodes):
+        n["metadata"]["labels"].update({BLOCK: f"block-{i // 3}", "example.com/rack": f"rack-{i}"})
+    write_node_list(folder / "_nodes.json", *nodes)
+
+
+def topology_profile(folder: Path, nnodes: int, level: str = BLOCK) -> None:
+    (folder / "topo.yaml").write_text(f"extends: gpu-large\nelastic:\n  nnodes: {nnodes}\npod_template:\n"
+                                      f"  annotations:\n    kueue.x-k8s.io/podset-required-topology: {level}\n")
+
+
+def topology_warnings_of(folder: Path) -> list[str]:
+    result = invoke(["render", "topo", "--only-platform", str(folder), "--target", "flytekit",
+                     "--facts", str(folder / "_cluster-facts.yaml")])
+    assert result.exit_code == 0, result.unfolded
+    return [w for w in result.unfolded.splitlines() if "podset-" in w and ": warning: " in w]
+
+
+def test_a_required_block_that_no_block_holds_is_never_admitted(tmp_path):
+    folder = cluster(tmp_path, "nodes: _nodes.json\n")
+    blocks(folder)
+    topology_profile(folder, 4)
+    [warning] = topology_warnings_of(folder)
+    assert "topo.yaml:6:46: [platform] pod_template.annotations.kueue.x-k8s.io/podset-required-topology: warning:" \
+        in warning
+    assert "needs 4 nodes in one block; the largest has 3 (2 blocks: block-0 3, block-1 3)" in warning
+    topology_profile(folder, 3)  # fits one block: no warning
+    assert topology_warnings_of(folder) == []
+    # six nodes in one pool, not four "pools" split by block and rack labels
+    result = invoke(["fit", "topo", "--only-platform", str(folder), "--target", "flytekit",
+                     "--facts", str(folder / "_cluster-facts.yaml"), "-o", "json"])
+    assert [p["pool"]["name"] if isinstance(p.get("pool"), dict) else p.get("name")
+            for p in json.loads(result.stdout)["pools"]] == ["a100"], result.stdout
+    topology_profile(folder, 4)
+    result = invoke(["fit", "topo", "--only-platform", str(folder), "--target", "flytekit",
+                     "--facts", str(folder / "_cluster-facts.yaml")])
+    assert ("topology cloud.google.com/gce-topology-block: needs 4 nodes in one block; the largest has 3 (2 blocks: "
+            "block-0 3, block-1 3)") in " ".join(result.stdout.split())
+    result = invoke(["fit", "topo", "--only-platform", str(folder), "--target", "flytekit", "-o", "json",
+                     "--facts", str(folder / "_cluster-facts.yaml"), "--topology", "example.com/rack"])
+    topology = json.loads(result.stdout)["topology"]
+    assert (topology["largest"], topology["fits"], len(topology["domains"])) == (1, False, 6)
+    topology_profile(folder, 3, "example.com/no-such-level")
+    [warning] = topology_warnings_of(folder)
+    assert "no node of the node list carries the label example.com/no-such-level" in warning
+
+
+@pytest.mark.parametrize("target, kind, path", [
+    ("flytekit", "pytorchjob", ("spec", "pytorchReplicaSpecs", "Worker", "template", "metadata", "annotations")),
+    ("clustered", "jobset", ("spec", "replicatedJobs", 0, "template", "spec", "template", "metadata", "annotations")),
+])
+def test_the_topology_annotation_reaches_the_pod_template_kueue_reads(tmp_path, target, kind, path):
+    import yaml
+
+    folder = tmp_path / "platform"
+    folder.mkdir()
+    (folder / "topo.yaml").write_text("extends: cpu-small\nelastic:\n  nnodes: 2\n  rdzv_configs: null\npod_template:\n"
+                                      f"  annotations:\n    kueue.x-k8s.io/podset-required-topology: {BLOCK}\n")
+    result = invoke(["render", "topo", "--platform", str(folder), "--target", target, "--as", kind,
+                     "--facts", "none"])
+    assert result.exit_code == 0, result.unfolded
+    node = yaml.safe_load(result.stdout)
+    for part in path:
+        node = node[part]
+    assert node["kueue.x-k8s.io/podset-required-topology"] == BLOCK
+
+
+def test_a_slice_size_that_does_not_divide_the_workers(tmp_path):
+    folder = cluster(tmp_path, "nodes: _nodes.json\n")
+    blocks(folder)
+    (folder / "topo.yaml").write_text(f"extends: gpu-large\nelastic:\n  nnodes: 4\npod_template:\n  annotations:\n"
+                                      f"    kueue.x-k8s.io/podset-slice-required-topology: {BLOCK}\n"
+                                      '    kueue.x-k8s.io/podset-slice-size: "3"\n')
+    [warning] = topology_warnings_of(folder)
+    assert "topo.yaml:7:39: [platform] pod_template.annotations.kueue.x-k8s.io/podset-slice-size: warning:" in warning
+    assert "does not divide the 4 workers" in warning
+    (folder / "topo.yaml").write_text((folder / "topo.yaml").read_text().replace('"3"', '"2"'))
+    assert topology_warnings_of(folder) == []  # slices of 2, each in a block of 3

@@ -82,6 +82,10 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
 
             found += [f for f in [requeue_loop(misfit_warning(report, resolved), resolved, facts)] if f is not None]
         fitting = [v.pool.name for v in report.pools if v.fits]
+        if any(k.startswith("kueue.x-k8s.io/podset-") for k in resolved.annotations):
+            from .topology import topology_warnings  # lazy: only for a profile that asks for a topology
+
+            found += topology_warnings(resolved, pools, fitting)
     if facts is not None:
         # lazy: about 30 ms to import (see errors()), only where the cluster states its facts
         from .clock_lints import clock_warnings

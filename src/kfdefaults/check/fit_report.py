@@ -201,6 +201,7 @@ class FitReport:
         pools: Each pool's verdict, in the pools' order.
         created: The pods the task creates (:func:`.fit.worker_pods`: the PyTorchJob's ``Worker`` replicas, a JobSet's replicas).
         kueue: Kueue's ``waitForPodsReady`` clock (:func:`.kueue.kueue_clocks`) when the facts state Kueue, else ``None``.
+        topology: The job against a topology level's domains (:func:`.topology.topology_report`), or ``None``.
     """
 
     profile: str
@@ -212,6 +213,7 @@ class FitReport:
     pools: list[PoolFit]
     created: int = 1
     kueue: Any = None
+    topology: Any = None
 
     @property
     def fits(self) -> bool:

@@ -31,6 +31,10 @@ def build(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="Task-layer value (repeatable), as for render: elastic.nnodes=2.")
     add_cluster_facts(p)
+    p.add_argument("--topology", metavar="LABEL", default=None,
+                   help="A topology level (a node label: cloud.google.com/gce-topology-block): how many nodes each\n"
+                        "of its domains has, and whether one holds the job (default: the profile's\n"
+                        "kueue.x-k8s.io/podset-required-topology).")
     p.add_argument("-o", "--output", choices=["table", "text", "json"], default=None,
                    help="table (the default on a terminal), text (the default when piped), or json.")
     add_target(p)
@@ -58,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
             raise KfdefaultsError("no node pools known: give --nodes FILE (kubectl get nodes -o json), or state them in "
                                   "the cluster's facts (`nodes`, `node_pools`: --facts FILE or a platform folder's "
                                   "_cluster-facts.yaml)")
+        from ..check.topology import topology_report
+
+        report.topology = topology_report(resolved, pipeline.pools or [], args.topology,
+                                          [v.pool.name for v in report.pools if v.fits])
         return show_fit(report, args.output or ("table" if is_terminal() else "text"))
 
     return run_body(body, error_code=2)

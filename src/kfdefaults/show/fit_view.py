@@ -87,6 +87,8 @@ def head_lines(report: FitReport) -> list[str]:
     lines.append(f"  pods: {pods} of the {report.created} it creates, nnodes "
                  f"{_figure(report.replicas_at) if report.replicas_at else '1 (the default)'}")
     lines.append(f"  deadline: {_figure(report.deadline, ' s')}")
+    if report.topology is not None:
+        lines.append(f"  topology {report.topology['text']}")
     return lines
 
 
@@ -189,7 +191,8 @@ def fit_document(report: FitReport) -> dict[str, Any]:
     ``pods_per_node``, ``nodes_needed``, ``nodes_max``, ``nodes_taking_none`` (nodes of the pool that take no pod,
     and why), ``pending`` (pods of the ``pods_created`` that find no node), ``reserves`` (nodes, GPUs, node- and
     GPU-hours, cost) and ``warnings`` (the fabric the job does not ask for: ``message``, ``offered``, the
-    ``profile`` and ``pool`` locations, ``named_by``)."""
+    ``profile`` and ``pool`` locations, ``named_by``); ``topology`` (``--topology`` or the profile's required level:
+    ``level``, ``needs``, ``domains``, ``largest``, ``fits``, ``text``) or ``null``."""
     pod = report.pod
     return {
         "profile": report.profile, "target": report.target, "fits": report.fits,
@@ -199,7 +202,7 @@ def fit_document(report: FitReport) -> dict[str, Any]:
         "nnodes": {"min": report.replicas[0], "max": report.replicas[1], "set_at": _figure_data(report.replicas_at)},
         "pods_created": report.created,
         "deadline": _figure_data(report.deadline),
-        "pools": [_pool_data(v) for v in report.pools]}
+        "pools": [_pool_data(v) for v in report.pools], "topology": report.topology}
 
 
 def text_table(rows: list[tuple[str, ...]]) -> list[str]:
