@@ -15,9 +15,9 @@ import re
 from typing import Any, NamedTuple
 
 from ..errors import Finding, shown
-from ..paths import Select, format_path
 from ..read import Document
 from ..targets import INT32_MAX
+from .reserved import named
 
 
 class TorchEnvSetting(NamedTuple):
@@ -163,18 +163,3 @@ def check_torch_env(document: Document, spec: dict[str, Any], layer: str | None,
                     findings.append(Finding(document.location(at + ("value",)), named(at + ("value",), items),
                                             message, severity, layer))
     return findings
-
-
-def named(path: tuple, items: list[tuple[Any, str]]) -> str:
-    """A document path written the way messages write it, list items by their merge key: ``path`` is the file's
-    path (list positions as ints), ``items`` the ``(item, merge key)`` of each list item on the way, in order."""
-    parts, k = [], 0
-    for part in path:
-        if isinstance(part, int) and not isinstance(part, bool) and k < len(items):
-            item, key = items[k]
-            k += 1
-            if isinstance(item, dict) and isinstance(item.get(key), (str, int)):
-                parts.append(Select(key, item[key]))
-                continue
-        parts.append(part)
-    return format_path(parts)
