@@ -105,6 +105,32 @@ def layer_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> dic
     return out
 
 
+def add_sets(p: argparse.ArgumentParser,
+             help: str = "Task-layer value (repeatable), as for render: elastic.nnodes=2.") -> None:
+    """``--set KEY=VALUE`` (repeatable): the task layer, read by :func:`task_layer`."""
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
+def discover(p: argparse.ArgumentParser, args: argparse.Namespace, **given: Any) -> Any:
+    """The command's :class:`~kfdefaults.pipeline.Pipeline`: its layer options (:func:`layer_arguments`, usage
+    mistakes reported by ``p``), and those of ``--kubernetes-version``, ``--target``, ``--cluster-template``,
+    ``--facts`` and ``--nodes`` that it has; ``given`` keywords of ``Pipeline.discover`` go over them."""
+    from ..pipeline import Pipeline
+
+    options = {key: getattr(args, key) for key in ("kubernetes_version", "target", "cluster_template", "facts",
+                                                   "nodes") if hasattr(args, key)}
+    return Pipeline.discover(**layer_arguments(p, args), **{**options, **given})
+
+
+def task_layer(pipeline: Any, name: str, sets: list[str]) -> Any:
+    """Profile ``name``'s task layer from the ``--set`` values (:func:`kfdefaults.validate.sets.parse_sets`); a
+    bad one is bad input (:class:`~kfdefaults.errors.ProfileError`)."""
+    from ..validate.sets import parse_sets
+
+    tree, labels = parse_sets(sets, pipeline.kubernetes_version)
+    return pipeline.task_layer(name, tree, source="--set", labels=labels)
+
+
 def add_cluster_template(p: argparse.ArgumentParser) -> None:
     """``--cluster-template FILE``: the cluster's default PodTemplate, which Flyte's backend merges into every task."""
     p.add_argument("--cluster-template", default=None, metavar="FILE",

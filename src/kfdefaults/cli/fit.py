@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import (
-    add_cluster_facts,
-    add_cluster_template,
-    add_kubernetes_version,
-    add_layer_options,
-    add_target,
-    is_terminal,
-    layer_arguments,
-    parser,
-)
+from .common import add_cluster_facts, add_cluster_template, add_kubernetes_version, add_layer_options, add_sets
+from .common import add_target, discover, is_terminal, parser, task_layer
 from .common import run as run_body
 
 
@@ -28,8 +20,7 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "profile, no pools known, a usage mistake).")
     p.add_argument("name", metavar="NAME")
     add_layer_options(p)
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="Task-layer value (repeatable), as for render: elastic.nnodes=2.")
+    add_sets(p)
     add_cluster_facts(p)
     p.add_argument("--topology", metavar="LABEL", default=None,
                    help="A topology level (a node label: cloud.google.com/gce-topology-block): how many nodes each\n"
@@ -46,17 +37,10 @@ def build(prog: str) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     def body() -> int:
         from ..errors import KfdefaultsError
-        from ..pipeline import Pipeline
         from ..show.fit_view import show_fit
-        from ..validate.sets import parse_sets
 
-        layers = layer_arguments(build("kfdefaults fit"), args)
-        pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
-                                     target=args.target, cluster_template=args.cluster_template,
-                                     facts=args.facts, nodes=args.nodes)
-        tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
-        resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)],
-                                    per_pool=True)
+        pipeline = discover(build("kfdefaults fit"), args)
+        resolved = pipeline.resolve(args.name, [task_layer(pipeline, args.name, args.sets)], per_pool=True)
         report = pipeline.fit(resolved)
         if report is None:
             raise KfdefaultsError("no node pools known: give --nodes FILE (kubectl get nodes -o json), or state them in "

@@ -14,6 +14,7 @@ from .common import (
     add_cluster_template,
     add_kubernetes_version,
     add_layer_options,
+    add_sets,
     add_target,
     err,
     is_terminal,
@@ -33,9 +34,8 @@ def build(prog: str) -> argparse.ArgumentParser:
     p = parser(prog, "Print profile NAME merged across its layers (builtin, platform, team, --set).")
     p.add_argument("name", metavar="NAME")
     add_layer_options(p)
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="Task-layer value (repeatable): elastic.nnodes=2, "
-                        "'pod_template.spec.containers[name=primary].image=img:1'.")
+    add_sets(p, "Task-layer value (repeatable): elastic.nnodes=2, "
+                "'pod_template.spec.containers[name=primary].image=img:1'.")
     p.add_argument("-o", "--output", choices=["yaml", "json"], default=None,
                    help="yaml (the default) or json; with --explain, the explanation as data.")
     p.add_argument("--as", dest="as_", choices=["profile", "podtemplate", "flyte", "pytorchjob", "jobset"],

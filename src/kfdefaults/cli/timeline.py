@@ -5,16 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from .common import (
-    add_cluster_facts,
-    add_cluster_template,
-    add_kubernetes_version,
-    add_layer_options,
-    add_target,
-    err,
-    layer_arguments,
-    parser,
-)
+from .common import add_cluster_facts, add_cluster_template, add_kubernetes_version, add_layer_options, add_sets
+from .common import add_target, discover, err, parser, task_layer
 from .common import run as run_body
 
 
@@ -28,8 +20,7 @@ def build(prog: str) -> argparse.ArgumentParser:
                      "slowest to start), else the cluster's. A fact the facts do not state is shown as unknown.")
     p.add_argument("name", metavar="NAME")
     add_layer_options(p)
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="Task-layer value (repeatable), as for render: elastic.nnodes=2.")
+    add_sets(p)
     add_cluster_facts(p)
     p.add_argument("--pool", default=None, metavar="POOL",
                    help="The node pool whose node_start and image_pull apply (default: the one the profile fits; "
@@ -46,22 +37,16 @@ def run(args: argparse.Namespace) -> int:
     def body() -> int:
         from ..check.timeline import timeline
         from ..layers.cluster import CLUSTER_FACTS, NONE
-        from ..pipeline import Pipeline
         from ..show.timeline_view import show_timeline
-        from ..validate.sets import parse_sets
 
-        layers = layer_arguments(build("kfdefaults timeline"), args)
-        pipeline = Pipeline.discover(**layers, kubernetes_version=args.kubernetes_version,
-                                     target=args.target, cluster_template=args.cluster_template,
-                                     facts=args.facts, nodes=args.nodes)
+        pipeline = discover(build("kfdefaults timeline"), args)
         said_none = any(str(value).strip().lower() == NONE
                         for value in (args.facts, os.environ.get(CLUSTER_FACTS.variable)) if value)
         if pipeline.facts_file is None and not said_none:  # a first try, most likely: every figure will say unknown
             err("kfdefaults: no cluster facts: every fact is unknown (state them in a platform folder's "
                 "_cluster-facts.yaml, or name a file with --facts FILE, KFDEFAULTS_CLUSTER_FACTS or [tool.kfdefaults] "
                 "cluster_facts)", wrap=True)
-        tree, labels = parse_sets(args.sets, pipeline.kubernetes_version)
-        resolved = pipeline.resolve(args.name, [pipeline.task_layer(args.name, tree, source="--set", labels=labels)])
+        resolved = pipeline.resolve(args.name, [task_layer(pipeline, args.name, args.sets)])
         return show_timeline(timeline(resolved, pipeline.facts, pipeline.cold_start(resolved, args.pool)), args.output)
 
     return run_body(body)

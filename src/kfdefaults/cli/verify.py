@@ -9,10 +9,12 @@ from .common import (
     add_cluster_template,
     add_kubernetes_version,
     add_layer_options,
+    add_sets,
     add_target,
     err,
     layer_arguments,
     parser,
+    task_layer,
 )
 from .common import run as run_body
 
@@ -38,9 +40,8 @@ def build(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--profile", metavar="NAME", default=None,
                    help="Compare with this profile, whatever the kfdefaults.io/profile annotation says.")
     add_layer_options(p)
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="Task-layer value (repeatable), as in render: what the task itself set "
-                        "(Elastic(nnodes=2) is elastic.nnodes=2).")
+    add_sets(p, "Task-layer value (repeatable), as in render: what the task itself set (Elastic(nnodes=2) is "
+                "elastic.nnodes=2).")
     add_target(p)
     add_cluster_template(p)
     add_kubernetes_version(p)
@@ -137,10 +138,8 @@ def _profile_now(pipeline: Any, name: str, sets: list[str], overrides: dict[str,
     from ..errors import ProfileError
     from ..settings import RUNTIME_ENV
     from ..show.verify import ProfileNow
-    from ..validate.sets import parse_sets
 
-    tree, set_labels = parse_sets(sets, pipeline.kubernetes_version)
-    given = pipeline.task_layer(name, tree, source="--set", labels=set_labels)
+    given = task_layer(pipeline, name, sets)
     digest = pipeline.resolve(name, checked=False).digest()  # what the annotation records: the file layers
     if overrides:
         try:

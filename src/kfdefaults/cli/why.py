@@ -6,13 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import (
-    add_kubernetes_version,
-    add_layer_options,
-    add_target,
-    layer_arguments,
-    parser,
-)
+from .common import add_kubernetes_version, add_layer_options, add_sets, add_target, discover, parser
 from .common import run as run_body
 
 _DESCRIPTION = """\
@@ -36,8 +30,7 @@ def build(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--profile", metavar="NAME", default=None,
                    help="The profile the task ran on, where the log carries no receipt.")
     add_layer_options(p)
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="Task-layer value (repeatable), as in render: what the task itself set.")
+    add_sets(p, "Task-layer value (repeatable), as in render: what the task itself set.")
     add_target(p)
     p.add_argument("--facts", default=None, metavar="FILE",
                    help="The cluster's facts (_cluster-facts.yaml: node start and image pull times, Kueue); 'none' "
@@ -111,14 +104,12 @@ def _fabric_notes(log: Any, recognised: list, answers: list) -> list[str]:
 
 
 def _pipeline(args: argparse.Namespace, values: Any) -> Any:
-    from ..pipeline import Pipeline
     from ..targets import TARGETS
 
     target = args.target  # else the log's, else the project's (Pipeline.target_why)
     if args.target is None and values is not None and getattr(values, "target", None) in TARGETS:
         target = TARGETS[values.target]
-    return Pipeline.discover(**layer_arguments(build("kfdefaults why"), args), kubernetes_version=args.kubernetes_version,
-                             target=target, facts=args.facts, use_lock=False)
+    return discover(build("kfdefaults why"), args, target=target, use_lock=False)
 
 
 def _profile_now(args: argparse.Namespace, pipeline: Any, name: str, named_by: str, log: Any, notes: list[str]) -> Any:
