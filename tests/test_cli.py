@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import yaml
-from cli_runner import invoke as run_cli
+from cli_runner import invoke as run_cli, unfold
 from conftest import PLATFORM, TEAM
 
 KFDEFAULTS = [sys.executable, "-m", "kfdefaults.cli"]
@@ -54,7 +54,7 @@ def test_render_as_podtemplate_manifest():
     manifest = yaml.safe_load(result.stdout)
     # the sidecar would not survive as a pod_template_name template: standard error says so, at its line
     assert "pod_template.spec.containers[name=log-shipper]: warning: dropped when this PodTemplate is named by " \
-           "pod_template_name" in result.stderr
+           "pod_template_name" in result.unfolded
     assert f"{TEAM}/gpu-large.yaml:20:" in result.stderr
     assert list(manifest) == ["apiVersion", "kind", "metadata", "template"]
     assert manifest["kind"] == "PodTemplate" and manifest["metadata"] == {"name": "gpu-large"}
@@ -187,7 +187,7 @@ def test_a_folder_without_profile_files_is_a_warning_that_names_its_sub_folders(
         proc = run(*command, "--platform", str(tmp_path / "repo"))
         assert proc.returncode == 0
         assert (f"{tmp_path / 'repo'}: [platform] warning: no profile files (*.yaml, *.yml, *.toml) in this platform "
-                "folder (from --platform); sub-folders are not searched, and profiles/ holds profile files") in proc.stderr
+                "folder (from --platform); sub-folders are not searched, and profiles/ holds profile files") in unfold(proc.stderr)
         assert "from the sub-folder" not in proc.stdout
 
 

@@ -435,7 +435,7 @@ def test_validate_warns_about_a_profile_that_fits_no_pool_at_the_line_that_stops
     assert warning.startswith(f"{path}:6:{column}: [team] pod_template.spec.containers[name=primary].resources."
                               'requests."nvidia.com/gpu": warning: fits none of the 5 node pools: the task would stay '
                               "Pending")
-    assert f"the task would stay Pending; the closest, `a100` ({cluster['nodes_file']}:" in warning
+    assert f"the task would stay Pending the closest, `a100` ({cluster['nodes_file']}:" in warning  # a detail below
     a100_gpus = line_of(cluster["nodes"], '"nvidia.com/gpu": "8"')
     assert f"the pod requests 16 nvidia.com/gpu, a node offers 8 (set at [team] {path}:6:{column}; the pool's at " \
            f"{cluster['nodes_file']}:{a100_gpus}:" in warning

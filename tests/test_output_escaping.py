@@ -21,6 +21,7 @@ import termios
 from pathlib import Path
 
 import pytest
+from cli_runner import unfold
 
 KFDEFAULTS = str(Path(sys.executable).parent / "kfdefaults")
 
@@ -127,7 +128,7 @@ def test_render_errors_and_warnings_show_escapes(team):
     good = run("render", "p", "--team", str(team), "-o", "json")
     assert good.returncode == 0
     assert_shown_safely(good.stdout + good.stderr)
-    assert r"is deprecated: use qk\x1b]52;c;aGk=\x07\x1b[2J\x9b1m\r\u202e\n::error file=x::forged" in good.stderr
+    assert r"is deprecated: use qk\x1b]52;c;aGk=\x07\x1b[2J\x9b1m\r\u202e\n::error file=x::forged" in unfold(good.stderr)
     # the data reads back as the file wrote it: JSON's own escapes
     import json
 

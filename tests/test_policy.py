@@ -231,7 +231,7 @@ def test_list_marks_a_deprecated_profile(deprecated_platform):
     rows = {line.split()[0]: line for line in result.stdout.splitlines()}
     assert rows["gpu-large"].endswith("(deprecated: use gpu-large-v2 (8 x H100))")
     assert "deprecated" not in rows["gpu-large-v2"]
-    assert "profile `gpu-large` is deprecated" in result.stderr
+    assert "profile `gpu-large` is deprecated" in result.unfolded
     data = {row["name"]: row for row in json.loads(run("list", "--platform", str(deprecated_platform), "-o", "json").stdout)}
     assert data["gpu-large"]["deprecated"] == "use gpu-large-v2 (8 x H100)" and "deprecated" not in data["cpu-small"]
 
@@ -239,12 +239,12 @@ def test_list_marks_a_deprecated_profile(deprecated_platform):
 def test_validate_notes_its_own_deprecation_and_warns_about_a_user(deprecated_platform, tmp_path):
     own = run("validate", "--strict", "--layer", "platform", str(deprecated_platform))
     assert own.exit_code == 0  # the owners deprecated it on purpose: a note, which --strict does not count
-    assert "[platform] deprecated: note: profile `gpu-large` is deprecated" in own.stderr
+    assert "[platform] deprecated: note: profile `gpu-large` is deprecated" in own.unfolded
     assert own.stderr.splitlines()[-1] == "kfdefaults validate: 2 files, 2 profiles: 0 errors, 0 warnings, 2 notes"
     team = write(tmp_path / "team", "gpu-large.yaml", "elastic:\n  max_restarts: 2\n")
     user = run("validate", "--strict", "--platform", str(deprecated_platform), team)
     assert user.exit_code == 1
-    assert "[platform] deprecated: warning: profile `gpu-large` is deprecated" in user.stderr
+    assert "[platform] deprecated: warning: profile `gpu-large` is deprecated" in user.unfolded
 
 
 def test_elastic_warns_about_a_deprecated_profile_at_the_users_line(deprecated_platform):

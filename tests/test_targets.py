@@ -242,7 +242,7 @@ def test_a_container_env_var_that_overrides_an_nccl_setting_is_a_warning(tmp_pat
         """)
     result = invoke("render", "heartbeat", "--team", str(team), "--target", "flyte2")
     assert result.exit_code == 0
-    warnings = result.stderr.splitlines()
+    warnings = result.unfolded.splitlines()
     assert warnings == [
         f"{team}/heartbeat.yaml:4:27: [team] elastic.nccl_enable_monitoring: warning: `nccl_enable_monitoring: "
         "false` turns nothing off: Flyte 2's plugin then leaves TORCH_NCCL_ENABLE_MONITORING unset, and torch's "

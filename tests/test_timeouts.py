@@ -102,7 +102,7 @@ def test_env_values_through_the_command_line(tmp_path):
         """)
     result = invoke(["validate", path])
     assert result.exit_code == 0 and "Traceback" not in result.output
-    lines = result.stderr.splitlines()
+    lines = result.unfolded.splitlines()
     assert lines[0].startswith(f"{path}:6:60: [team] pod_template.spec.containers[name=primary]"
                                ".env[name=TORCH_NCCL_ASYNC_ERROR_HANDLING].value: warning: ")
     assert "the job hangs" in lines[0]

@@ -32,7 +32,21 @@ class KfdefaultsError(Exception):
 class KfdefaultsWarning(UserWarning):
     """A choice kfdefaults made for the user that they should know about (``@task(shared_memory=...)`` winning
     over a profile's ``/dev/shm``, say). Its text is :func:`~kfdefaults.escape.printable`, as Python's
-    ``warnings`` module prints it."""
+    ``warnings`` module prints it.
+
+    Attributes:
+        finding: The :class:`Finding` the warning says, when it says one (:meth:`of`): the command line lays it out
+            as it lays out its own (``render --as flyte``); ``None`` otherwise.
+    """
+
+    finding: Finding | None = None
+
+    @classmethod
+    def of(cls, finding: Finding) -> KfdefaultsWarning:
+        """The warning that says ``finding``, its text ``str(finding)``."""
+        warning = cls(str(finding))
+        warning.finding = finding
+        return warning
 
     def __str__(self) -> str:
         return printable(super().__str__())
@@ -285,6 +299,13 @@ def relative_path(path: str) -> str:
     """``path`` relative to the working folder when it is under it (``platform/h100.yaml``), else as given."""
     here = _working_folder()
     return path[len(here):] if here and path.startswith(here) else path
+
+
+def relative_text(text: str) -> str:
+    """``text`` with every path under the working folder in it written relative to it (a message that names
+    ``/home/me/project/platform/h100.yaml:4:11`` names ``platform/h100.yaml:4:11``)."""
+    here = _working_folder()
+    return text.replace(here, "") if here else text
 
 
 def _working_folder() -> str | None:

@@ -180,9 +180,98 @@ def err(text: str, *, wrap: bool = False) -> None:
 
 
 def report(findings: Iterable[Any]) -> None:
-    """Each finding on its own line of standard error: ``FILE:LINE:COLUMN: [layer] path: message; detail; ...``."""
+    """Each finding on standard error, the one place every command's problems are written: an error on one line,
+    ``FILE:LINE:COLUMN: [layer] path: message; detail; ...``; a warning or a note as :func:`finding_lines` lays it
+    out for the terminal standard error is (or for a pipe)."""
+    from .streams import terminal_width
+
+    width = None
     for finding in findings:
-        err(str(finding))
+        if finding.severity == "error":
+            err(str(finding))
+            continue
+        width = terminal_width(sys.stderr) if width is None else width
+        sys.stderr.write("".join(line + "\n" for line in finding_lines(finding, width or None)))
+
+
+HEAD_MAX = 160
+"""The longest first line of a warning: ``FILE:LINE:COLUMN: [layer] path: warning: message``, the message cut to its
+first clauses; the rest goes to indented lines below it (:func:`finding_lines`)."""
+
+DETAIL_INDENT = "    "
+
+
+def finding_lines(finding: Any, width: int | None = None) -> list[str]:
+    """A warning (or a note) as the command line prints it: the first line ``FILE:LINE:COLUMN: [layer] path:
+    warning: message`` of at most :data:`HEAD_MAX` characters (the message's first clauses that fit), then the
+    rest of the message and each of the finding's :attr:`~kfdefaults.errors.Finding.details`, on lines indented by
+    :data:`DETAIL_INDENT`, one clause a line (each keeps its ``;`` or ``.``: joined by spaces they are the message).
+    A path under the working folder is written relative to it (``platform/h100.yaml:4:11``), in the location and in
+    the text. ``width`` (a terminal's) wraps the indented lines between words (:func:`kfdefaults.show.wrap.hanging`);
+    without it (a pipe, a CI log) each stays one line, for ``grep``. Every line is
+    :func:`~kfdefaults.escape.printable`."""
+    from ..errors import relative_text
+
+    head = printable(relative_text(finding.head()))
+    clauses = _clauses(printable(relative_text(finding.message)))
+    first = clauses.pop(0) if clauses else ""
+    while clauses and len(head) + len(first) + 1 + len(clauses[0]) <= HEAD_MAX:
+        first += " " + clauses.pop(0)
+    if len(head) + len(first) > HEAD_MAX:  # one clause too long for the line: its words go on below
+        cut = _cut(first, HEAD_MAX - len(head))
+        if cut > 0:
+            clauses.insert(0, first[cut + 1:])
+            first = first[:cut]
+    lines = [head + first]
+    for text in [*clauses, *(printable(relative_text(d.strip())) for d in finding.details)]:
+        if width is None or len(DETAIL_INDENT) + len(text) <= width:
+            lines.append(DETAIL_INDENT + text)
+        else:
+            from ..show.wrap import hanging
+
+            lines += hanging(DETAIL_INDENT, text, width)
+    return lines
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def _cut(text: str, limit: int) -> int:
+    """Where to break ``text`` to keep its first part within ``limit`` characters: at the last space there outside
+    brackets and backticks (a location, a quoted value, a parenthesis stays whole), else at the last space; 0 when
+    there is none."""
+    outside, depth, quoted = 0, 0, False
+    for i, c in enumerate(text[:limit + 1]):
+        if c == "`":
+            quoted = not quoted
+        elif not quoted and c in _OPEN:
+            depth += 1
+        elif not quoted and c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif c == " " and not quoted and depth == 0:
+            outside = i
+    return outside or max(text.rfind(" ", 0, max(limit, 0) + 1), 0)
+
+
+def _clauses(message: str) -> list[str]:
+    """``message`` cut after its first ``": "`` and after each ``"; "`` and ``". "`` outside brackets and backticks
+    (so a location, a quoted value or a parenthesis stays whole), each clause keeping its mark."""
+    parts, depth, quoted, start, colon = [], 0, False, 0, False
+    for i, c in enumerate(message):
+        if c == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and message[i + 1:i + 2] == " " and (c in ";." or (c == ":" and not colon)):
+            colon = colon or c == ":"
+            parts.append(message[start:i + 1])
+            start = i + 2
+    parts.append(message[start:])
+    return [p.strip() for p in parts if p.strip()]
 
 
 def is_terminal() -> bool:

@@ -201,8 +201,10 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
             recording.inputs.module(module)
         for shared in shared_pipelines():
             recording.add(shared.inputs)
-    for category, message, filename, lineno in said:
-        if category == "KfdefaultsWarning":
+    for category, message, filename, lineno, finding in said:
+        if finding is not None:
+            report([finding])  # laid out as every warning of the command line
+        elif category == "KfdefaultsWarning":
             err(f"kfdefaults: {message}")
         else:
             err(f"{filename}:{lineno}: {category}: {message}")
@@ -216,7 +218,7 @@ def _render_flyte(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any],
 
 def _serialize(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any]) -> tuple[dict[str, Any], list[list[Any]]]:
     """Define the task and serialize it with the target SDK: ``(TaskTemplate, warnings said meanwhile)``, each
-    warning ``[category name, message, filename, lineno]``."""
+    warning ``[category name, message, filename, lineno, the Finding it says or None]``."""
     import sys
     import warnings
 
@@ -252,7 +254,7 @@ def _serialize(args: argparse.Namespace, pipeline: Any, tree: dict[str, Any]) ->
         else:
             os.environ.pop(CLUSTER_TEMPLATE_ENV, None)
     return data, [["KfdefaultsWarning" if issubclass(w.category, KfdefaultsWarning) else w.category.__name__,
-                   str(w.message), w.filename, w.lineno] for w in said]
+                   str(w.message), w.filename, w.lineno, getattr(w.message, "finding", None)] for w in said]
 
 
 def _pytorch_job(name: str, task_template: dict[str, Any], pipeline: Any) -> dict[str, Any]:

@@ -253,11 +253,11 @@ class ProfileCall:
             _RESOLVED[memo_key] = (pipeline, self.task_layers, self.resolved.copy())
         for finding in (w for layer in self.task_layers for w in layer.warnings):
             # what a file holding these values is warned of (`timeout` without `join_timeout`), at the caller's line
-            warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
+            warnings.warn(KfdefaultsWarning.of(finding), stacklevel=caller_stacklevel(SDK_PACKAGES))
         declared = pipeline.declared_platform()
         fallback = locks.platform_fallback_warning(self.resolved, declared, pipeline.lock) if declared else None
         for finding in [*deprecations(self.resolved), *([fallback] if fallback is not None else [])]:
-            warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
+            warnings.warn(KfdefaultsWarning.of(finding), stacklevel=caller_stacklevel(SDK_PACKAGES))
         return copy_plain(self.resolved.elastic_settings)
 
     def with_pod_template(self, section: Mapping[str, Any] | None, source: str,
@@ -296,7 +296,7 @@ class ProfileCall:
         if len(task) > len(self.task_layers):
             resolved = self.pipeline.resolve(self.profile, task)
             for finding in replaced_lists(resolved, layers=("task",)):  # the files' own: render and validate say them
-                warnings.warn(str(finding), KfdefaultsWarning, stacklevel=caller_stacklevel(SDK_PACKAGES))
+                warnings.warn(KfdefaultsWarning.of(finding), stacklevel=caller_stacklevel(SDK_PACKAGES))
         if resources and uses_auto(resolved.fragments):
             primary = resolved.primary_container_name
             profile = next((c.get("resources") or {} for c in resolved.pod_spec.get("containers", [])
