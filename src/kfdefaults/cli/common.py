@@ -219,10 +219,9 @@ def finding_lines(finding: Any, width: int | None = None) -> list[str]:
         first += " " + clauses.pop(0)
     if len(head) + len(first) > HEAD_MAX:  # one clause too long for the line: its words go on below
         cut = _cut(first, HEAD_MAX - len(head))
-        if cut > 0:
-            clauses.insert(0, first[cut + 1:])
-            first = first[:cut]
-    lines = [head + first]
+        clauses.insert(0, first[cut + 1:] if cut else first)  # no break outside brackets: the clause goes below whole
+        first = first[:cut]
+    lines = [(head + first).rstrip()]
     for text in [*clauses, *(printable(relative_text(d.strip())) for d in finding.details)]:
         if width is None or len(DETAIL_INDENT) + len(text) <= width:
             lines.append(DETAIL_INDENT + text)
@@ -238,8 +237,7 @@ _OPEN, _CLOSE = "([{", ")]}"
 
 def _cut(text: str, limit: int) -> int:
     """Where to break ``text`` to keep its first part within ``limit`` characters: at the last space there outside
-    brackets and backticks (a location, a quoted value, a parenthesis stays whole), else at the last space; 0 when
-    there is none."""
+    brackets and backticks (a location, a quoted value, a parenthesis stays whole); 0 when there is none."""
     outside, depth, quoted = 0, 0, False
     for i, c in enumerate(text[:limit + 1]):
         if c == "`":
@@ -250,7 +248,7 @@ def _cut(text: str, limit: int) -> int:
             depth = max(0, depth - 1)
         elif c == " " and not quoted and depth == 0:
             outside = i
-    return outside or max(text.rfind(" ", 0, max(limit, 0) + 1), 0)
+    return outside
 
 
 def _clauses(message: str) -> list[str]:
