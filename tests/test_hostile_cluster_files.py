@@ -267,3 +267,45 @@ def test_the_timeline_shows_a_pools_name_as_escapes_even_where_it_wraps(platform
     assert "start times: pool a100\\n::error::x\\tb\\x1b[2J's (the one pool it fits)" in text, text[:600]
     fit = kfdefaults(platform, "fit", "gpu-large").stdout
     assert "a100\\n::error::x\\tb\\x1b[2J" in fit, fit[:600]
+
+
+@pytest.mark.parametrize("resource, amount, message", [
+    ("vpc.amazonaws.com/efa", "-4", "`-4` is negative"),
+    ("vpc.amazonaws.com/efa", '"4.5"', "`4.5` is not a whole number"),
+    ("vpc.amazonaws.com/efa", '"1m"', "`1m` is not a whole number"),
+    ("cpu", '"-1"', "`-1` is negative"),
+    ('"rdma/\\e[2J**x**\\n| a |"', "32", "not a resource name"),
+])
+def test_an_allocatable_amount_or_resource_no_node_reports_is_an_error_at_its_line(platform, resource, amount,
+                                                                                  message):
+    """A pool's allocatable is what a node's status reports, which the API server keeps non-negative, whole for
+    extended resources, under qualified names (ValidateNodeResources). Before, `vpc.amazonaws.com/efa: -4` made
+    `fabric-efa`'s `auto` render a pod requesting -4 devices with exit 0, `"1m"` one requesting 0, and a resource
+    name of escapes and Markdown was printed in the fabric warning."""
+    facts(platform, f"""\
+        node_pools:
+          p5:
+            taints: [{{key: nvidia.com/gpu, value: "true", effect: NoSchedule}}]
+            allocatable: {{nvidia.com/gpu: 8, {resource}: {amount}}}
+        """)
+    (platform.parent / "team" / "train.yaml").write_text("extends: [gpu-large, fabric-efa]\nelastic: {nnodes: 2}\n")
+    for command, status in ((["render", "train"], 1), (["fit", "train"], 2), (["validate"], 1)):
+        proc = kfdefaults(platform, *command)
+        assert proc.returncode == status, (command, proc.stdout[-500:], proc.stderr)
+        first = proc.stderr.splitlines()[0]
+        assert first.startswith("platform/_cluster-facts.yaml:4:") and message in first, (command, first)
+
+
+def test_a_node_lists_resource_name_the_api_server_refuses_is_an_error_at_its_line(platform):
+    """A node's allocatable is keyed by resource names, qualified names as the API server keeps them
+    (ValidateNodeResources): before, a name of escapes, HTML and a workflow command was read as a fabric device
+    (`rdma/...`) and printed in the pool's fabric warning."""
+    [node] = pool_nodes("a100", 1, A100, taints=[GPU_TAINT])
+    node["status"]["allocatable"]["rdma/" + ESCAPES] = "32"
+    text = write_node_list(platform / "_nodes.json", node)
+    line = line_of(text, json.dumps("rdma/" + ESCAPES)[:40])
+    for command, status in ((["fit", "gpu-large"], 2), (["validate"], 1)):
+        proc = kfdefaults(platform, *command)
+        [error] = [e for e in proc.stderr.splitlines() if e.startswith("platform/_nodes.json:")]
+        assert error.startswith(f"platform/_nodes.json:{line}:") and "is not a resource name" in error, error
+        assert "\x1b" not in proc.stderr and proc.returncode == status

@@ -224,7 +224,10 @@ def node_problems(node: Any) -> list[NodeProblem]:
             problems.append(NodeProblem(("status", key), problem))
             continue
         for name, value in (resources or {}).items():
-            if (problem := quantity_problem(value) or resource_value_problem(name, value)) is not None:
+            if (why := qualified_name_problem(name) if isinstance(name, str) else "it is not text") is not None:
+                problems.append(NodeProblem(("status", key, name), f"{shown(repr(name), 80)} is not a resource "
+                                            f"name: {why}", key=True))
+            elif (problem := quantity_problem(value) or resource_value_problem(name, value)) is not None:
                 problems.append(NodeProblem(("status", key, name), problem))
     return problems
 

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import Finding, Location, ProfileError, shown, sorted_findings
 from ..inputs import Inputs
-from ..k8s.names import qualified_name_problem
+from ..k8s.names import qualified_name_problem, resource_value_problem
 from ..k8s.quantity import quantity_problem
 from ..layers import NAME_PATTERN
 from ..paths import format_path
@@ -320,10 +320,14 @@ def load_facts(file: str, inputs: Inputs | None = None) -> ClusterFacts:
     for name, pool in (data.get("node_pools") or {}).items() if isinstance(data.get("node_pools"), dict) else ():
         allocatable = pool.get("allocatable") if isinstance(pool, dict) else None
         for resource, amount in allocatable.items() if isinstance(allocatable, dict) else ():
-            problem = quantity_problem(amount)
+            # a node's status as the API server keeps it (ValidateNodeResources), as a node list's is checked
+            named = qualified_name_problem(resource) if isinstance(resource, str) else "it is not text"
+            problem = (f"{shown(repr(resource), 80)} is not a resource name: {named}" if named is not None else
+                       quantity_problem(amount) or resource_value_problem(resource, amount))
             if problem is not None:
                 path = ("node_pools", name, "allocatable", resource)
-                found[format_path(path)] = Finding(document.location(path), format_path(path), problem)
+                found[format_path(path)] = Finding(document.location(path, key=named is not None),
+                                                   shown(format_path(path), 200), problem)
     headroom = data.get("shm_headroom")
     if headroom is not None and "shm_headroom" not in found and shm_headroom_problem(headroom) is not None:
         found["shm_headroom"] = Finding(document.location(("shm_headroom",)), "shm_headroom",
