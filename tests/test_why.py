@@ -325,11 +325,21 @@ def test_the_help_names_the_receipt_by_the_line_it_reads():
     ('"registered": {"elastic": {}, "pod": {"limits": {"memory": {"set_by": "x"}}}}',
      "registered.pod.limits.memory.value must be a string"),
     ('"registered": {"elastic": {}}, "observed": {"shm": {"size": "64Mi"}}',
-     "observed.shm.size must be an integer or null"),
+     "observed.shm.size must be an integer from 0 to 2^64 - 1 or null"),
     ('"registered": {"elastic": {}}, "observed": {"memory": {"limit": true}}',
-     "observed.memory.limit must be an integer or null"),
+     "observed.memory.limit must be an integer from 0 to 2^64 - 1 or null"),
     ('"registered": {"elastic": {}}, "observed": {"env": {"\\u001b[2J": 3}}', "observed.env.\\x1b[2J must be a string"),
     ('"registered": {"elastic": {}}, "differences": [{"path": ["a"]}]', "differences[0].path must be a string or null"),
+    # a count or a size the pod cannot have: before, `why` said "the pod had -5 device files under /dev/infiniband"
+    # and printed a number of 400 digits
+    ('"registered": {"elastic": {}}, "observed": {"fabric": {"dev_infiniband_count": -5}}',
+     "observed.fabric.dev_infiniband_count must be an integer from 0 to 2^64 - 1 or null"),
+    ('"registered": {"elastic": {}}, "observed": {"fabric": {"dev_infiniband_count": 1' + "0" * 400 + '}}',
+     "observed.fabric.dev_infiniband_count must be an integer from 0 to 2^64 - 1 or null"),
+    ('"registered": {"elastic": {}}, "observed": {"fabric": {"memlock": {"soft": -1}}}',
+     "observed.fabric.memlock.soft must be an integer from 0 to 2^64 - 1 or null"),
+    ('"registered": {"elastic": {}}, "observed": {"shm": {"size": 18446744073709551616}}',
+     "observed.shm.size must be an integer from 0 to 2^64 - 1 or null"),
 ])
 def test_a_forged_receipt_of_the_wrong_shape_is_noted_at_its_line_and_not_read(tmp_path, inside, message):
     log = tmp_path / "task.log"

@@ -199,9 +199,10 @@ def _shape_problem(node: Any, shape: Any, where: str) -> str | None:
     """Why ``node`` at ``where`` does not have ``shape``, or ``None``. An object or a list may be ``null`` (absent);
     a key of an object whose shape does not allow ``null`` must be there."""
     if isinstance(shape, tuple):
-        if isinstance(node, shape) and not (isinstance(node, bool) and bool not in shape):
-            return None
-        names = {str: "a string", int: "an integer", bool: "true or false", type(None): "null"}
+        if isinstance(node, shape) and not (isinstance(node, bool) and bool not in shape) and (
+                isinstance(node, bool) or not isinstance(node, int) or 0 <= node < 1 << 64):
+            return None  # every integer a receipt holds is a count or a size in bytes: what a uint64 holds
+        names = {str: "a string", int: "an integer from 0 to 2^64 - 1", bool: "true or false", type(None): "null"}
         return printable(f"{where} must be {' or '.join(names[t] for t in shape)}")
     if node is None:
         return None
