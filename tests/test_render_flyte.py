@@ -259,3 +259,20 @@ def test_deleting_a_setting_the_sdk_fixes_previews_the_task_the_error_says_to(tm
         if shape == "flyte":
             env = {e["name"]: e["value"] for e in json.loads(result.stdout)["k8sPod"]["podSpec"]["containers"][0]["env"]}
             assert key not in json.loads(env["KFDEFAULTS_ELASTIC"])["elastic"]
+
+
+@pytest.mark.parametrize("name", ["a--b", "a-", "x--"])
+@pytest.mark.parametrize("target, shape", [("flyte2", "flyte"), ("clustered", "jobset")])
+def test_a_profile_name_flyte_refuses_as_an_environment_s_previews_its_task(tmp_path, name, target, shape):
+    """A profile name is `[a-z0-9][a-z0-9-]*`; Flyte 2 names an environment `[a-z0-9]+([_-][a-z0-9]+)*`
+    (flyte/_environment.py `is_snake_or_kebab_with_numbers`). Before, `render a-- --as flyte` for Flyte 2 and
+    `--as jobset` ended in `internal error: ValueError: Environment name ...`; the preview's environment is named
+    after the profile, its dashes run together."""
+    from cli_runner import invoke
+
+    (tmp_path / f"{name}.yaml").write_text("extends: gpu-large\nelastic: {nnodes: 2, max_restarts: null, "
+                                           "rdzv_configs: null, run_policy: null}\n", encoding="utf-8")
+    result = invoke(["render", name, "--team", str(tmp_path), "--target", target, "--as", shape, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    pod = json.loads(result.stdout)
+    assert f'"kfdefaults.io/profile": "{name}"' in json.dumps(pod)

@@ -43,7 +43,10 @@ def serialize(name: str, config: Any, pod_template: Any, image: str | None) -> d
     environment = flyte.TaskEnvironment
     if config.TARGET.name == "clustered":
         from .clustered import ClusteredTaskEnvironment as environment  # lazy: as in config_class
-    env = environment(name=name, image="auto", plugin_config=config, pod_template=pod_template)
+    # a profile name may hold `--` or end in `-`, which an environment's name may not (flyte/_environment.py
+    # is_snake_or_kebab_with_numbers): the previewed environment is the profile's name with its dashes run together
+    env_name = "-".join(part for part in name.split("-") if part)
+    env = environment(name=env_name, image="auto", plugin_config=config, pod_template=pod_template)
     defined = env.task(task_body)
     package_root = pathlib.Path(__file__).resolve().parents[2]  # the folder holding kfdefaults/, for the resolver
     cache = ImageCache(image_lookup={env.name: image}) if image is not None else None
