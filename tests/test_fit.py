@@ -439,6 +439,9 @@ def test_validate_warns_about_a_profile_that_fits_no_pool_at_the_line_that_stops
     a100_gpus = line_of(cluster["nodes"], '"nvidia.com/gpu": "8"')
     assert f"the pod requests 16 nvidia.com/gpu, a node offers 8 (set at [team] {path}:6:{column}; the pool's at " \
            f"{cluster['nodes_file']}:{a100_gpus}:" in warning
+    # one sentence on the one line of `-o json` and of a Python warning too, not `is stopped by:; Insufficient`
+    one_line = invoke(["validate", str(path), "--platform", str(cluster["platform"]), "-o", "json"]).stdout
+    assert "), is stopped by: Insufficient nvidia.com/gpu: " in one_line and "by:;" not in one_line, one_line
     # the command it suggests needs the folders this one was given: without them no pool is known (exit 2)
     assert warning.endswith("`kfdefaults fit gpu-large`, given the same folders and facts, shows every pool")
     assert invoke(["fit", "gpu-large", "--platform", str(cluster["platform"]), "--team",

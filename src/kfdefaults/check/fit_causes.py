@@ -356,9 +356,10 @@ def misfit_warning(report: FitReport, resolved: Resolved) -> Finding | None:
     closest = min(report.pools, key=lambda p: (len({c.plugin for c in p.causes}), len(p.causes)))
     first = next((c for c in closest.causes if c.profile is not None), None)
     count = len(report.pools)
-    details = (f"the closest, `{closest.pool.name}` ({closest.pool.location()}), is stopped by:",
-               *(f"  {c.reason}: {c.detail} (" + (f"set at [{c.profile.layer}] {c.profile.location}; " if c.profile
-                                                  else "") + f"the pool's at {c.pool})" for c in closest.causes),
+    causes = [f"{c.reason}: {c.detail} (" + (f"set at [{c.profile.layer}] {c.profile.location}; " if c.profile
+                                             else "") + f"the pool's at {c.pool})" for c in closest.causes]
+    details = (f"the closest, `{closest.pool.name}` ({closest.pool.location()}), is stopped by: "
+               + "".join(causes[:1]), *causes[1:],
                f"`kfdefaults fit {resolved.name}`, given the same folders and facts, shows every pool")
     message = f"fits none of the {count} node pool{'s' * (count != 1)}: the task would stay Pending"
     origin = first.profile if first is not None else None
