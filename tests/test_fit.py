@@ -476,7 +476,7 @@ def test_validate_reports_a_broken_node_list_and_checks_the_profiles_all_the_sam
     assert result.stderr.count(f"{cluster['nodes_file']}:{line}:") == 1 and "a taint's effect is one of" in result.stderr
     assert f"{first}:8:60: [team] pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit: warning: /dev/shm " \
            "sizeLimit 2Gi" in result.stderr  # the first profile checked keeps its own warnings
-    assert "8 profiles: 1 error, 1 warning" in result.stderr  # the builtin ones with the three fabric-* fragments
+    assert "9 profiles: 1 error, 1 warning" in result.stderr  # the builtin ones with the fabric-* and kueue-topology fragments
 
 
 def test_diff_markdown_says_which_pools_a_change_makes_the_profile_fit_or_stop_fitting(cluster, tmp_path):
@@ -572,7 +572,8 @@ def test_on_an_80_column_terminal_the_table_fits_and_every_figure_is_there(clust
 
 def test_the_json_output_is_the_same_shape_for_every_pool(cluster):
     document, _ = fit(cluster, "gpu-large")
-    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "pods_created", "deadline", "pools", "topology"}
+    assert set(document) == {"profile", "target", "fits", "pod", "nnodes", "pods_created", "deadline", "topology",
+                             "pools"}
     assert document["pod"] == {"source": "profile", "template": None, "requests": {"nvidia.com/gpu": "8"},
                                "requested_at": {"nvidia.com/gpu": document["pod"]["requested_at"]["nvidia.com/gpu"]}}
     assert set(document["pod"]["requested_at"]["nvidia.com/gpu"]) == {"layer", "path", "file", "line", "column"}

@@ -53,7 +53,7 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     note), the target's warnings, for flytekit what the cluster's PodTemplate would break in it
     (:func:`.backend.backend_warnings`), and, with the cluster's ``pools``
     (:class:`~kfdefaults.validate.pools.Pool`), a profile that fits none or leaves pods Pending
-    (:func:`.fit_causes.fit_warnings`),
+    (:func:`.fit_causes.fit_warnings`), a Kueue topology request it cannot have (:func:`.topology.topology_warnings`),
     and with the cluster's ``facts`` the clocks that disagree with its start times, Kueue, its deadlines, its
     ``max_hang`` and its torch (:func:`.clock_lints.clock_warnings`, in the pool the profile fits).
 
@@ -69,6 +69,7 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
     if resolved.target.name == "flytekit":
         found += backend_warnings(resolved, cluster)
     fitting = None
+    report = None
     if pools:
         # lazy: the fit check (the scheduler's filters, the pools, the PyTorchJob's model) costs about 25 ms to
         # import, which a render without node pools does not pay
@@ -82,10 +83,10 @@ def warnings(resolved: Resolved, cluster: ClusterTemplate | None, own_files: Col
 
             found += [f for f in [requeue_loop(misfit_warning(report, resolved), resolved, facts)] if f is not None]
         fitting = [v.pool.name for v in report.pools if v.fits]
-        if any(k.startswith("kueue.x-k8s.io/podset-") for k in resolved.annotations):
-            from .topology import topology_warnings  # lazy: only for a profile that asks for a topology
+    if any(key.startswith("kueue.x-k8s.io/podset-") for key in resolved.annotations):
+        from .topology import topology_warnings  # lazy: only a profile that asks Kueue for a topology
 
-            found += topology_warnings(resolved, pools, fitting)
+        found += topology_warnings(resolved, report)
     if facts is not None:
         # lazy: about 30 ms to import (see errors()), only where the cluster states its facts
         from .clock_lints import clock_warnings

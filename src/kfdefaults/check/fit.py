@@ -40,6 +40,7 @@ from ..validate.pools import Pool
 from .backend import backend_pod
 from .fit_causes import causes, fabric_gap, request_origin
 from .fit_report import Figure, FitReport, JudgedPod, PoolFit, Reserve
+from .topology import asked, topology_fit
 
 WORKER_REPLICAS = ("spec", "pytorchReplicaSpecs", "Worker", "replicas")
 """``spec.pytorchReplicaSpecs.Worker.replicas``: the pods of a PyTorchJob."""
@@ -120,7 +121,8 @@ def judge_pool(pod: JudgedPod, pool: Pool, replicas: tuple[int, int], created: i
     elif most is not None:
         capacity = most * per_node
     pending = None if capacity is None or not fitting else max(0, (created or replicas[1]) - capacity)
-    return PoolFit(pool, verdicts, node, usable, per_node, needed, have, others=others, pending=pending)
+    takers = [(n, pods_per_node(pod.requests, g[0], pool.unknown)) for g in fitting for n in g] if usable is not None else []
+    return PoolFit(pool, verdicts, node, usable, per_node, needed, have, others=others, pending=pending, takers=takers)
 
 
 def worker_pods(resolved: Resolved) -> int:
@@ -176,7 +178,7 @@ def reserve(pod: JudgedPod, verdict: PoolFit, replicas: tuple[int, int], limit: 
 
 
 def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate | None = None,
-        facts: ClusterFacts | None = None) -> FitReport:
+        facts: ClusterFacts | None = None, topology: str | None = None) -> FitReport:
     """``resolved`` against every pool: each pool's verdict, why not, and what the job holds where it fits.
 
     Args:
@@ -184,6 +186,8 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
         pools: The cluster's pools (:func:`kfdefaults.validate.pools.load_pools`).
         cluster: The cluster's default PodTemplate: the pod judged is then the backend's (flytekit).
         facts: The cluster's facts, for the Flyte task timeout, Kueue and the labels that name a fabric.
+        topology: A topology level (a node label) to report the domains of, in place of the one the profile asks
+            Kueue for (:func:`.topology.asked`).
     """
     pod = pod_to_judge(resolved, cluster)
     pod.origins = {name: request_origin(resolved, pod, name, cluster) for name in pod.requests}
@@ -208,4 +212,7 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
         from .kueue import kueue_clocks  # lazy: the clocks, only where the facts state Kueue
 
         kueue = kueue_clocks(resolved, facts)[0]
-    return FitReport(resolved.name, resolved.target.name, pod, replicas, replicas_at, limit, verdicts, created, kueue)
+    level = asked(resolved, topology)
+    domains = topology_fit(level, verdicts, created) if level is not None else None
+    return FitReport(resolved.name, resolved.target.name, pod, replicas, replicas_at, limit, verdicts, created, kueue,
+                     domains)

@@ -155,6 +155,8 @@ class PoolFit:
             ``None`` when unknown.
         fabric: The fabric of the pool the job does not ask for (:class:`FabricGap`), or ``None``; filled by
             :func:`fit`.
+        takers: Its listed nodes that take a pod of the job, each with the pods it holds (``[]`` for a pool only
+            described): the nodes of the topology domains (:mod:`.topology`).
     """
 
     pool: Pool
@@ -169,6 +171,7 @@ class PoolFit:
     others: list[tuple[list[dict[str, Any]], list[Verdict]]] = field(default_factory=list)
     pending: int | None = None
     fabric: FabricGap | None = None
+    takers: list[tuple[dict[str, Any], int]] = field(default_factory=list)
 
     @property
     def schedulable(self) -> bool:
@@ -201,7 +204,8 @@ class FitReport:
         pools: Each pool's verdict, in the pools' order.
         created: The pods the task creates (:func:`.fit.worker_pods`: the PyTorchJob's ``Worker`` replicas, a JobSet's replicas).
         kueue: Kueue's ``waitForPodsReady`` clock (:func:`.kueue.kueue_clocks`) when the facts state Kueue, else ``None``.
-        topology: The job against a topology level's domains (:func:`.topology.topology_report`), or ``None``.
+        topology: The domains of the topology level the profile asks Kueue for, or ``fit --topology`` names
+            (:class:`.topology.TopologyFit`); ``None`` when neither, or no pool lists nodes.
     """
 
     profile: str

@@ -1,110 +1,214 @@
-"""Kueue's topology-aware scheduling (TAS) asked for by a profile, against the nodes the cluster lists.
+"""Kueue's topology-aware scheduling (TAS): the topology domain a profile asks for, the domains of the node list,
+and the lints of a request Kueue cannot honour.
 
-A profile asks for a topology domain with the annotations Kueue reads on a pod set's template
-(``kueue.x-k8s.io/podset-required-topology``, ``podset-preferred-topology``, ``podset-slice-required-topology``
-with ``podset-slice-size``; ``apis/kueue/v1beta1/topology_types.go``, v0.19.2), each naming a node label, the level:
-``cloud.google.com/gce-topology-block``, a rack label, ``kubernetes.io/hostname``. With the cluster's node list,
-:func:`topology_warnings` warns where Kueue can never admit the job:
+A profile asks through the pod template annotations Kueue reads on each pod set (the PyTorchJob's ``Worker``
+template, the JobSet's replicated job; apis/kueue/v1beta2/topology_types.go at Kueue v0.19.2):
 
-* a required level that no listed node carries: no domain, the workload waits forever;
-* a slice size that does not divide the workers (``nnodes``' maximum, the PyTorchJob's ``Worker`` replicas);
-* a required level whose largest domain has fewer nodes than the workers (one worker per node, as a GPU job
-  runs): "needs 4 nodes in one block; the largest has 3".
+* ``kueue.x-k8s.io/podset-required-topology: LEVEL``: every pod in one domain of the level (a node label: a block,
+  a rack, a zone); Kueue admits the workload only when one domain has room for all its pods;
+* ``kueue.x-k8s.io/podset-preferred-topology: LEVEL``: the level if it can, else the levels above, else spread;
+* ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``: no constraint, TAS's accounting only;
+* ``kueue.x-k8s.io/podset-slice-required-topology: LEVEL`` with ``kueue.x-k8s.io/podset-slice-size: N``: each
+  slice of N pods in one domain of the level.
 
-Domains are counted over the pools the job fits (all pools when it fits none), one label value one domain.
+A **domain** is the nodes that carry one value of the level's label. Its size is the nodes of the node list that
+take a pod of the job (the scheduler's filters, :func:`kfdefaults.check.fit.judge_pool`), whatever their pool, and
+the pods they hold. What Kueue's Topology object lists and a ResourceFlavor selects is not in a node list: the
+domains here are those of every node that takes a pod.
+
+The lints (warnings, located at the annotation's line): a level no node of the node list carries (Kueue's
+``no requested topology level`` or no domain: pkg/cache/scheduler/tas_flavor_snapshot.go at v0.19.2); a slice
+size that does not divide the pod count (the same file counts ``count / sliceSize`` whole slices) or exceeds it
+(rejected by pkg/controller/jobframework/tas_validation.go ``ValidateSliceSizeAnnotationUpperBound``); a required
+level whose largest domain holds fewer pods than the job creates (``nnodes``' maximum): never admitted.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 from ..errors import Finding, Location
-from ..merge.origins import pod_leaf, written_by
+from ..merge.origins import written_by
 from ..merge.result import Resolved
-from .clocks import nodes
 
-PREFIX = "kueue.x-k8s.io/"
-REQUIRED, PREFERRED = PREFIX + "podset-required-topology", PREFIX + "podset-preferred-topology"
-SLICE_REQUIRED, SLICE_SIZE = PREFIX + "podset-slice-required-topology", PREFIX + "podset-slice-size"
+KUEUE_SOURCE = "Kueue v0.19.2 apis/kueue/v1beta2/topology_types.go"
 
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+"""The pod template annotations of a TAS request (``PodSet*TopologyAnnotation``, ``PodSetSliceSizeAnnotation`` of
+:data:`KUEUE_SOURCE`)."""
 
-def _at(resolved: Resolved, key: str) -> tuple[Location, str, str | None]:
-    """Where the profile writes annotation ``key``: its location, path and layer."""
-    path = pod_leaf(["metadata", "annotations", key])
-    setter = written_by(resolved.fragments, path)
-    if setter is None:
-        return Location(f"<profile {resolved.name}>"), "", None
-    return setter.origin.location, f"pod_template.annotations.{key}", setter.origin.layer
+LEVEL_ANNOTATIONS = (REQUIRED, PREFERRED, SLICE_REQUIRED)
 
-
-def domain_sizes(pools: list[Any], level: str, fitting: list[str] | None = None) -> dict[str, int]:
-    """Nodes per domain of ``level`` (a label value), over the pools named in ``fitting`` (all when none fits)."""
-    chosen = [p for p in pools if fitting and p.name in fitting] or list(pools)
-    sizes: dict[str, int] = {}
-    for pool in chosen:
-        for value, members in pool.domains(level).items():
-            sizes[value] = sizes.get(value, 0) + len(members)
-    return sizes
+_WORDS = re.compile(r"[-._]")
 
 
-def topology_warnings(resolved: Resolved, pools: list[Any], fitting: list[str] | None = None) -> list[Finding]:
-    """The warnings of the module's description, each at the annotation's line."""
+def level_word(level: str) -> str:
+    """What a level is called in a sentence: the last word of the label's name (``cloud.google.com/gce-topology-
+    block`` -> ``block``, ``topology.kubernetes.io/zone`` -> ``zone``)."""
+    words = [w for w in _WORDS.split(level.rpartition("/")[2]) if w]
+    return words[-1] if words else level
+
+
+@dataclass
+class Asked:
+    """A level the job asks for: ``kind`` ``required``, ``preferred``, ``slice`` (a slice's level) or ``given``
+    (``fit --topology``), the annotation, and where it is written (``None`` for ``--topology``)."""
+
+    level: str
+    kind: str
+    annotation: str | None
+    at: Location | None = None
+    layer: str | None = None
+
+
+@dataclass
+class Domain:
+    """One value of the level's label: the nodes carrying it that take a pod of the job, and the pods they hold."""
+
+    name: str
+    nodes: list[str] = field(default_factory=list)
+    pods: int = 0
+
+
+@dataclass
+class TopologyFit:
+    """The domains of a level against the job (:func:`topology_fit`).
+
+    Attributes:
+        asked: The level and where it is asked.
+        domains: The domains of the nodes that take a pod, largest (in pods) first, then by name.
+        without: Nodes that take a pod but carry no value of the level.
+        created: The pods of the job (the PyTorchJob's ``Worker`` replicas, the JobSet's replicas).
+        needed: Nodes the job needs in one domain (its pods over the pods a node of the largest domain holds).
+        carried: Whether any listed node carries the level.
+    """
+
+    asked: Asked
+    domains: list[Domain]
+    without: list[str]
+    created: int
+    needed: int | None
+    carried: bool
+
+    @property
+    def holds(self) -> bool:
+        """Whether one domain holds every pod of the job."""
+        return any(d.pods >= self.created for d in self.domains)
+
+    @property
+    def verdict(self) -> str:
+        """``one block holds the job (block-a: 3 nodes)``, or ``needs 4 nodes in one block; the largest has 3``."""
+        word = level_word(self.asked.level)
+        if not self.carried:
+            return f"no listed node carries `{self.asked.level}`"
+        if not self.domains:
+            return f"no node that takes a pod carries `{self.asked.level}`"
+        largest = self.domains[0]
+        if self.holds:
+            return f"one {word} holds the job ({largest.name}: {len(largest.nodes)} nodes)"
+        return f"needs {self.needed} nodes in one {word}; the largest has {len(largest.nodes)}"
+
+    @property
+    def summary(self) -> str:
+        """``2 blocks: block-a 3, block-b 3``: the nodes that take a pod per domain, the first six."""
+        word = level_word(self.asked.level)
+        shown = ", ".join(f"{d.name} {len(d.nodes)}" for d in self.domains[:6]) + ", ..." * (len(self.domains) > 6)
+        return f"{len(self.domains)} {word}{'s' * (len(self.domains) != 1)}: {shown}"
+
+
+def asked(resolved: Resolved, given: str | None = None) -> Asked | None:
+    """The level ``resolved`` asks for (required, else preferred, else a slice's level), ``given`` (``fit --topology
+    LEVEL``) in its place when stated; ``None`` when neither."""
+    if given:
+        return Asked(given, "given", None)
     annotations = resolved.annotations
-    workers = nodes(resolved)[1]
-    found = []
-    for key in (REQUIRED, SLICE_REQUIRED):
-        level = annotations.get(key)
-        if not isinstance(level, str) or not pools:
-            continue
-        location, path, layer = _at(resolved, key)
-        sizes = domain_sizes(pools, level, fitting)
-        if not sizes:
-            found.append(Finding(location, path, f"`{key}: {level}`: no node of the node list carries the label "
-                                 f"{level}: Kueue finds no domain and never admits the job", "warning", layer))
-            continue
-        largest = max(sizes.values())
-        need = workers
-        if key == SLICE_REQUIRED:
-            size = annotations.get(SLICE_SIZE)
-            need = int(size) if isinstance(size, str) and size.isdigit() else workers
-            if isinstance(size, str) and size.isdigit() and int(size) and workers % int(size):
-                at, spath, slayer = _at(resolved, SLICE_SIZE)
-                found.append(Finding(at, spath, f"`{SLICE_SIZE}: {size}` does not divide the {workers} workers "
-                                     f"(nnodes): Kueue places the pod set in slices of {size}, which they do not fill evenly", "warning",
-                                     slayer))
-        if largest < need:
-            found.append(Finding(location, path, f"`{key}: {level}`: needs {need} nodes in one {_word(level)}; the "
-                                 f"largest has {largest} ({_domains(sizes, _word(level))}): Kueue never admits the "
-                                 "job", "warning", layer))
-    return found
+    for annotation, kind in ((REQUIRED, "required"), (PREFERRED, "preferred"), (SLICE_REQUIRED, "slice")):
+        level = annotations.get(annotation)
+        if isinstance(level, str) and level:
+            at, layer = _where(resolved, annotation)
+            return Asked(level, kind, annotation, at, layer)
+    return None
 
 
-def topology_report(resolved: Resolved, pools: list[Any], level: str | None = None,
-                    fitting: list[str] | None = None) -> dict[str, Any] | None:
-    """For ``fit``: how many nodes each domain of ``level`` (else the profile's required level) has, whether one
-    holds the job's workers, and that as a sentence; ``None`` without a level."""
-    asked = resolved.annotations.get(REQUIRED) or resolved.annotations.get(SLICE_REQUIRED)
-    level = level or (asked if isinstance(asked, str) else None)
-    if level is None:
+def _where(resolved: Resolved, annotation: str) -> tuple[Location | None, str | None]:
+    setter = written_by(resolved.fragments, ("pod_template", "annotations", annotation))
+    return (setter.origin.location, setter.origin.layer) if setter is not None else (None, None)
+
+
+def topology_fit(level: Asked, verdicts: Sequence[Any], created: int) -> TopologyFit | None:
+    """The domains of ``level`` among the nodes of ``verdicts`` (:class:`~.fit_report.PoolFit`) that take a pod;
+    ``None`` when no pool lists nodes (a pool only described has no labels per node)."""
+    listed = [v for v in verdicts if v.pool.listed is not None]
+    if not listed:
         return None
-    workers = nodes(resolved)[1]
-    sizes = domain_sizes(pools, level, fitting)
-    largest = max(sizes.values(), default=0)
-    word = _word(level)
-    text = (f"{level}: no listed node carries it" if not sizes else
-            f"{level}: needs {workers} nodes in one {word}; the largest has {largest} ({_domains(sizes, word)}): "
-            + ("one holds the job" if largest >= workers else "none holds the job"))
-    return {"level": level, "needs": workers, "domains": sizes, "largest": largest, "fits": largest >= workers,
-            "text": text}
+    carried = any(level.level in (n.get("metadata") or {}).get("labels", {}) for v in listed for n in v.pool.nodes)
+    found: dict[str, Domain] = {}
+    without: list[str] = []
+    for verdict in listed:
+        for node, pods in verdict.takers:
+            name = node["metadata"]["name"]
+            value = ((node.get("metadata") or {}).get("labels") or {}).get(level.level)
+            if value is None:
+                without.append(name)
+                continue
+            domain = found.setdefault(value, Domain(value))
+            domain.nodes.append(name)
+            domain.pods += pods
+    domains = sorted(found.values(), key=lambda d: (-d.pods, d.name))
+    needed = None
+    if domains and domains[0].nodes:
+        each = max(1, domains[0].pods // len(domains[0].nodes))
+        needed = math.ceil(created / each)
+    return TopologyFit(level, domains, without, created, needed, carried)
 
 
-def _word(level: str) -> str:
-    """The level's name as a word: ``block`` of ``cloud.google.com/gce-topology-block``, ``rack`` of
-    ``example.com/rack``."""
-    return level.rsplit("/", 1)[-1].rsplit("-", 1)[-1]
+def _finding(level: Asked, message: str, details: Sequence[str] = ()) -> Finding:
+    path = f"pod_template.annotations.{level.annotation}" if level.annotation else ""
+    return Finding(level.at or Location("<profile>"), path, message, "warning", level.layer, details)
 
 
-def _domains(sizes: dict[str, int], word: str) -> str:
-    """``2 blocks: block-0 3, block-1 3`` (the first six)."""
-    shown = ", ".join(f"{v} {n}" for v, n in sorted(sizes.items())[:6]) + (", ..." if len(sizes) > 6 else "")
-    return f"{len(sizes)} {word}{'s' * (len(sizes) != 1)}: {shown}"
+def topology_warnings(resolved: Resolved, report: Any = None) -> list[Finding]:
+    """The lints of the module's description, for ``resolved`` and its fit ``report`` (:class:`~.fit_report.
+    FitReport`, ``None`` without pools: then only the slice size is checked)."""
+    from .fit import worker_pods  # lazy: fit imports this module (the pods the job creates, as fit counts them)
+
+    found: list[Finding] = []
+    annotations = resolved.annotations
+    created = report.created if report is not None else worker_pods(resolved)
+    size = annotations.get(SLICE_SIZE)
+    if SLICE_REQUIRED in annotations and isinstance(size, str) and size.isdigit() and int(size) >= 1:
+        at, layer = _where(resolved, SLICE_SIZE)
+        slices = Asked(annotations[SLICE_REQUIRED], "slice", SLICE_SIZE, at, layer)
+        if int(size) > created:
+            found.append(_finding(slices, f"podset-slice-size {size} is more than the job's {created} pods: Kueue's "
+                                  "webhook rejects the job", ["pkg/controller/jobframework/tas_validation.go "
+                                                              "ValidateSliceSizeAnnotationUpperBound, Kueue v0.19.2"]))
+        elif created % int(size):
+            found.append(_finding(slices, f"podset-slice-size {size} does not divide the job's {created} pods: Kueue "
+                                  f"places {created // int(size)} whole slice{'s' * (created // int(size) != 1)} and no "
+                                  f"slice for the other {created % int(size)}",
+                                  ["pkg/cache/scheduler/tas_flavor_snapshot.go (count / sliceSize slices), Kueue v0.19.2"]))
+    level = asked(resolved)
+    fitted = getattr(report, "topology", None) if report is not None else None
+    if level is None or fitted is None or fitted.asked.kind == "given":
+        return found
+    if not fitted.carried:
+        found.append(_finding(level, f"no node of the node list carries the topology level `{level.level}` "
+                              f"({level.annotation.rpartition('/')[2]}): Kueue finds no {level_word(level.level)} "
+                              "to place the job in and does not admit it",
+                              ["tas_flavor_snapshot.go: `no requested topology level`, Kueue v0.19.2"]))
+    elif level.kind == "required" and fitted.domains and not fitted.holds:
+        largest = fitted.domains[0]
+        found.append(_finding(level, f"{fitted.verdict} ({fitted.summary}): Kueue never admits the job "
+                              f"({REQUIRED.rpartition('/')[2]} {level.level})",
+                              [f"the job creates {created} pods; the largest {level_word(level.level)}, "
+                               f"{largest.name}, takes {largest.pods} ({len(largest.nodes)} nodes)",
+                               f"`kfdefaults fit {resolved.name}` shows each {level_word(level.level)}"]))
+    return found

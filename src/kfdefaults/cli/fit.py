@@ -23,9 +23,9 @@ def build(prog: str) -> argparse.ArgumentParser:
     add_sets(p)
     add_cluster_facts(p)
     p.add_argument("--topology", metavar="LABEL", default=None,
-                   help="A topology level (a node label: cloud.google.com/gce-topology-block): how many nodes each\n"
-                        "of its domains has, and whether one holds the job (default: the profile's\n"
-                        "kueue.x-k8s.io/podset-required-topology).")
+                   help="A topology level (a node label: cloud.google.com/gce-topology-block): how many nodes of\n"
+                        "each of its domains take a pod, and whether one holds the job (default: the level the\n"
+                        "profile asks Kueue for, kueue.x-k8s.io/podset-required-topology).")
     p.add_argument("-o", "--output", choices=["table", "text", "json"], default=None,
                    help="table (the default on a terminal), text (the default when piped), or json.")
     add_target(p)
@@ -41,15 +41,11 @@ def run(args: argparse.Namespace) -> int:
 
         pipeline = discover(build("kfdefaults fit"), args)
         resolved = pipeline.resolve(args.name, [task_layer(pipeline, args.name, args.sets)], per_pool=True)
-        report = pipeline.fit(resolved)
+        report = pipeline.fit(resolved, args.topology)
         if report is None:
             raise KfdefaultsError("no node pools known: give --nodes FILE (kubectl get nodes -o json), or state them in "
                                   "the cluster's facts (`nodes`, `node_pools`: --facts FILE or a platform folder's "
                                   "_cluster-facts.yaml)")
-        from ..check.topology import topology_report
-
-        report.topology = topology_report(resolved, pipeline.pools or [], args.topology,
-                                          [v.pool.name for v in report.pools if v.fits])
         return show_fit(report, args.output or ("table" if is_terminal() else "text"))
 
     return run_body(body, error_code=2)

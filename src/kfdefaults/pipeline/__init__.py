@@ -215,9 +215,9 @@ class Pipeline:
         except ProfileError:
             return None
 
-    def fit(self, resolved: Resolved) -> FitReport | None:
-        """``resolved`` judged against the cluster's pools (:func:`kfdefaults.check.fit.fit`, the pod the backend
-        builds when the cluster's template is known); ``None`` when no pool is known.
+    def fit(self, resolved: Resolved, topology: str | None = None) -> FitReport | None:
+        """``resolved`` judged against the cluster's pools and the domains of ``topology`` (else Kueue's level the
+        profile asks): :func:`kfdefaults.check.fit.fit`; ``None`` when no pool is known.
 
         Raises:
             ProfileError: the facts or the node list are broken (located).
@@ -229,7 +229,7 @@ class Pipeline:
         # a command without node pools does not pay
         from ..check.fit import fit
 
-        return fit(resolved, pools, cluster=self.cluster, facts=self.facts)
+        return fit(resolved, pools, cluster=self.cluster, facts=self.facts, topology=topology)
 
     def cold_start(self, resolved: Resolved, pool: str | None = None) -> ColdStart:
         """How late a cold node starts for a task on ``resolved``: the figures of ``pool``, else of the pool it fits

@@ -87,9 +87,37 @@ def head_lines(report: FitReport) -> list[str]:
     lines.append(f"  pods: {pods} of the {report.created} it creates, nnodes "
                  f"{_figure(report.replicas_at) if report.replicas_at else '1 (the default)'}")
     lines.append(f"  deadline: {_figure(report.deadline, ' s')}")
-    if report.topology is not None:
-        lines.append(f"  topology {report.topology['text']}")
+    return lines + topology_lines(report)
+
+
+def topology_lines(report: FitReport) -> list[str]:
+    """The domains of the topology level (:attr:`FitReport.topology`): the level, where it is asked, then each
+    domain's nodes that take a pod and the pods they hold, and whether one holds the job."""
+    fitted = report.topology
+    if fitted is None:
+        return []
+    level = fitted.asked
+    said = ("given with --topology" if level.kind == "given"
+            else f"{level.kind}, {level.annotation} at {where(level.at)}")
+    lines = [f"  topology: {level.level} ({said}): {fitted.verdict}"]
+    lines += [f"    {d.name}: {len(d.nodes)} node{'s take' if len(d.nodes) != 1 else ' takes'} a pod, {d.pods} "
+              f"pod{'s' * (d.pods != 1)} ({named(d.nodes)})" for d in fitted.domains]
+    if fitted.without:
+        lines.append(f"    without the label: {len(fitted.without)} node{'s' * (len(fitted.without) != 1)} "
+                     f"({named(fitted.without)})")
     return lines
+
+
+def _topology_data(report: FitReport) -> dict[str, Any] | None:
+    fitted = report.topology
+    if fitted is None:
+        return None
+    level = fitted.asked
+    return {"level": level.level, "kind": level.kind, "annotation": level.annotation,
+            "set_at": _location_data(level.at), "holds_job": fitted.holds, "nodes_needed": fitted.needed,
+            "verdict": fitted.verdict, "domains": [{"name": d.name, "nodes": len(d.nodes), "pods": d.pods,
+                                                     "node_names": d.nodes} for d in fitted.domains],
+            "nodes_without_level": fitted.without}
 
 
 def pool_lines(verdict: PoolFit, report: FitReport) -> list[str]:
@@ -191,8 +219,9 @@ def fit_document(report: FitReport) -> dict[str, Any]:
     ``pods_per_node``, ``nodes_needed``, ``nodes_max``, ``nodes_taking_none`` (nodes of the pool that take no pod,
     and why), ``pending`` (pods of the ``pods_created`` that find no node), ``reserves`` (nodes, GPUs, node- and
     GPU-hours, cost) and ``warnings`` (the fabric the job does not ask for: ``message``, ``offered``, the
-    ``profile`` and ``pool`` locations, ``named_by``); ``topology`` (``--topology`` or the profile's required level:
-    ``level``, ``needs``, ``domains``, ``largest``, ``fits``, ``text``) or ``null``."""
+    ``profile`` and ``pool`` locations, ``named_by``); ``topology`` (``null`` unless a level is asked or given):
+    ``level``, ``kind``, ``annotation``, ``set_at``, ``holds_job``, ``nodes_needed``, ``verdict``, ``domains``
+    (``name``, ``nodes``, ``pods``, ``node_names``) and ``nodes_without_level``."""
     pod = report.pod
     return {
         "profile": report.profile, "target": report.target, "fits": report.fits,
@@ -202,7 +231,8 @@ def fit_document(report: FitReport) -> dict[str, Any]:
         "nnodes": {"min": report.replicas[0], "max": report.replicas[1], "set_at": _figure_data(report.replicas_at)},
         "pods_created": report.created,
         "deadline": _figure_data(report.deadline),
-        "pools": [_pool_data(v) for v in report.pools], "topology": report.topology}
+        "topology": _topology_data(report),
+        "pools": [_pool_data(v) for v in report.pools]}
 
 
 def text_table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -240,7 +270,8 @@ def show_fit(report: FitReport, output: str) -> int:
     """Print ``report``: ``table`` (rich, for a terminal), ``text`` (plain) or ``json``.
 
     Returns:
-        The exit status: 0 when a pool fits, 1 when none does (as ``diff`` exits 1 on differences).
+        The exit status: 0 when a pool fits, 1 when none does (as ``diff`` exits 1 on differences) or when no domain
+        of the topology level the profile requires holds the job (Kueue never admits it).
     """
     import sys
 
@@ -253,4 +284,5 @@ def show_fit(report: FitReport, output: str) -> int:
         lines = text_table(summary_rows(report)) + [""] + head_lines(report)
         lines += [line for v in report.pools for line in ["", *pool_lines(v, report)]]
         sys.stdout.write("".join(printable(line, encoding) + "\n" for line in lines))
-    return 0 if report.fits else 1
+    required = report.topology is not None and report.topology.asked.kind == "required"
+    return 0 if report.fits and not (required and not report.topology.holds) else 1
