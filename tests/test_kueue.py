@@ -383,15 +383,17 @@ def test_a_required_block_that_no_block_holds_is_never_admitted(tmp_path):
     topology_profile(folder, 4)
     result = invoke(["fit", "topo", "--only-platform", str(folder), "--target", "flytekit",
                      "--facts", str(folder / "_cluster-facts.yaml")])
-    assert ("topology cloud.google.com/gce-topology-block: needs 4 nodes in one block; the largest has 3 (2 blocks: "
-            "block-0 3, block-1 3)") in " ".join(result.stdout.split())
+    assert result.exit_code == 1  # no block holds the job: Kueue never admits it
+    assert ("topology: cloud.google.com/gce-topology-block (required, kueue.x-k8s.io/podset-required-topology at "
+            in result.stdout and "needs 4 nodes in one block; the largest has 3" in result.stdout)
+    assert "block-0: 3 nodes take a pod, 3 pods (a100-0, a100-1, a100-2)" in result.stdout
     result = invoke(["fit", "topo", "--only-platform", str(folder), "--target", "flytekit", "-o", "json",
                      "--facts", str(folder / "_cluster-facts.yaml"), "--topology", "example.com/rack"])
     topology = json.loads(result.stdout)["topology"]
-    assert (topology["largest"], topology["fits"], len(topology["domains"])) == (1, False, 6)
+    assert (topology["domains"][0]["nodes"], topology["holds_job"], len(topology["domains"])) == (1, False, 6)
     topology_profile(folder, 3, "example.com/no-such-level")
     [warning] = topology_warnings_of(folder)
-    assert "no node of the node list carries the label example.com/no-such-level" in warning
+    assert "no node of the node list carries the topology level `example.com/no-such-level`" in warning
 
 
 @pytest.mark.parametrize("target, kind, path", [
@@ -422,6 +424,6 @@ def test_a_slice_size_that_does_not_divide_the_workers(tmp_path):
                                       '    kueue.x-k8s.io/podset-slice-size: "3"\n')
     [warning] = topology_warnings_of(folder)
     assert "topo.yaml:7:39: [platform] pod_template.annotations.kueue.x-k8s.io/podset-slice-size: warning:" in warning
-    assert "does not divide the 4 workers" in warning
+    assert "does not divide the job's 4 pods" in warning
     (folder / "topo.yaml").write_text((folder / "topo.yaml").read_text().replace('"3"', '"2"'))
     assert topology_warnings_of(folder) == []  # slices of 2, each in a block of 3
