@@ -59,7 +59,7 @@ def test_a_job_larger_than_the_largest_block_is_a_warning_at_the_annotation_and_
     validated = invoke(["validate", str(tmp_path / "team"), *options])
     assert validated.exit_code == 0, validated.stderr
     message = "needs 4 nodes in one block; the largest has 3"
-    line = next(w for w in validated.stderr.splitlines() if message in w)
+    line = next(w for w in validated.unfolded.splitlines() if message in w)
     assert line.startswith(f"{tmp_path / 'platform' / 'kueue-topology.yaml'}:4:") and "warning" in line
     assert "Kueue never admits the job" in line
     fitted = invoke(["fit", "train", *options, "-o", "text"])
@@ -74,7 +74,7 @@ def test_a_job_larger_than_the_largest_block_is_a_warning_at_the_annotation_and_
 def test_a_job_that_one_block_holds_has_no_warning(tmp_path: Path) -> None:
     options = setup(tmp_path, 3)
     validated = invoke(["validate", str(tmp_path / "team"), *options])
-    assert validated.exit_code == 0 and "kueue" not in validated.stderr and "block" not in validated.stderr
+    assert validated.exit_code == 0 and "kueue" not in validated.unfolded and "block" not in validated.unfolded
     fitted = invoke(["fit", "train", *options, "-o", "text"])
     assert fitted.exit_code == 0 and "one block holds the job (block-a: 3 nodes)" in fitted.stdout
 
@@ -89,7 +89,7 @@ def test_fit_topology_names_another_level_and_its_domains(tmp_path: Path) -> Non
 def test_a_level_no_node_carries_is_a_warning(tmp_path: Path) -> None:
     options = setup(tmp_path, 2, {REQUIRED: "example.com/superpod"})
     validated = invoke(["validate", str(tmp_path / "team"), *options])
-    assert "no node of the node list carries the topology level `example.com/superpod`" in validated.stderr
+    assert "no node of the node list carries the topology level `example.com/superpod`" in validated.unfolded
 
 
 @pytest.mark.parametrize(("size", "said"), [("3", "podset-slice-size 3 does not divide the job's 4 pods: Kueue "
@@ -102,9 +102,9 @@ def test_a_slice_size_must_divide_the_pods(tmp_path: Path, size: str, said: str 
         validated = invoke(["validate", str(tmp_path / "team"), *args])
         assert validated.exit_code == 0, validated.stderr
         if said is None:
-            assert "slice" not in validated.stderr
+            assert "slice" not in validated.unfolded
         else:
-            line = next(w for w in validated.stderr.splitlines() if said in w)
+            line = next(w for w in validated.unfolded.splitlines() if said in w)
             assert "kueue-topology.yaml:5:" in line  # the slice size's line, below the slice level
 
 
