@@ -147,3 +147,24 @@ def test_the_builtin_fragment_asks_for_one_zone_until_a_platform_names_its_level
     result = invoke(["render", "train", "--team", str(team), "--as", "pytorchjob", "-o", "json", "--facts", "none"])
     assert result.exit_code == 0, result.stderr
     assert _worker_annotations(json.loads(result.stdout))[REQUIRED] == "topology.kubernetes.io/zone"
+
+
+@pytest.mark.parametrize(("annotations", "said"), [
+    ({REQUIRED: BLOCK, "kueue.x-k8s.io/podset-preferred-topology": BLOCK}, "more than one topology annotation"),
+    ({SLICE_REQUIRED: BLOCK}, f"{SLICE_REQUIRED} without {SLICE_SIZE}"),
+    ({SLICE_REQUIRED: BLOCK, SLICE_SIZE: "0"}, f"{SLICE_SIZE} is a whole number of pods, at least 1"),
+    ({REQUIRED: None, "kueue.x-k8s.io/podset-unconstrained-topology": "yes"}, "is \"true\" or \"false\""),
+    ({REQUIRED: None, "kueue.x-k8s.io/podset-unconstrained-topology": "true"}, None),  # null drops the fragment's
+    ({"kueue.x-k8s.io/podset-unconstrained-topology": "true"}, "more than one topology annotation"),  # kept: two
+])
+def test_what_kueue_s_webhook_rejects_is_a_warning_without_a_node_list(tmp_path: Path, annotations: dict,
+                                                                       said: str | None) -> None:
+    options = setup(tmp_path, 2, annotations)
+    validated = invoke(["validate", str(tmp_path / "team"), "--platform", options[1], "--team", options[3],
+                        "--facts", "none"])
+    assert validated.exit_code == 0, validated.stderr
+    rejected = [w for w in validated.unfolded.splitlines() if "webhook rejects the job" in w]
+    if said is None:
+        assert rejected == []
+    else:
+        assert len(rejected) == 1 and said in rejected[0] and "kueue-topology.yaml:" in rejected[0]

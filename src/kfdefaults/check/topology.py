@@ -20,7 +20,10 @@ The lints (warnings, located at the annotation's line): a level no node of the n
 ``no requested topology level`` or no domain: pkg/cache/scheduler/tas_flavor_snapshot.go at v0.19.2); a slice
 size that does not divide the pod count (the same file counts ``count / sliceSize`` whole slices) or exceeds it
 (rejected by pkg/controller/jobframework/tas_validation.go ``ValidateSliceSizeAnnotationUpperBound``); a required
-level whose largest domain holds fewer pods than the job creates (``nnodes``' maximum): never admitted.
+level whose largest domain holds fewer pods than the job creates (``nnodes``' maximum): never admitted. Without
+a node list, what Kueue's webhook rejects (:func:`rejected`): two topology annotations (a platform that writes
+``podset-preferred-topology`` over the builtin ``kueue-topology`` writes ``podset-required-topology: null``), a
+slice level without a size, a size that is not a number, an unconstrained value that is not a boolean.
 """
 
 from __future__ import annotations
@@ -174,13 +177,45 @@ def _finding(level: Asked, message: str, details: Sequence[str] = ()) -> Finding
     return Finding(level.at or Location("<profile>"), path, message, "warning", level.layer, details)
 
 
+_BOOLS = ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False")
+"""What Go's ``strconv.ParseBool`` reads, which Kueue applies to ``podset-unconstrained-topology``."""
+
+
+def rejected(annotations: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(annotation, why)`` for each request Kueue's webhook rejects (pkg/controller/jobframework/tas_validation.go
+    ``ValidateTASPodSetRequest`` at v0.19.2): more than one of the required, preferred and unconstrained
+    annotations; a slice level without a slice size or the other way round; a slice size that is not a whole number
+    of at least 1; an unconstrained value that is not a Go boolean."""
+    found = []
+    given = [k for k in (REQUIRED, PREFERRED, UNCONSTRAINED) if k in annotations]
+    if len(given) > 1:
+        found.append((given[1], f"more than one topology annotation ({', '.join(given)}): Kueue's webhook rejects the "
+                                "job (\"must not contain more than one topology annotation\")"))
+    if (SLICE_REQUIRED in annotations) != (SLICE_SIZE in annotations):
+        key, other = (SLICE_REQUIRED, SLICE_SIZE) if SLICE_REQUIRED in annotations else (SLICE_SIZE, SLICE_REQUIRED)
+        found.append((key, f"{key} without {other}: Kueue's webhook rejects the job"))
+    size = annotations.get(SLICE_SIZE)
+    if size is not None and not (isinstance(size, str) and size.isdigit() and 1 <= int(size) <= 2**31 - 1):
+        found.append((SLICE_SIZE, f"{SLICE_SIZE} is a whole number of pods, at least 1 (a quoted int32): Kueue's "
+                                  "webhook rejects the job"))
+    if UNCONSTRAINED in annotations and annotations[UNCONSTRAINED] not in _BOOLS:
+        found.append((UNCONSTRAINED, f"{UNCONSTRAINED} is \"true\" or \"false\" (Go's strconv.ParseBool): Kueue's "
+                                     "webhook rejects the job"))
+    return found
+
+
 def topology_warnings(resolved: Resolved, report: Any = None) -> list[Finding]:
-    """The lints of the module's description, for ``resolved`` and its fit ``report`` (:class:`~.fit_report.
-    FitReport`, ``None`` without pools: then only the slice size is checked)."""
+    """The lints of the module's description and what Kueue's webhook rejects (:func:`rejected`), for
+    ``resolved`` and its fit ``report`` (:class:`~.fit_report.FitReport`, ``None`` without pools: then only what
+    needs no node list)."""
     from .fit import worker_pods  # lazy: fit imports this module (the pods the job creates, as fit counts them)
 
-    found: list[Finding] = []
     annotations = resolved.annotations
+    found = []
+    for key, why in rejected(annotations):
+        at, layer = _where(resolved, key)
+        found.append(_finding(Asked(str(annotations[key]), "", key, at, layer), why,
+                              ["pkg/controller/jobframework/tas_validation.go ValidateTASPodSetRequest, Kueue v0.19.2"]))
     created = report.created if report is not None else worker_pods(resolved)
     size = annotations.get(SLICE_SIZE)
     if SLICE_REQUIRED in annotations and isinstance(size, str) and size.isdigit() and int(size) >= 1:
