@@ -175,7 +175,33 @@ def test_auto_on_pools_that_differ_names_them_and_render_writes_nothing(tmp_path
     team, facts = _setup(tmp_path, "fabric-efa")
     result = invoke(["render", "train", "--team", str(team), "--facts", str(facts)])
     assert result.exit_code == 1 and result.stdout == ""
-    assert "the pools offer different counts (p4d 4, p5 32)" in result.stderr
+    assert "the pools the pod can be scheduled on offer different counts (p4d 4, p5 32)" in result.stderr
+
+
+def test_auto_is_the_count_of_the_pools_the_pod_can_be_scheduled_on(tmp_path: Path) -> None:
+    """A profile that selects one pool (a nodeSelector, a required node affinity; tolerations for its taints)
+    takes that pool's count: before, `nodeSelector` on the p5 label still stopped `render` with `the pools offer
+    different counts (p4d 4, p5 32)`, which the profile had settled."""
+    labelled = (POOLS.replace("  p4d:\n", "  p4d:\n    labels: {node.kubernetes.io/instance-type: p4d.24xlarge}\n")
+                .replace("  p5:\n", "  p5:\n    labels: {node.kubernetes.io/instance-type: p5.48xlarge}\n"))
+    team, facts = _setup(tmp_path, "fabric-efa", labelled)
+    for selects, count in (("nodeSelector: {node.kubernetes.io/instance-type: p5.48xlarge}", 32),
+                           ("affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                            "{nodeSelectorTerms: [{matchExpressions: [{key: node.kubernetes.io/instance-type, "
+                            "operator: In, values: [p4d.24xlarge]}]}]}}}", 4)):
+        (team / "train.yaml").write_text(f"extends: [gpu-large, fabric-efa]\nelastic: {{nnodes: 2}}\n"
+                                         f"pod_template:\n  spec:\n    {selects}\n")
+        result = invoke(["render", "train", "--team", str(team), "--facts", str(facts)])
+        assert result.exit_code == 0, result.stderr
+        _, primary = _primary(result.stdout)
+        assert primary["resources"]["limits"]["vpc.amazonaws.com/efa"] == count
+        assert primary["resources"]["requests"]["vpc.amazonaws.com/efa"] == count
+    # a pod no pool takes keeps every pool's count, and the error names them; fit says why it fits none
+    (team / "train.yaml").write_text("extends: [gpu-large, fabric-efa]\nelastic: {nnodes: 2}\n"
+                                     "pod_template:\n  spec:\n    nodeSelector: {x: y}\n")
+    result = invoke(["render", "train", "--team", str(team), "--facts", str(facts)])
+    assert result.exit_code == 1
+    assert "the pools the pod can be scheduled on offer different counts (p4d 4, p5 32)" in result.stderr
 
 
 def test_fit_judges_each_pool_with_its_own_device_count(tmp_path: Path) -> None:

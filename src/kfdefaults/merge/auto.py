@@ -219,6 +219,22 @@ def device_autos(resolved: Resolved) -> list[tuple[str, str]]:
             for name, value in resources[kind].items() if value == AUTO and is_fabric_device(name)]
 
 
+def offered_by(pools: Any, resolved: Resolved, every: bool = False) -> dict[str, dict[str, Fraction]]:
+    """Pool name -> what one of its nodes offers (``Pool.allocatable``), for :func:`resolve_devices`: of the pools
+    whose nodes the merged pod can be scheduled on, its ``nodeSelector`` and required node affinity matching their
+    labels and its tolerations their taints (kube-scheduler's NodeAffinity and TaintToleration filters,
+    :mod:`kfdefaults.k8s.scheduling`). Every pool when ``every`` (``fit`` judges each), or when the pod can be
+    scheduled on none (``fit`` says why)."""
+    pools = list(pools or [])
+    if not every:
+        from ..k8s.scheduling import required_node_affinity_matches, taint_toleration  # lazy: only for a device
+
+        spec = (resolved.pod_template_spec or {}).get("spec") or {}
+        pools = [p for p in pools if required_node_affinity_matches(spec, p.node)
+                 and not taint_toleration(spec, p.node).reasons] or pools
+    return {p.name: p.allocatable for p in pools}
+
+
 def resolve_devices(resolved: Resolved, offered: dict[str, dict[str, Fraction]] | None,
                     pool: str | None = None) -> Resolved:
     """Replace a fabric device count written ``auto`` (``vpc.amazonaws.com/efa: auto``, the builtin ``fabric-*``
@@ -261,7 +277,8 @@ def _device_unknown(resolved: Resolved, kind: str, resource: str, counts: dict[s
     location = setter.origin.location if setter is not None else Location(f"<profile {resolved.name}>")
     if counts:
         found = ", ".join(f"{name} {math.floor(n)}" for name, n in counts.items())
-        why = f"the pools offer different counts ({found}): write the count for the pool this profile runs on"
+        why = (f"the pools the pod can be scheduled on offer different counts ({found}): select one (a nodeSelector "
+               f"on its label) or write the count, in requests and limits")
     else:
         fact = f'node_pools.NAME.allocatable."{resource}"'
         why = (f"{'no pool of the cluster offers it' if any_pool else 'no cluster facts or node list are given'}: "

@@ -32,7 +32,7 @@ from ..layers import (
     find_platform_file,
     layer_sources,
 )
-from ..merge.auto import device_autos, resolve_devices
+from ..merge.auto import device_autos, offered_by, resolve_devices
 from ..merge.expand import expand, extends_location
 from ..merge.fold import merge_fragments
 from ..merge.result import Resolved, SdkObjects
@@ -376,7 +376,7 @@ class Pipeline:
             resolved = leave_out_duplicate_shm(resolved, self.cluster)
         judged = as_written = resolved
         if device_autos(resolved):
-            offered = {p.name: p.allocatable for p in self.pools or []} if self.facts_file or self.nodes_file else None
+            offered = offered_by(self.pools, resolved, per_pool) if self.facts_file or self.nodes_file else None
             judged = resolve_devices(resolved, offered, next(iter(offered or {"": 0})) if per_pool else None)
             resolved = resolved if per_pool else judged
         errors = check.errors(judged, self._facts_if_sound()) if checked else []
