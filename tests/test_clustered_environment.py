@@ -206,6 +206,9 @@ def test_what_a_clustered_task_cannot_run_is_an_error_naming_the_environment(tea
     with pytest.raises(ProfileError) as raised:
         ClusteredTaskEnvironment(profile="two-node", team=[team], name="big", image=IMAGE, replicas=100001)
     assert "ClusteredTaskEnvironment(replicas=100001)" in str(raised.value)
+    with pytest.raises(ProfileError) as raised:  # no PyTorchJob here: the bound is said for every target's kind
+        ClusteredTaskEnvironment(profile="two-node", team=[team], name="none", image=IMAGE, replicas=0)
+    assert "ClusteredTaskEnvironment(replicas=0)" in str(raised.value) and "a JobSet's parallelism" in str(raised.value)
     with pytest.raises(TypeError, match="TorchRun"):
         ClusteredTaskEnvironment(profile="two-node", team=[team], name="jax", image=IMAGE, runtime=clustered.JaxRun())
 

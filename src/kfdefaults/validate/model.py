@@ -164,8 +164,8 @@ class ElasticSection(_Strict):
         if isinstance(v, int) or isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():
             n = v if isinstance(v, int) else _bounded_int(v.strip())
             if not 1 <= n <= _INT32:
-                raise ValueError(f"nnodes must be between 1 and {_INT32} (a PyTorchJob's replicas are an int32), "
-                                 f"got {shown(v.strip()) if isinstance(v, str) else v}")
+                raise ValueError(f"nnodes must be between 1 and {_INT32} (a PyTorchJob's replicas, a JobSet's "
+                                 f"parallelism: int32), got {shown(v.strip()) if isinstance(v, str) else v}")
             return n
         if isinstance(v, str):
             text = v.strip()
