@@ -663,3 +663,14 @@ def test_a_node_offer_is_shown_in_the_unit_of_the_request(h100_project):
     result = invoke(["fit", "h100", "--platform", "platform", "--team", "team", "-o", "text"])
     assert result.exit_code == 1
     assert "the pod requests 1000Gi memory, a node offers 174.6Gi" in result.stdout
+
+
+def test_a_fixed_nnodes_needs_one_number_of_nodes(tmp_path):
+    """`nnodes: 2` needs 2 nodes, said once: before, `1 pod per node: 2 to 2 nodes`."""
+    (tmp_path / "facts.yaml").write_text("node_pools:\n  cpu:\n    allocatable: {cpu: \"3\", memory: 3Gi}\n"
+                                         "    nodes: 4\n")
+    for nnodes, said in (("2", "1 pod per node: 2 nodes;"), ("1", "1 pod per node: 1 node;"),
+                         ('"1:3"', "1 pod per node: 1 to 3 nodes;")):
+        (tmp_path / "two.yaml").write_text(f"extends: cpu-small\nelastic: {{nnodes: {nnodes}}}\n")
+        result = invoke(["fit", "two", "--team", str(tmp_path), "--facts", str(tmp_path / "facts.yaml"), "-o", "text"])
+        assert result.exit_code == 0 and said in result.stdout, result.stdout

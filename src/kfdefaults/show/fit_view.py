@@ -134,8 +134,10 @@ def pool_lines(verdict: PoolFit, report: FitReport) -> list[str]:
     if verdict.per_node:
         needed = verdict.needed or (0, 0)
         have = "an unknown number" if verdict.have is None else f"at most {verdict.have.value} ({where(verdict.have.at)})"
-        lines.append(f"  {verdict.per_node} pod{'s' * (verdict.per_node != 1)} per node: {needed[0]} to {needed[1]} "
-                     f"nodes; the pool has {have} that take one")
+        nodes = (f"{needed[0]} node{'s' * (needed[0] != 1)}" if needed[0] == needed[1]
+                 else f"{needed[0]} to {needed[1]} nodes")  # a fixed nnodes needs one number of nodes
+        lines.append(f"  {verdict.per_node} pod{'s' * (verdict.per_node != 1)} per node: {nodes}; the pool has {have} "
+                     "that take one")
     kinds = other_kinds(verdict)
     if kinds:
         count = sum(len(k.nodes) for k in kinds)
