@@ -103,6 +103,16 @@ def join(prefix: str, key: Any) -> str:
     return f"{prefix}.{segment}" if prefix else segment
 
 
+def value_at(data: Any, path: Sequence[Any], absent: Any = None) -> Any:
+    """The value at ``path`` in nested mappings (``{"a": {"b": 1}}``, ``("a", "b")`` -> ``1``); ``absent`` where a
+    key on the way is missing or a value on the way is no mapping."""
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return absent
+        data = data[part]
+    return data
+
+
 def format_path(path: Sequence[Any]) -> str:
     """A path as text.
 

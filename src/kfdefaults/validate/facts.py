@@ -46,7 +46,7 @@ from ..inputs import Inputs
 from ..k8s.names import qualified_name_problem, resource_value_problem
 from ..k8s.quantity import quantity_problem
 from ..layers import NAME_PATTERN
-from ..paths import format_path
+from ..paths import format_path, value_at
 from ..read import Document, parse_bytes, read_bytes
 from .body import pydantic_finding
 from .kueue_config import OLDEST_RELEASE, KueueConfig, kueue_release, load_kueue_config, timeout_required
@@ -267,12 +267,7 @@ class ClusterFacts:
 
     def get(self, *path: str) -> Any:
         """The fact at ``path`` (``"kueue", "wait_for_pods_ready", "timeout"``), or ``None`` when it is not stated."""
-        node: Any = self.data
-        for part in path:
-            if not isinstance(node, dict) or part not in node:
-                return None
-            node = node[part]
-        return node
+        return value_at(self.data, path)
 
     def location(self, *path: str | int) -> Location:
         """Where the fact at ``path`` is written (``FILE:LINE:COLUMN``)."""

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import Finding, ProfileError, sorted_findings
 from ..inputs import Inputs
+from ..paths import value_at
 from ..read import Document, parse_bytes, read_bytes
 from .body import pydantic_finding
 
@@ -195,21 +196,12 @@ class KueueConfig:
 
     def get(self, *path: str) -> Any:
         """The field at ``path`` (``"waitForPodsReady", "timeout"``), or ``None`` when it is not written."""
-        node: Any = self.data
-        for part in path:
-            if not isinstance(node, dict) or part not in node:
-                return None
-            node = node[part]
-        return node
+        return value_at(self.data, path)
 
     def has(self, *path: str) -> bool:
         """Whether the field at ``path`` is written (``backoffLimitCount: null`` is)."""
-        node: Any = self.data
-        for part in path:
-            if not isinstance(node, dict) or part not in node:
-                return False
-            node = node[part]
-        return True
+        parent = value_at(self.data, path[:-1])
+        return isinstance(parent, dict) and path[-1] in parent
 
     def location(self, *path: str):  # -> Location
         """Where the field at ``path`` is written (``FILE:LINE:COLUMN``)."""

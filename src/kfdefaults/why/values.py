@@ -18,7 +18,7 @@ from ..k8s.mounts import is_shm_mount
 from ..k8s.resources import is_fabric_device
 from ..merge.provenance import provenance
 from ..merge.result import Resolved
-from ..paths import Select, format_path
+from ..paths import Select, format_path, value_at
 from ..receipt.compare import byte_quantity
 from ..receipt.document import pod_problem
 from ..receipt.expect import _fabric as expected_fabric
@@ -116,9 +116,7 @@ class Values:
         self.torch: str | None = None
 
     def elastic(self, *path: str) -> Setting:
-        node: Any = self.elastic_settings
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
+        node = value_at(self.elastic_settings, path)
         key = format_path(("elastic", *path))
         return Setting(key, node, (self.pod.get("elastic") or {}).get(key) if node is not None else None,
                        default_text(key, self.torch))
