@@ -70,6 +70,11 @@ def _count_or_word(v: Any, word: str, kind: str) -> Any:
     raise ValueError(f"Input should be {kind}{hint}")
 
 
+def _count_or_word_schema(word: str) -> dict[str, Any]:
+    """The JSON Schema of what :func:`_count_or_word` accepts: an int in 1..2^31-1, ``word`` or null."""
+    return {"anyOf": [{"type": "integer", "minimum": 1, "maximum": _INT32}, {"const": word}, {"type": "null"}]}
+
+
 class ElasticSection(_Strict):
     """``elastic``: fields of ``flytekitplugins.kfpytorch.Elastic`` and of Flyte 2's ``flyteplugins.pytorch.Elastic``,
     snake_case as in the plugins. A file may hold the settings of either SDK; a setting that the SDK a profile is
@@ -92,9 +97,7 @@ class ElasticSection(_Strict):
         None,
         description="Worker processes per node (one per GPU), or auto: the merged GPU limit of the primary container, "
         "else its CPU request (at least 1), worked out when the profile is rendered.",
-        json_schema_extra={
-            "anyOf": [{"type": "integer", "minimum": 1, "maximum": _INT32}, {"const": "auto"}, {"type": "null"}]
-        },
+        json_schema_extra=_count_or_word_schema("auto"),
     )
     start_method: Optional[Literal["spawn", "fork"]] = Field(
         None, description="How torch elastic starts worker processes. flytekit only: Flyte 2 always spawns."
@@ -117,8 +120,7 @@ class ElasticSection(_Strict):
     nccl_heartbeat_timeout_sec: Optional[Union[int, Literal["off"]]] = Field(
         None, description="Flyte 2 only: TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, seconds before NCCL's heartbeat monitor "
         "kills a worker whose watchdog is stuck (Flyte 2's default: 300); off sets no variable: torch's own default.",
-        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1, "maximum": _INT32}, {"const": "off"},
-                                     {"type": "null"}]},
+        json_schema_extra=_count_or_word_schema("off"),
     )
     nccl_async_error_handling: Optional[bool] = Field(
         None, description="Flyte 2 only: true sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torch elastic sets it in "
@@ -128,8 +130,7 @@ class ElasticSection(_Strict):
         None, description="Seconds, the default timeout of a process group created with backend nccl and no "
         "timeout= (init_process_group and every collective on it): Flyte 2's plugin sets it in each worker "
         "(FLYTE_NCCL_COLLECTIVE_TIMEOUT_SEC), kfdefaults does for flytekit; unset or off: torch's (600 s from 2.2).",
-        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1, "maximum": _INT32}, {"const": "off"},
-                                     {"type": "null"}]},
+        json_schema_extra=_count_or_word_schema("off"),
     )
     nccl_enable_monitoring: Optional[bool] = Field(
         None, description="Flyte 2 only: true sets TORCH_NCCL_ENABLE_MONITORING=1 (the default); false sets "
