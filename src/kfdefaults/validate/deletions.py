@@ -132,17 +132,24 @@ def _field(schema: Any, step: str, following: Any, steps: list[Any]) -> Any:
     """The schema type below ``step``; a selector must follow a list merged by that very key."""
     try:
         if isinstance(following, tuple):
-            elem, meta = schema.lookup_slice(step)
-            if not meta.merge_key or "merge" not in meta.strategies:
-                raise PathError(f"`{step}` has no merge key: a layer replaces it whole, so delete the whole list")
-            if following[0] != meta.merge_key:
-                raise PathError(f"`{step}` items are merged by `{meta.merge_key}`: name one as [{meta.merge_key}=...]")
-            return elem
+            return selected_items(schema, step, following, "delete")
         if schema.kind == "map":
             return schema.map_values()
         return schema.lookup_struct(step)[0]
     except SchemaLookupError:
         raise PathError(f"`{step}` is not a field of {schema.name or 'this object'} ({format_path(steps)})") from None
+
+
+def selected_items(schema: Any, step: str, selector: tuple[str, Any], verb: str) -> Any:
+    """The schema type of the items of list field ``step`` of ``schema``, one of which ``selector`` (``(key,
+    value)``) names: a :class:`~kfdefaults.errors.PathError` unless the list is merged by that very key (the
+    message says to ``verb`` the whole list of one that a layer replaces whole)."""
+    elem, meta = schema.lookup_slice(step)
+    if not meta.merge_key or "merge" not in meta.strategies:
+        raise PathError(f"`{step}` has no merge key: a layer replaces it whole, so {verb} the whole list")
+    if selector[0] != meta.merge_key:
+        raise PathError(f"`{step}` items are merged by `{meta.merge_key}`: name one as [{meta.merge_key}=...]")
+    return elem
 
 
 def _typed(schema: Any, key: str, value: Any) -> Any:

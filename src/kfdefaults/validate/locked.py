@@ -21,6 +21,7 @@ from ..errors import Finding, PathError, SchemaLookupError
 from ..paths import format_path, parse_path
 from ..read import Document
 from ..smp.schema import SchemaType, schema_type
+from .deletions import selected_items
 from .model import ElasticSection, PodTemplateSection, RunPolicySection
 from .rdzv import RDZV_SETTINGS
 from .suggest import closest
@@ -128,12 +129,7 @@ def _check_spec(rest: list[Any], steps: list[Any], kubernetes_version: str | Non
                 raise PathError(f"`{step}` is not a field of {schema.name or 'this object'}"
                                + (f"; did you mean `{hint}`?" if hint else ""))
             if isinstance(following, tuple):
-                elem, meta = schema.lookup_slice(step)
-                if not meta.merge_key or "merge" not in meta.strategies:
-                    raise PathError(f"`{step}` has no merge key: a layer replaces it whole, so lock the whole list")
-                if following[0] != meta.merge_key:
-                    raise PathError(f"`{step}` items are merged by `{meta.merge_key}`: name one as [{meta.merge_key}=...]")
-                schema, i = elem, i + 2
+                schema, i = selected_items(schema, step, following, "lock"), i + 2
                 continue
             schema, i = schema.lookup_struct(step)[0], i + 1
         except SchemaLookupError as e:
