@@ -95,6 +95,7 @@ def test_list_json():
     assert by_name["vision-finetune"]["description"] == "Fine-tuning on a single multi-GPU node"
 
 
+@pytest.mark.slow
 def test_list_names_an_unusable_profile_without_guessing_its_description(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir()
@@ -119,6 +120,7 @@ def test_list_names_an_unusable_profile_without_guessing_its_description(tmp_pat
     assert "errors" not in by_name["fine"]
 
 
+@pytest.mark.slow
 def test_bad_file_exits_1_with_location_and_no_traceback(tmp_path):
     team = tmp_path / "team"
     team.mkdir()
@@ -130,6 +132,7 @@ def test_bad_file_exits_1_with_location_and_no_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_unknown_key_suggests_the_field(tmp_path):
     team = tmp_path / "team"
     team.mkdir()
@@ -161,6 +164,7 @@ def test_bad_set_exits_1(argument):
     assert proc.stderr.startswith(f"--set {argument}: ")
 
 
+@pytest.mark.slow
 def test_an_empty_set_value_is_an_error_not_a_deletion():
     proc = run("render", "cpu-small", "--set", "elastic.nnodes=")
     assert proc.returncode == 1 and proc.stdout == ""
@@ -180,6 +184,7 @@ def test_render_does_not_import_flytekit_or_the_kubernetes_client():
     assert "HEAVY []" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_folder_without_profile_files_is_a_warning_that_names_its_sub_folders(tmp_path):
     (tmp_path / "repo" / "profiles").mkdir(parents=True)
     (tmp_path / "repo" / "profiles" / "gpu-large.yaml").write_text("description: from the sub-folder\n")
@@ -200,10 +205,14 @@ def test_the_list_table_prints_descriptions_as_written(tmp_path):
 
 def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
     """`kfdefaults render gpu-large | true`: the output has nowhere to go; exit 1, no traceback."""
-    proc = subprocess.Popen(KFDEFAULTS + ["render", "gpu-large"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.close()  # before the command writes: its write fails
-    assert proc.stderr.read().decode().splitlines()[1:] == []  # the target line alone
-    assert proc.wait(timeout=60) == 1
+    reader, writer = os.pipe()
+    os.close(reader)  # gone before the command starts, however late it writes: its write fails
+    try:
+        proc = subprocess.run(KFDEFAULTS + ["render", "gpu-large"], stdout=writer, stderr=subprocess.PIPE, timeout=300)
+    finally:
+        os.close(writer)
+    assert proc.stderr.decode().splitlines()[1:] == []  # the target line alone
+    assert proc.returncode == 1
 
 
 @pytest.mark.parametrize("closed, said", [(1, b"kfdefaults: standard output is closed\n"), (2, b"")])
