@@ -126,6 +126,7 @@ def test_resource_requirements_across_two_layers(tmp_path, name, requests, limit
         assert error.message.startswith("limit ") and f"set at [platform] {platform}:" in error.message, str(error)
 
 
+@pytest.mark.slow
 def test_a_team_lowering_the_gpu_limit_under_the_builtin_request(tmp_path):
     """The builtin gpu-large asks for 8 GPUs (request and limit); a team writes a limit of 4."""
     write(tmp_path / "team", "gpu-large.yaml", """\
@@ -164,6 +165,7 @@ def test_the_gpu_limit_lowered_with_its_request_passes(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_request_raised_above_a_lower_layers_limit_is_at_the_request(tmp_path):
     write(tmp_path / "platform", "train.yaml", """\
         pod_template:
@@ -189,6 +191,7 @@ def test_a_request_raised_above_a_lower_layers_limit_is_at_the_request(tmp_path)
         '(validateResourceRequirements: "must be less than or equal to cpu limit of 2")']
 
 
+@pytest.mark.slow
 def test_requests_cpu_over_limits_cpu_in_one_file_from_set_and_from_python(tmp_path):
     proc = run(["render", "cpu-small", "--set", "pod_template.spec.containers[name=primary].resources.requests.cpu=4",
                 "--set", "pod_template.spec.containers[name=primary].resources.limits.cpu=2"], tmp_path)
@@ -273,6 +276,7 @@ def env_profile(entry: str, extends: str | None = None) -> str:
 CONFIG_MAP = "{configMapKeyRef: {name: nccl, key: debug}}"
 
 
+@pytest.mark.slow
 def test_a_value_below_and_a_value_from_above(tmp_path):
     write(tmp_path / "team", "base.yaml", env_profile("{name: NCCL_DEBUG, value: WARN}"))
     write(tmp_path / "team", "train.yaml", env_profile(f"{{name: NCCL_DEBUG, valueFrom: {CONFIG_MAP}}}", "base"))
@@ -322,6 +326,7 @@ def test_value_from_rules(tmp_path, lower, upper, go):
         assert go in error.message and error.location.file.endswith("train.yaml"), str(error)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, accepted", [
     ("GOOD.name-1", True), ("with space", True), ("~tilde", True),  # the relaxed rule of Kubernetes 1.32
     ("A=B", False), ("E\x1b", False), ("caf\u00e9", False), ("", False), ("line\nbreak", False),

@@ -105,6 +105,7 @@ def test_every_module_belongs_to_a_step_of_the_flow():
     assert steps <= set(FLOW), steps - set(FLOW)
 
 
+@pytest.mark.slow
 def test_each_step_imports_only_the_steps_before_it():
     wrong = []
     for path in modules():

@@ -85,6 +85,7 @@ def assemble_case(template: dict, base: dict, primary: str = "primary", primary_
             "legacy": legacy}
 
 
+@pytest.mark.slow
 def test_task_pod_specs_onto_cluster_templates(oracle):
     """(task pod spec, cluster template) pairs through the whole assembly: MergeBasePodSpecOntoTemplate."""
     r = random.Random(SEED)
@@ -93,6 +94,7 @@ def test_task_pod_specs_onto_cluster_templates(oracle):
     assert agree(oracle, cases, model_assemble) >= 1000
 
 
+@pytest.mark.slow
 def test_duplicate_container_names_share_what_go_shares(oracle):
     """Two task containers of one name: mergo's pointers into the template are shared between their results."""
     r = random.Random(SEED + 1)

@@ -88,6 +88,7 @@ def test_render_path_raises_only_profile_errors(name, tmp_path):
         assert re.match(r".+:\d+:\d+: ", str(finding)), str(finding)
 
 
+@pytest.mark.slow
 def test_validate_reports_every_file_of_the_corpus_at_once():
     proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "validate", CORPUS], capture_output=True, text=True)
     assert proc.returncode == 1
@@ -99,6 +100,7 @@ def test_validate_reports_every_file_of_the_corpus_at_once():
             assert any(line.startswith(prefix) for line in proc.stderr.splitlines()), prefix
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["spec-many-errors.yaml", "yaml-python-tag.yaml", "rdzv-heartbeat.yaml",
                                   "spec-toml-quantity.toml"])
 def test_render_exits_1_with_the_same_messages(name, tmp_path):

@@ -214,6 +214,7 @@ def test_an_entry_under_another_key_or_damaged_is_a_miss(tmp_path, cache):
     assert kcache.load(entry_key_of(first)) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("special", ["fifo", "dev-zero", "huge"])
 def test_a_special_file_in_place_of_an_entry_never_blocks(tmp_path, cache, special):
     team = team_with(tmp_path)

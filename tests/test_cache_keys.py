@@ -50,6 +50,7 @@ def gates(rendered: subprocess.CompletedProcess) -> list[str]:
     return [gate["name"] for gate in spec.get("schedulingGates", [])]
 
 
+@pytest.mark.slow
 def test_a_file_is_validated_against_each_kubernetes_version_it_is_rendered_for(work: Path) -> None:
     """Valid for 1.32, the files are kept validated in the cache; rendered for 1.25, which has no schedulingGates,
     the first one read is an error at its line, as it is without the cache."""
@@ -61,6 +62,7 @@ def test_a_file_is_validated_against_each_kubernetes_version_it_is_rendered_for(
                                    "unknown field `schedulingGates`"), older.stderr
 
 
+@pytest.mark.slow
 def test_a_merge_follows_the_patch_metadata_of_its_own_kubernetes_version(work: Path) -> None:
     """A run for 1.25 keeps that version's patch metadata in the cache; the next run, for 1.32, merges the gates
     of the two layers by name as 1.32's schema says (1.25's has no such list: it would keep only the team's)."""
@@ -69,6 +71,7 @@ def test_a_merge_follows_the_patch_metadata_of_its_own_kubernetes_version(work: 
         "example.com/review", "example.com/quota"]
 
 
+@pytest.mark.slow
 def test_another_deepmerge_merges_anew(work: Path) -> None:
     """A merge is kept in the cache by the deepmerge that made it. Here another deepmerge (a copy of the installed
     one first on the path, its version 99.0 and its ``override`` strategy keeping the lower value, standing for a
@@ -91,6 +94,7 @@ def test_another_deepmerge_merges_anew(work: Path) -> None:
     assert json.loads(other.stdout)["elastic"]["nnodes"] == "1:4"  # the builtin gpu-large's, kept by that deepmerge
 
 
+@pytest.mark.slow
 def test_another_kubernetes_validate_validates_anew(work: Path) -> None:
     """A validated file is kept in the cache by the kubernetes-validate whose schema checked it. Here another
     one (first on the path, version 99.0, holding Kubernetes 1.32's schema without the container field ``stdin``,
@@ -115,6 +119,7 @@ def test_another_kubernetes_validate_validates_anew(work: Path) -> None:
         in other.stderr
 
 
+@pytest.mark.slow
 def test_a_profile_that_names_another_primary_container_is_merged_anew(work: Path) -> None:
     """A file whose only change names another primary container (no container written, so no fragment's pod
     template changes) is another merge: the profile says the new name."""

@@ -14,6 +14,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 from flyte_pods import APPS, container_env, primary_container, run_flytekit_pod, shell_env
 
 from kfdefaults.settings import RUNTIME_ENV
@@ -295,6 +296,7 @@ def flyte2_registered(laptop: Path, module: str) -> tuple[dict, dict, object]:
     return parent, child, inputs
 
 
+@pytest.mark.slow
 def test_a_child_a_flyte2_parent_submits_is_the_child_deployed(tmp_path):
     """A Flyte 2 parent whose environment carries the child's profile (`env_vars=carry_profiles(train_env)`):
     in the parent's pod, Flyte 2's controller serializes the child again; with other profile files in the image,
@@ -314,6 +316,7 @@ def test_a_child_a_flyte2_parent_submits_is_the_child_deployed(tmp_path):
         launched_as_registered(launched, settings)
 
 
+@pytest.mark.slow
 def test_a_flyte2_parent_deployed_without_the_profiles_fails_naming_why(tmp_path):
     from flyte_pods import run_a0
 

@@ -69,6 +69,7 @@ def test_delete_in_toml_and_in_yaml_merges_as_the_nulls_do(tmp_path):
     assert merged["pod_template"]["spec"]["volumes"] == []
 
 
+@pytest.mark.slow
 def test_explain_locates_each_deletion_at_its_entry(tmp_path):
     folder = team(tmp_path, "gpu-large.toml", DELETE_TOML)
     proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "render", "gpu-large", "--team", folder,
@@ -107,6 +108,7 @@ def test_a_path_both_set_and_deleted_in_one_file_is_an_error(tmp_path):
         kfdefaults.resolve("p", team=[folder])
 
 
+@pytest.mark.slow
 def test_a_toml_warning_offers_the_fix_toml_can_write(tmp_path):
     folder = team(tmp_path, "gpu-large.toml", "[elastic]\nnnodes = 1\n")
     proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "validate", "--strict", folder],
@@ -118,6 +120,7 @@ def test_a_toml_warning_offers_the_fix_toml_can_write(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_yaml_warning_offers_null(tmp_path):
     folder = team(tmp_path, "gpu-large.yaml", "elastic: {nnodes: 1}\n")
     proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "validate", folder], capture_output=True, text=True)

@@ -101,6 +101,7 @@ def found_whole_or_wrapped(text: str, lines: list[str]) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [80, 100, 120])
 def test_every_value_is_whole_or_wrapped_at_a_boundary(columns, review):
     args, differences = review
@@ -120,6 +121,7 @@ def test_every_value_is_whole_or_wrapped_at_a_boundary(columns, review):
         assert re.search(rf"set by team train\.yaml:{d['b_set_by']['line']}\b", screen), (d["path"], screen)
 
 
+@pytest.mark.slow
 def test_a_terminal_wide_enough_gets_the_table(review):
     args, differences = review
     screen = on_terminal(500, *args)
@@ -129,6 +131,7 @@ def test_a_terminal_wide_enough_gets_the_table(review):
         assert shown(d["b"]) in screen
 
 
+@pytest.mark.slow
 def test_labels_longer_than_a_third_of_the_terminal_go_above_their_values(tmp_path):
     for name, workers in (("detection-finetune-single-node-debug", 2), ("detection-finetune-single-node-full", 8)):
         (tmp_path / f"{name}.yaml").write_text(textwrap.dedent(f"""\

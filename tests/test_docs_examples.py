@@ -19,6 +19,7 @@ def _private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
     monkeypatch.setenv("KFDEFAULTS_CACHE_DIR", str(tmp_path_factory.mktemp("kfdefaults-cache")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
 @pytest.mark.filterwarnings("ignore:Configuring shared memory:UserWarning")  # the plugin's, shown on purpose
 def test_examples_of_the_page_run(page: Path, tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 _BUILD = """
@@ -30,6 +32,7 @@ sys.exit(code)
 """
 
 
+@pytest.mark.slow(21)
 def test_the_site_builds_strictly_without_importing_flytekit_or_torch(tmp_path: Path) -> None:
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "KFDEFAULTS_CACHE_DIR": str(tmp_path / "cache")}
@@ -62,6 +65,7 @@ def _docs_hooks():
     return module
 
 
+@pytest.mark.slow
 def test_the_generated_reference_pages_are_committed_and_current() -> None:
     """The reference pages are files of the repository (readable in a clone and on the code host), and what the code
     generates now: `python scripts/docs_hooks.py` writes them again."""
@@ -101,6 +105,7 @@ def _blocks(text: str, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M)
 
 
+@pytest.mark.slow(38)
 def test_the_readmes_examples_run_as_written(tmp_path: Path) -> None:
     """Each `$ kfdefaults ...` line of the README's console blocks, run in an empty folder as a newcomer would
     (comments and all), and each Python example: none fails, none names a file the reader does not have."""

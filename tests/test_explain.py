@@ -281,6 +281,7 @@ def test_set_values_name_their_set_argument():
     assert [o["set_by"]["layer"] for o in image["overrides"]] == ["team"]
 
 
+@pytest.mark.slow
 def test_explain_paths_are_set_keys():
     """A path printed by --explain, given back to --set, sets that very leaf."""
     leaves = explain_json("gpu-large", "--platform", PLATFORM, "--team", TEAM)
@@ -319,6 +320,7 @@ def test_a_list_item_by_position_cannot_be_set_and_the_message_says_why():
 # --- formats --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_explain_json_and_yaml_carry_the_same_data():
     base = ("render", "vision-finetune", "--platform", PLATFORM, "--team", TEAM, "--explain")
     as_json = json.loads(invoke(*base, "-o", "json").stdout)
@@ -351,6 +353,7 @@ def test_explain_does_not_combine_with_as_podtemplate():
     assert "--explain" in result.output
 
 
+@pytest.mark.slow
 def test_explain_and_diff_do_not_import_flytekit_or_the_kubernetes_client():
     for argv in (["render", "gpu-large", "--explain"], ["diff", "gpu-large", "cpu-small", "-o", "markdown"]):
         code = (

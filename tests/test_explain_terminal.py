@@ -68,6 +68,7 @@ def where(origin: dict) -> tuple[str, str]:
     return origin["layer"], origin["label"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [80, 100, 120, 200])
 def test_every_value_and_origin_is_on_the_terminal_in_full(columns, leaves):
     from kfdefaults.show.leaves import format_value
@@ -90,6 +91,7 @@ def test_every_value_and_origin_is_on_the_terminal_in_full(columns, leaves):
             assert any(f"removed by {by_layer} {by_at}" in " ".join(lines[i:i + 2]) for i in holding), leaf["path"]
 
 
+@pytest.mark.slow
 def test_narrow_terminals_keep_lines_within_the_width_where_the_values_allow(leaves):
     screen = on_terminal(80, "render", *ARGS, "--explain")
     long_lines = [line for line in screen.splitlines() if len(line) > 80]
@@ -103,6 +105,7 @@ def test_a_wide_terminal_gets_the_table():
     assert re.search(r"path\s+[│┃]\s+value\s+[│┃]\s+layer\s+[│┃]\s+set at", screen), screen[:500]
 
 
+@pytest.mark.slow
 def test_a_list_replaced_whole_says_how_many_items_went_and_where():
     leaves = explained(*ARGS)
     [replaced] = [leaf for leaf in leaves if leaf["status"] == "replaced"]

@@ -542,6 +542,7 @@ def test_a_shm_headroom_that_is_not_one_is_an_error_at_its_line(cluster):
 # --- the terminal, JSON for scripts ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_on_an_80_column_terminal_the_table_fits_and_every_figure_is_there(cluster):
     """A pool named as clouds name them is long: the last column wraps to keep the table in 80 columns, and nothing
     is cut."""

@@ -56,6 +56,7 @@ def kfdefaults(platform: Path, *args: str, stdin: int | None = subprocess.DEVNUL
 # --- what the facts' `nodes` may name -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["a pipe", "a device", "standard input", "a folder"])
 def test_the_facts_node_list_is_a_regular_file_never_a_pipe_or_a_device(platform, kind):
     """`nodes:` names a file of the repository: a FIFO in its place (which no writer ever opens), a link to
@@ -96,6 +97,7 @@ def copies(count: int, pools: int) -> list[dict]:
     return nodes
 
 
+@pytest.mark.slow
 def test_a_node_list_of_more_nodes_than_any_cluster_has_is_refused_at_the_first_one_past_the_bound(platform):
     """20,000 nodes are read (Kubernetes supports clusters of 5,000; GKE of 15,000); the node past them is an
     error at its line, before a pool is formed: 64 MiB of tiny nodes took two minutes and 1.4 GB for one pool."""
@@ -109,6 +111,7 @@ def test_a_node_list_of_more_nodes_than_any_cluster_has_is_refused_at_the_first_
         assert proc.returncode == status
 
 
+@pytest.mark.slow
 def test_a_node_list_of_more_pools_than_any_cluster_has_is_refused_at_the_first_one_past_the_bound(platform):
     """1,000 pools are judged (every profile against every pool: 10,000 single-node pools took a minute and a
     half of `validate` with the builtin profiles alone); the pool past them is an error at its first node's name,
@@ -131,6 +134,7 @@ def test_a_node_list_of_more_pools_than_any_cluster_has_is_refused_at_the_first_
     assert proc.returncode == 2 and proc.stderr.startswith("platform/_cluster-facts.yaml:3:3: "), proc.stderr
 
 
+@pytest.mark.slow
 def test_pools_of_many_taints_against_a_pod_of_many_tolerations_are_judged_in_seconds(platform):
     """1,000 pools of 200 taints each, and a profile of 1,000 tolerations that tolerate all but each node's last
     taint: tried pair by pair, one ``fit`` took minutes (pools x taints x tolerations); the tolerations are
@@ -158,6 +162,7 @@ def test_pools_of_many_taints_against_a_pod_of_many_tolerations_are_judged_in_se
 ESCAPES = "a\x1b]52;c;SGVsbG8=\x07\u202e<img src=x onerror=alert(1)>@security-team\n::error::pwned"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field, value, rule", [
     (("metadata", "name"), ESCAPES, "a Node's name is a DNS subdomain"),
     (("metadata", "name"), "n" * 254, "a Node's name is a DNS subdomain"),
@@ -183,6 +188,7 @@ def test_a_node_name_or_taint_value_the_api_server_refuses_is_an_error_at_its_li
         assert len(proc.stderr) < 2000 and "\x1b" not in proc.stderr and proc.returncode == status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("node", [
     {"kind": "K" * (4 << 20)},
     {"kind": "Node", "metadata": {"name": "n1", "labels": {"k" * (4 << 20): "v"}}},
@@ -208,6 +214,7 @@ def strict_json(text: str) -> dict:
     return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("price", [".inf", ".nan", "1e308", "1000000001"])
 def test_a_price_no_node_costs_is_an_error_at_its_line(platform, price):
     """A price per node-hour is a finite amount of at most 1,000,000,000 (any currency): before, `.inf` made
@@ -228,6 +235,7 @@ def test_a_price_no_node_costs_is_an_error_at_its_line(platform, price):
         assert proc.stderr.startswith("platform/_cluster-facts.yaml:6:26: node_pools.a100.price_per_node_hour: ")
 
 
+@pytest.mark.slow
 def test_the_largest_price_and_times_make_figures_and_json(platform):
     """At every bound at once (a billion per node-hour, 100,000 nodes held for the longest deadline a job takes),
     the cost is a figure and the JSON is JSON."""
@@ -253,6 +261,7 @@ def test_the_largest_price_and_times_make_figures_and_json(platform):
     assert kfdefaults(platform, "timeline", "long", "-o", "json").returncode == 0
 
 
+@pytest.mark.slow
 def test_the_timeline_shows_a_pools_name_as_escapes_even_where_it_wraps(platform):
     """A pool named by the facts, with a line break, a tab and a terminal's escape in its name: the timeline writes
     each as its visible escape, as fit does, where before its wrapping had turned the line break into a space."""

@@ -27,6 +27,7 @@ def validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
+@pytest.mark.slow
 def test_schema_names_its_dialect_and_bundles_the_podspec(validator):
     schema = validator.schema
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
@@ -36,6 +37,7 @@ def test_schema_names_its_dialect_and_bundles_the_podspec(validator):
     assert '"required"' not in json.dumps(schema["$defs"]["io.k8s.api.core.v1.PodSpec"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROFILES, ids=os.path.basename)
 def test_builtin_and_fixture_profiles_validate(validator, path):
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(read_document(path).data)]

@@ -180,6 +180,7 @@ def test_installed_packages_can_be_ignored_to_test_a_package_folder(monkeypatch,
     assert kfdefaults.resolve("gpu-large", platform=[str(working_copy)]).elastic_settings["nnodes"] == "3:9"
 
 
+@pytest.mark.slow
 def test_validate_says_what_render_and_list_say_of_a_platform_package_without_profiles(tmp_path):
     """An installed platform package whose folder holds no profile file adds nothing: render and list warn,
     and so does validate (with and without files of its own), in the same words."""

@@ -107,6 +107,7 @@ def utf8_results(team):
     return run_all(team, LOCALES["C.UTF-8"])[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["C", "POSIX", "latin-1 (emulated)", "de_DE.ISO-8859-1"])
 def test_every_command_writes_in_any_locale(team, utf8_results, name):
     if name == "de_DE.ISO-8859-1" and "de_de.iso88591" not in installed_locales():

@@ -61,6 +61,7 @@ def at_the_lock(project: Path, said: str, finding: str) -> None:
     assert re.search(rf"^{lock}:\d+:\d+: .*{re.escape(finding)}", said, re.MULTILINE), said
 
 
+@pytest.mark.slow
 def test_a_locked_cluster_template_gone(project: Path) -> None:
     """The platform folder's cluster template was locked; the folder no longer holds it."""
     (project / "platform" / "_cluster-template.yaml").write_text(CLUSTER_TEMPLATE)
@@ -72,6 +73,7 @@ def test_a_locked_cluster_template_gone(project: Path) -> None:
                                "locked, and none is found now")
 
 
+@pytest.mark.slow
 def test_the_same_files_merged_to_another_result(project: Path) -> None:
     """Every file the lock names holds its bytes, and the merge differs: here another kfdefaults (a copy first on
     the path whose flytekit default ``monitor_interval`` is 7, not 5), as an upgrade that changes a plugin default
@@ -90,6 +92,7 @@ def test_the_same_files_merged_to_another_result(project: Path) -> None:
                                      "kfdefaults lock: kfdefaults.lock differs from the profiles now"], said
 
 
+@pytest.mark.slow
 def test_a_plain_file_added_to_a_layer(project: Path) -> None:
     """A file that changes no value (a description) added to the team layer for the profile gpu-large extends:
     the merged result is the same, so nothing drifted; the check says in one line which file it now reads."""
@@ -102,6 +105,7 @@ def test_a_plain_file_added_to_a_layer(project: Path) -> None:
                                             "records the files")
 
 
+@pytest.mark.slow
 def test_a_platform_that_falls_back_to_the_builtin_profile(project: Path) -> None:
     """The shell that checks does not name the platform folder: gpu-large would be the team's file on the builtin
     profile; the check names the platform file it lost."""
@@ -111,6 +115,7 @@ def test_a_platform_that_falls_back_to_the_builtin_profile(project: Path) -> Non
                                "platform/gpu-large.yaml, which profile 'gpu-large' was locked with, is not found now")
 
 
+@pytest.mark.slow
 def test_a_declared_platform_package_left_out(project: Path) -> None:
     """The project declares its platform package; ``--no-entry-points`` leaves installed packages out, so the
     declared platform is not there and not checked: the lock still names the package's file it lost."""
@@ -133,6 +138,7 @@ def test_a_declared_platform_package_left_out(project: Path) -> None:
                                       "now: install acme-platform in this environment")
 
 
+@pytest.mark.slow
 def test_a_locked_profile_only_the_lost_platform_defines(project: Path) -> None:
     (project / "platform" / "a100-only.yaml").write_text(PLATFORM_GPU_LARGE)
     locked(project, "a100-only")

@@ -38,6 +38,7 @@ def run(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.Completed
     return subprocess.run([KFDEFAULTS, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_a_pipe_in_place_of_the_lock_file_is_an_error_not_a_wait(project):
     (project / "kfdefaults.lock").unlink()
     os.mkfifo(project / "kfdefaults.lock")
@@ -124,6 +125,7 @@ def test_a_profile_used_through_an_imported_name_is_not_missed_by_the_check(proj
         ("wf/alias.py", 2, "extra"), ("wf/train.py", 3, "gpu-large")]
 
 
+@pytest.mark.slow
 def test_two_lock_runs_at_once_keep_both_profiles(project):
     names = ["cpu-small", "nccl-fail-fast", "elastic-gpu-default"]
     procs: list[subprocess.CompletedProcess] = []

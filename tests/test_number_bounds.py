@@ -85,6 +85,7 @@ pod_template:
 # --- quantities -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantity", list(HUGE_QUANTITIES.values()), ids=list(HUGE_QUANTITIES))
 def test_a_huge_quantity_in_a_profile_is_located(tmp_path, quantity):
     write(tmp_path / "team", "big.yaml", memory_limit(quantity))
@@ -93,12 +94,14 @@ def test_a_huge_quantity_in_a_profile_is_located(tmp_path, quantity):
                              ".resources.limits.memory: ", "is longer than any Kubernetes quantity kfdefaults reads")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantity, message", list(OUT_OF_RANGE.values()), ids=list(OUT_OF_RANGE))
 def test_a_quantity_no_consumer_holds_is_located(tmp_path, quantity, message):
     write(tmp_path / "team", "big.yaml", memory_limit(quantity))
     assert_located_error(run(["validate", "team/big.yaml"], tmp_path), "team/big.yaml:7:21: [team] ", message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantity", list(HUGE_QUANTITIES.values()), ids=list(HUGE_QUANTITIES))
 def test_a_huge_quantity_in_set_is_located(tmp_path, quantity):
     key = "pod_template.spec.containers[name=primary].resources.limits.memory"
@@ -106,6 +109,7 @@ def test_a_huge_quantity_in_set_is_located(tmp_path, quantity):
     assert_located_error(proc, f'--set {key}="', "is longer than any Kubernetes quantity kfdefaults reads")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantity", list(HUGE_QUANTITIES.values()), ids=list(HUGE_QUANTITIES))
 def test_a_huge_quantity_in_a_live_manifest_is_located(tmp_path, quantity):
     pod = textwrap.dedent(f"""\
@@ -129,6 +133,7 @@ def test_a_huge_quantity_in_a_live_manifest_is_located(tmp_path, quantity):
     assert_located_error(run(["verify", "-"], tmp_path, stdin=pod), "-:13:27: ", "is longer than any")
 
 
+@pytest.mark.slow
 def test_a_huge_quantity_in_the_clusters_pod_template_is_located(tmp_path):
     (tmp_path / "template.yaml").write_text(textwrap.dedent(f"""\
         apiVersion: v1
@@ -175,6 +180,7 @@ def test_a_huge_integer_from_python_raises_profile_error(overrides, path):
                                "are read, as in a file)")
 
 
+@pytest.mark.slow
 def test_quantities_compare_as_the_api_server_rounds_them(tmp_path):
     """``ParseQuantity`` rounds up to nano units: a request of ``2n`` is not above a limit of ``1.5n`` (both are
     ``2n``), and ``1e-999999`` is ``1n``, which the API server keeps as such."""
@@ -209,6 +215,7 @@ pod_template:
 """
 
 
+@pytest.mark.slow
 def test_auto_over_a_gpu_limit_of_1ei_is_located_at_the_gpu_limit(tmp_path):
     write(tmp_path / "team", "gpu-auto.yaml", GPU_AUTO.format(gpus="1Ei"))
     where = "team/gpu-auto.yaml:12:29: [team] pod_template.spec.containers[name=primary].resources.limits.\"nvidia.com/gpu\": "
@@ -220,6 +227,7 @@ def test_auto_over_a_gpu_limit_of_1ei_is_located_at_the_gpu_limit(tmp_path):
         assert proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_auto_is_held_to_the_bound_of_a_written_value(tmp_path):
     """2,147,483,647 workers is the most ``nproc_per_node`` may be written; ``auto`` may make as many, not one more."""
     write(tmp_path / "team", "gpu-auto.yaml", GPU_AUTO.format(gpus=2**31 - 1))
@@ -234,6 +242,7 @@ def test_auto_is_held_to_the_bound_of_a_written_value(tmp_path):
                          "elastic.nproc_per_node: ", "at most 2147483647")
 
 
+@pytest.mark.slow
 def test_auto_from_a_cpu_request_is_located_at_the_cpu_request(tmp_path):
     write(tmp_path / "team", "cpu-auto.yaml", """\
         elastic:
@@ -265,6 +274,7 @@ def test_auto_over_1ei_raises_profile_error_in_resolve_and_elastic(tmp_path):
 # --- other numbers read from text -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_nnodes_of_5000_digits_is_located(tmp_path):
     write(tmp_path / "team", "nodes.yaml", f'elastic:\n  nnodes: "{"9" * 5000}"\n')
     write(tmp_path / "team", "range.yaml", f'elastic:\n  nnodes: "1:{"9" * 5000}"\n')
@@ -275,6 +285,7 @@ def test_nnodes_of_5000_digits_is_located(tmp_path):
         kfdefaults.Elastic(profile="gpu-large", nnodes="9" * 5000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variable", ["TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"])
 def test_a_torch_setting_of_5000_digits_is_located(tmp_path, variable):
     write(tmp_path / "team", "env.yaml", f"""\

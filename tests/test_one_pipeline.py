@@ -38,6 +38,7 @@ POD_LEVEL_RESOURCES = """\
     """
 
 
+@pytest.mark.slow
 def test_diff_checks_files_against_the_kubernetes_version_it_is_given(tmp_path):
     """``spec.resources`` came in Kubernetes 1.32: render and diff with --kubernetes-version 1.31 both reject it."""
     team = folder_with(tmp_path, "team", {"gpu-large.yaml": POD_LEVEL_RESOURCES})
@@ -50,6 +51,7 @@ def test_diff_checks_files_against_the_kubernetes_version_it_is_given(tmp_path):
     assert kfdefaults("diff", "gpu-large", "--team-against", team, cwd=str(tmp_path)).returncode == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mount_path", ["//dev/shm", "/dev/shm/", "/dev//shm", "/dev/./shm"])
 def test_a_second_shm_mount_however_written_is_found_by_render_and_validate(tmp_path, mount_path):
     """The kubelet mounts all of these on /dev/shm: with the builtin's /dev/shm they are two mounts of one path."""
@@ -71,6 +73,7 @@ def test_a_second_shm_mount_however_written_is_found_by_render_and_validate(tmp_
     assert "team/gpu-large.yaml:6:13" in validate.stderr, validate.stderr  # at the team's mount, relative
 
 
+@pytest.mark.slow
 def test_one_run_writes_every_dotted_path_the_same_way(tmp_path):
     """A key holding a dot is quoted wherever a path is printed, as --set reads it back."""
     team = folder_with(tmp_path, "team", {"p.yaml": """\
@@ -86,6 +89,7 @@ def test_one_run_writes_every_dotted_path_the_same_way(tmp_path):
     assert "elastic.nproc.per:" not in proc.stderr and 'rdzv_configs.join.timeout' not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_set_key_with_a_dot_is_named_as_it_was_written(tmp_path):
     proc = kfdefaults("render", "gpu-large", "--set", 'pod_template.labels."a.b/c d"=x', cwd=str(tmp_path))
     assert proc.returncode == 1

@@ -107,6 +107,7 @@ ESCAPED_KEY = r"k\x1b]52;c;aGk=\x07\x1b[2J\x9b1m\r\u202e\n::error file=x::forged
 """The hostile key as a message shows it."""
 
 
+@pytest.mark.slow
 def test_validate_names_a_hostile_key_and_file_name_with_escapes(team):
     proc = run("validate", str(team))
     assert proc.returncode == 1
@@ -120,6 +121,7 @@ def test_validate_names_a_hostile_key_and_file_name_with_escapes(team):
     assert lines[-1].startswith("kfdefaults validate: ")
 
 
+@pytest.mark.slow
 def test_render_errors_and_warnings_show_escapes(team):
     bad = run("render", "bad", "--team", str(team))
     assert bad.returncode == 1 and bad.stdout == ""
@@ -142,6 +144,7 @@ def test_a_one_line_error_that_names_a_profile_shows_escapes(team):
     assert r"kfdefaults: no profile named 'x\x1b[2J\n::error file=x::forged'" in proc.stderr
 
 
+@pytest.mark.slow
 def test_list_shows_descriptions_and_problems_with_escapes(team):
     piped = run("list", "--team", str(team))
     assert piped.returncode == 1
@@ -154,6 +157,7 @@ def test_list_shows_descriptions_and_problems_with_escapes(team):
     assert r"\x1b]52;c;aGk=\x07" in table
 
 
+@pytest.mark.slow
 def test_diff_text_table_and_explain_show_escapes(team):
     text = run("diff", "cpu-small", "p", "--team", str(team))
     assert text.returncode == 1
@@ -170,6 +174,7 @@ def test_diff_text_table_and_explain_show_escapes(team):
     assert str(team).replace(CLEAR, r"\x1b[2J") + "/p.yaml:5" in explained.stdout
 
 
+@pytest.mark.slow
 def test_verify_shows_the_live_object_and_the_profile_with_escapes(team, tmp_path):
     """A live Pod's name is the cluster's, the locations are the profile folder's: both hostile here."""
     pod = tmp_path / "pod.yaml"
@@ -182,6 +187,7 @@ def test_verify_shows_the_live_object_and_the_profile_with_escapes(team, tmp_pat
     assert str(team).replace(CLEAR, r"\x1b[2J") + "/p.yaml:5" in proc.stdout
 
 
+@pytest.mark.slow
 def test_fields_names_an_unknown_key_with_escapes():
     proc = run("fields", f"pod_template.spec.x{OSC52}{FORGED}")
     assert proc.returncode == 1
@@ -195,6 +201,7 @@ def test_where_shows_folder_and_file_names_with_escapes(team):
     assert r"team\x1b[2J" in proc.stdout and r"n\x1b[2J\n::error file=x::forged" in proc.stdout
 
 
+@pytest.mark.slow
 def test_python_warnings_and_errors_of_elastic_show_escapes(team):
     """``Elastic(profile=...)`` in a user's program: the deprecation warning (Python's warnings module prints it)
     and a ProfileError's traceback, both through the same rule."""
@@ -229,6 +236,7 @@ texts = st.text(st.one_of(st.sampled_from(TRICKY), st.characters()), max_size=40
 backslashes, HTML, controls, format characters; a fullwidth backtick (U+FF40), which CommonMark does not fence."""
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300))
 @given(texts)
 @example("`" * 10_000)
@@ -243,6 +251,7 @@ def test_printable_leaves_no_character_a_terminal_acts_on(text):
         assert shown == text  # what Python calls printable keeps its characters
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300))
 @given(st.text(st.one_of(st.sampled_from(TRICKY), st.characters()), min_size=1, max_size=40))
 @example("`" * 10_000)
@@ -264,6 +273,7 @@ def test_a_code_span_is_one_code_span_of_the_text(text):
         assert {c.type for c in children} <= {"text", "code_inline", "strong_open", "strong_close"}
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300))
 @given(st.text(st.one_of(st.sampled_from(TRICKY), st.characters()), min_size=1, max_size=40))
 @example("a\\|b")
@@ -284,6 +294,7 @@ def test_a_table_cell_is_one_code_span_and_keeps_the_row(text):
         assert span.type == "code_inline" and span.content == printable(text).replace("\\|", "\\x5c|")
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300))
 @given(texts)
 @example("```")

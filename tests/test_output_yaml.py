@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import yaml
 from budgets import examples
 from hypothesis import given, settings
@@ -37,6 +38,7 @@ def same(a, b) -> bool:
     return a == b
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(150))  # seeded under the ci profile; HYPOTHESIS_PROFILE=explore draws 1,500
 @given(st.dictionaries(keys, documents, min_size=1, max_size=5))
 def test_yaml_output_reads_back_the_same_in_yaml_1_2_and_1_1(data):

@@ -29,6 +29,7 @@ def test_the_wheel_holds_every_builtin_profile_inside_the_package(wheel):
     assert "kfdefaults/cli/__main__.py" in names
 
 
+@pytest.mark.slow
 def test_an_installed_wheel_renders_from_its_own_profiles(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
@@ -44,6 +45,7 @@ def test_an_installed_wheel_renders_from_its_own_profiles(wheel, tmp_path):
     assert f"{site}/kfdefaults/profiles/gpu-large.yaml:" in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_builtin_profiles_validate_clean_from_the_repository_root():
     proc = subprocess.run([sys.executable, "-m", "kfdefaults.cli", "validate", "--strict", "profiles"], cwd=ROOT,
                           capture_output=True, text=True)
@@ -100,6 +102,7 @@ def test_the_core_requires_neither_an_sdk_nor_the_kubernetes_client(wheel):
         assert f"kubernetes>=28; extra == '{extra}'" in requires
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["validate", "--strict"], ["render", "gpu-large", "--explain"], ["list"],
                                      ["render", "gpu-large", "--as", "podtemplate"], ["schema"]])
 def test_the_hooks_commands_run_without_any_sdk_or_the_kubernetes_client(command, tmp_path):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,9 +35,13 @@ def plugin_tests():
         pytest.skip(f"flytekitplugins-kfpytorch's source distribution cannot be fetched: {error}")
 
 
+@pytest.mark.slow(150)
 def test_the_plugins_own_tests_pass_on_kfdefaults_elastic_but_for_the_documented_differences(plugin_tests, tmp_path):
-    ours = run_suite(plugin_tests, HERE / "plugin_conftests" / "kfpytorch.py", tmp_path / "ours")
-    theirs = run_suite(plugin_tests, HERE / "plugin_conftests" / "none.py", tmp_path / "theirs", "-k", SAME_AS_THE_PLUGIN)
+    with ThreadPoolExecutor(max_workers=2) as both:  # two processes side by side: each waits on its workers' start
+        ours = both.submit(run_suite, plugin_tests, HERE / "plugin_conftests" / "kfpytorch.py", tmp_path / "ours")
+        theirs = both.submit(run_suite, plugin_tests, HERE / "plugin_conftests" / "none.py", tmp_path / "theirs",
+                             "-k", SAME_AS_THE_PLUGIN)
+        ours, theirs = ours.result(), theirs.result()
     assert len(ours) >= 30 and "test_shared::test_task_shared_memory[task_config0-None-True-False]" in ours
     failed = {name for name, outcome in ours.items() if outcome == "failed"}
     environment = {name for name in failed if SAME_AS_THE_PLUGIN in name}

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 
+import pytest
 from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -170,12 +171,14 @@ SETTINGS = settings(max_examples=int(os.environ.get("MUTATION_EXAMPLES", "150"))
                     derandomize="MUTATION_EXAMPLES" not in os.environ, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(mutated_data())
 def test_data_mutations_raise_only_profile_errors(mutant):
     check(*mutant)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(mutated_text())
 def test_text_mutations_raise_only_profile_errors(mutant):
@@ -200,6 +203,7 @@ def overrides(draw):
     return {**base, section: draw(PYTHON_VALUES)} if draw(st.booleans()) else base
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(overrides())
 def test_python_overrides_raise_only_profile_errors(value):

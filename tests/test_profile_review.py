@@ -136,6 +136,7 @@ def run(repo: Path, base: str, github: FakeGitHub, *args: str) -> subprocess.Com
                           cwd=repo, capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_one_comment_with_each_changed_profile_then_edited_not_posted_again(repo, github):
     repo_path, base = repo
     first = run(repo_path, base, github)
@@ -161,6 +162,7 @@ def test_one_comment_with_each_changed_profile_then_edited_not_posted_again(repo
     assert len(github.comments) == 1 and "No profile's merged result changes." in github.comments[0]["body"]
 
 
+@pytest.mark.slow
 def test_no_change_and_no_comment_yet_posts_nothing(repo, github):
     repo_path, _ = repo
     head = git(repo_path, "rev-parse", "HEAD")
@@ -169,6 +171,7 @@ def test_no_change_and_no_comment_yet_posts_nothing(repo, github):
     assert [m for m, _, _ in github.requests] == ["GET"] and github.comments == []
 
 
+@pytest.mark.slow
 def test_a_broken_profile_is_in_the_comment_and_fails_the_job(repo, github):
     repo_path, base = repo
     (repo_path / "profiles" / "quiet.yaml").write_text("elastic: {max_restarts: -1}\n")
@@ -178,6 +181,7 @@ def test_a_broken_profile_is_in_the_comment_and_fails_the_job(repo, github):
     assert "`quiet` could not be compared:" in body and "quiet.yaml:1:25:" in body
 
 
+@pytest.mark.slow
 def test_a_new_and_a_deleted_profile_are_compared_with_nothing(repo, github):
     repo_path, base = repo
     (repo_path / "profiles" / "quiet.yaml").unlink()
@@ -189,6 +193,7 @@ def test_a_new_and_a_deleted_profile_are_compared_with_nothing(repo, github):
     assert github.requests == []  # --dry-run posts nothing
 
 
+@pytest.mark.slow
 def test_github_refusing_is_a_clear_error(repo, github):
     repo_path, base = repo
     event = repo_path.parent / "event.json"
@@ -270,6 +275,7 @@ def flat(tokens) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_a_hostile_pull_request_cannot_forge_the_comment(hostile, github):
     """The comment, read by a CommonMark parser with HTML on (as GitHub renders it, tables included), holds the
     hostile text only as code: no image, emphasis, heading, link or raw HTML of the repository's, no @-mention
@@ -336,6 +342,7 @@ def test_error_text_stays_inside_its_block_whatever_the_command_prints(repo, tmp
     assert not [t for t in tokens if t.type == "html_block" and "onerror" in t.content]
 
 
+@pytest.mark.slow
 def test_a_comment_that_only_looks_like_the_review_is_never_edited(repo, github):
     """The pull request's author posts the marker in a comment of their own: the bot would otherwise edit it, and its
     review would stand under the author's name (or be lost). Only the bot's own comment is the review."""
@@ -352,6 +359,7 @@ def test_a_comment_that_only_looks_like_the_review_is_never_edited(repo, github)
     assert github.requests[-1][1].endswith(f"/comments/{github.comments[1]['id']}")
 
 
+@pytest.mark.slow
 def test_a_review_longer_than_github_takes_is_cut_to_fit_and_says_so(repo, github):
     """GitHub refuses a comment body over 65,536 characters: the review would be lost (the old one kept). It lists
     what fits, says how many more there are, and the job's summary holds them all."""
@@ -373,6 +381,7 @@ def test_a_review_longer_than_github_takes_is_cut_to_fit_and_says_so(repo, githu
     assert summary.count("**kfdefaults diff**") == 6 > body.count("**kfdefaults diff**") >= 1
 
 
+@pytest.mark.slow
 def test_the_cluster_files_beside_a_platform_folder_s_profiles_are_not_compared_as_profiles(tmp_path):
     """A platform folder holds the cluster's PodTemplate and facts beside its profiles (and a team folder may be
     the project's, with its pyproject.toml): they are no profiles, and comparing them as such failed every review
@@ -396,6 +405,7 @@ def test_the_cluster_files_beside_a_platform_folder_s_profiles_are_not_compared_
     assert "| ~ | `elastic.nnodes` | `2` | `4` |" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_platform_change_is_not_hidden_by_team_folders_the_pull_request_declares(tmp_path):
     """The head adds a team folder to the repository's pyproject.toml whose profile sets back every value the
     platform change sets: laid over both sides, it made the change look like none. A platform folder is compared
@@ -418,6 +428,7 @@ def test_a_platform_change_is_not_hidden_by_team_folders_the_pull_request_declar
     assert "| ~ | `elastic.max_restarts` | `3` | `100` |" in proc.stdout
 
 
+@pytest.mark.slow
 def test_what_both_sides_are_compared_under_is_named_when_the_change_edits_it(tmp_path):
     """The head adds a platform folder through the project's `[tool.kfdefaults]`, raising what the team's profile
     extends: `diff` reads the project as it is now on both sides, so the team folder's profiles compare equal. The
@@ -466,6 +477,7 @@ def shared_platform(tmp_path: Path) -> tuple[Path, str]:
     return repo, git(repo, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hostile", ["pipe", "nested"])
 def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_path, hostile):
     """Whether an edited ``pyproject.toml`` changes ``[tool.kfdefaults]`` is read as kfdefaults reads a project: a
@@ -488,6 +500,7 @@ def test_a_pyproject_toml_the_change_edits_is_read_within_kfdefaults_bounds(tmp_
         assert "**Not in the differences below**" in proc.stdout and "values nest deeper than" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_change_that_edits_thousands_of_shared_files_still_fits_in_a_comment(tmp_path):
     """The note names each file both sides are compared under that the change edits, and a platform folder may hold
     thousands: named whole, the comment was longer than GitHub takes and the review was lost. It names what fits
@@ -505,6 +518,7 @@ def test_a_change_that_edits_thousands_of_shared_files_still_fits_in_a_comment(t
     assert "No profile's merged result changes." in body
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("links", [["plat"], ["plat", "mid"]])
 def test_a_link_the_change_points_elsewhere_is_named(tmp_path, links):
     """The project's platform folder is a link (or a link to a link) the change points at another folder: the file
@@ -531,6 +545,7 @@ def test_a_link_the_change_points_elsewhere_is_named(tmp_path, links):
     assert f"so what that does to the tasks is in neither side: `{links[-1]}`." in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compared", ["profiles", "."])
 def test_what_both_sides_read_inside_a_compared_team_folder_is_named(tmp_path, compared):
     """Each side reads only the profiles of its own copy of a compared team folder: a platform folder inside it, or
@@ -558,6 +573,7 @@ def test_what_both_sides_read_inside_a_compared_team_folder_is_named(tmp_path, c
     assert f"so what that does to the tasks is in neither side: `{named}`." in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gone", ["deleted", "a folder"])
 def test_a_project_file_the_change_removes_is_named(tmp_path, gone):
     """The change deletes the project's pyproject.toml (or puts a folder in its place), and with it the platform
@@ -575,6 +591,7 @@ def test_a_project_file_the_change_removes_is_named(tmp_path, gone):
     assert "so what that does to the tasks is in neither side: `pyproject.toml`" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_platform_folder_at_the_repository_s_top_is_looked_up_whole(tmp_path):
     """`platform = ["."]` names the repository's top folder: git's literal pathspec `.` matches no file, so a change
     to the platform profiles there made no note while every task changed."""

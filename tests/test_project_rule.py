@@ -41,6 +41,7 @@ def elsewhere(tmp_path: Path) -> tuple[Path, Path]:
 LAYERS = ("--platform", "../pe/platform", "--team", "team")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["render", "gpu-large"], ["validate"], ["list"], ["where", "gpu-large"],
                                      ["diff", "gpu-large", "cpu-small"]])
 def test_a_platform_folder_in_another_repository_brings_no_project(elsewhere, command):
@@ -52,6 +53,7 @@ def test_a_platform_folder_in_another_repository_brings_no_project(elsewhere, co
     assert "pe-only" not in proc.stdout + proc.stderr  # the team folder its [tool.kfdefaults] names
 
 
+@pytest.mark.slow
 def test_where_says_which_project_every_command_reads(elsewhere):
     platform_repo, user = elsewhere
     none = cli(user, "where", "gpu-large", *LAYERS)
@@ -66,6 +68,7 @@ def test_where_says_which_project_every_command_reads(elsewhere):
                                                     f"working directory, {platform_repo / 'platform'})")
 
 
+@pytest.mark.slow
 def test_a_project_named_is_read_whole_its_lock_included(elsewhere):
     """--project makes the other repository's project count, as where says: its lock holds gpu-large."""
     _, user = elsewhere
@@ -76,6 +79,7 @@ def test_a_project_named_is_read_whole_its_lock_included(elsewhere):
     assert wrong.returncode == 2 and "--project team: no pyproject.toml in it or in a folder above it" in wrong.stderr
 
 
+@pytest.mark.slow
 def test_lock_takes_the_layer_options_of_the_other_commands(tmp_path):
     project = tmp_path / "vision"
     (project / "profiles").mkdir(parents=True)
@@ -93,6 +97,7 @@ def test_lock_takes_the_layer_options_of_the_other_commands(tmp_path):
     assert beside.returncode == 0, beside.stderr
 
 
+@pytest.mark.slow
 def test_lock_messages_lead_with_the_cause(tmp_path):
     """A platform file that extended a builtin profile goes missing: the builtin file is still installed, and is
     said after the missing platform file, as what it brought about, not as a package to install."""
@@ -126,6 +131,7 @@ def test_a_pyproject_built_to_slow_the_search_for_tool_kfdefaults_is_passed_over
     assert proc.returncode == 0 and "gpu-large" in proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", [
     'tool = {kfdefaults = {team = ["profiles"]}}\n',
     'tool = {other = 1, kfdefaults.team = ["profiles"]}\n',

@@ -68,6 +68,7 @@ def pyflyte(cwd, *args: str) -> list[str]:
     return [line for line in lines if line and not set(line) <= set("╭╮╰╯─ ") and not line.startswith("╭─")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [["--pkgs", "wf", "package", "--image", "example.com/train:1", "-f"],
                                  ["run", "wf.py", "train"]])
 def test_under_pyflyte_the_message_comes_first_without_kfdefaults_frames(tmp_path, how):
@@ -89,6 +90,7 @@ def test_under_pyflyte_the_message_comes_first_without_kfdefaults_frames(tmp_pat
                      "auto (got 'eight')", f"(raised at {tmp_path}/wf.py:4)"], lines
 
 
+@pytest.mark.slow
 def test_a_task_layer_error_under_pyflyte_names_the_task_line(tmp_path):
     (tmp_path / "wf.py").write_text(BAD_TEMPLATE, encoding="utf-8")
     lines = pyflyte(tmp_path, "run", "wf.py", "train")

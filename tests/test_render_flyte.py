@@ -102,6 +102,7 @@ def both_ways(tmp_path_factory) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_the_template_is_the_same_with_and_without_torch(both_ways):
     """The plugin imports torch at task definition only for parse_min_max_nnodes; the stand-in is torch's. Each
     case defined both ways in one process, serialized by flytekit's get_serializable: PyTorchJobs (nnodes "1:4",
@@ -139,6 +140,7 @@ def kept_run(cwd, *args: str, **environment: str) -> tuple[str, str]:
     return proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_kept_template_is_what_serializing_prints(tmp_path):
     """The second run prints what the first one serialized, warnings included, without importing flytekit; with
     the cache off, serializing again prints the same."""
@@ -155,6 +157,7 @@ def test_a_kept_template_is_what_serializing_prints(tmp_path):
     assert said_first.replace("SDK-IMPORTED", "") == said_second.replace("NO-SDK", "") == said_fresh.replace("SDK-IMPORTED", "")
 
 
+@pytest.mark.slow(12)
 def test_what_the_template_depends_on_is_serialized_again(tmp_path):
     """A profile file edited (same size, its old modification time set back), another --image, the default image
     flytekit reads from FLYTE_INTERNAL_IMAGE: each a new serialization, printing the change."""
@@ -194,11 +197,13 @@ def test_the_stand_in_reads_nnodes_as_torch_does(text):
     assert outcome(ours) == outcome(torchs)
 
 
+@pytest.mark.slow
 def test_the_stand_in_is_taken_away_after_the_task_is_defined(both_ways):
     assert both_ways["parsed"] == [2, 3]  # torch.distributed.run.parse_min_max_nnodes("2:3"), inside
     assert both_ways["after_stand_in"] == []
 
 
+@pytest.mark.slow
 def test_render_as_flyte_takes_the_image_and_says_nothing_more_when_piped():
     template, said = preview("gpu-large", "--image", "registry.example.com/vision/train:3", with_torch=False)
     assert "loading" not in said  # the progress line is for a terminal only
@@ -213,6 +218,7 @@ def test_image_without_as_flyte_is_a_usage_mistake():
     assert result.exit_code == 2 and "--image is the image of the task that --as flyte serializes" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_progress_line_on_a_terminal():
     from test_explain_terminal import on_terminal
 
@@ -220,6 +226,7 @@ def test_a_progress_line_on_a_terminal():
     assert "loading flytekit to serialize the task" in screen
 
 
+@pytest.mark.slow
 def test_the_preview_reads_the_project_of_the_working_folder_with_its_lock(tmp_path):
     """The console script lives in a virtualenv that may sit in another project (kfdefaults' own clone, a
     workspace root): the task the preview defines reads the project of the working folder, as registering

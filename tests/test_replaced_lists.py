@@ -45,6 +45,7 @@ def builtin_line() -> str:
     return f"{path}:{next(i for i, line in enumerate(lines, 1) if 'nvidia.com/gpu' in line and 'key' in line)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["render", "a100"], ["validate", "platform"], ["lock", "a100"],
                                      ["lock", "--check"]])
 def test_a_file_that_drops_a_lower_lists_items_is_warned_of_by_render_validate_and_lock(tmp_path, command):
@@ -61,6 +62,7 @@ def test_a_file_that_drops_a_lower_lists_items_is_warned_of_by_render_validate_a
         "that dropping it is meant"), proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["render", "a100"], ["validate", "--strict", "platform"], ["lock", "a100"]])
 def test_patch_replace_in_the_list_says_it_is_meant(tmp_path, command):
     root = project(tmp_path, MEANT)
@@ -68,6 +70,7 @@ def test_patch_replace_in_the_list_says_it_is_meant(tmp_path, command):
     assert proc.returncode == 0 and "tolerations" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_meant_list_stays_silent_beside_another_that_drops_items(tmp_path):
     """Each list on its own: the team's `args` drops the platform's and is said; the platform's marked
     `tolerations` is not."""
@@ -82,6 +85,7 @@ def test_a_meant_list_stays_silent_beside_another_that_drops_items(tmp_path):
     assert 'its 2 items are dropped ("--epochs", "10")' in said[0]
 
 
+@pytest.mark.slow
 def test_a_list_that_repeats_every_lower_item_drops_nothing_and_is_not_warned_of(tmp_path):
     root = project(tmp_path, "tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, "
                              "{key: pool, operator: Exists}]")
@@ -89,6 +93,7 @@ def test_a_list_that_repeats_every_lower_item_drops_nothing_and_is_not_warned_of
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_the_marked_list_merges_as_kubectl_merges_the_rest_of_it(tmp_path, kubectl):
     """The `$patch: replace` item only silences the warning: the pod is kubectl's merge of the other items over
     the builtin profile (kubectl itself would keep the item as data: a toleration `{"$patch": "replace"}`)."""
@@ -111,6 +116,7 @@ def test_the_marked_list_merges_as_kubectl_merges_the_rest_of_it(tmp_path, kubec
     assert new["set_by"]["line"] == 6  # the item after the mark, counted without it
 
 
+@pytest.mark.slow
 def test_the_task_layers_replacement_is_said_by_the_same_rule(tmp_path):
     """``@task(pod_template=...)`` replacing the profile's tolerations: the warning at the task's definition is the
     one render gives a file, located at the task layer's label."""

@@ -30,6 +30,7 @@ def case(tmp_path: Path) -> dict:
 ARGS = ("render", "vision", "--team", "team")
 
 
+@pytest.mark.slow
 def test_an_unchanged_render_is_replayed_with_the_same_output(case: dict) -> None:
     first = render(case, *ARGS)
     second = render(case, *ARGS)
@@ -39,6 +40,7 @@ def test_an_unchanged_render_is_replayed_with_the_same_output(case: dict) -> Non
     assert "kfdefaults: target" in first[1]
 
 
+@pytest.mark.slow
 def test_an_edit_that_keeps_size_and_time_is_seen(case: dict) -> None:
     render(case, *ARGS)
     assert render(case, *ARGS)[2] == "replayed"
@@ -50,6 +52,7 @@ def test_an_edit_that_keeps_size_and_time_is_seen(case: dict) -> None:
     assert "train:2.2" in out and "train:2.1" not in out
 
 
+@pytest.mark.slow
 def test_a_new_profile_file_in_a_folder_is_seen(case: dict) -> None:
     render(case, *ARGS)
     (case["team"] / "elastic-gpu-default.yaml").write_text("pod_template:\n  labels: {shadowed: 'yes'}\n")
@@ -58,6 +61,7 @@ def test_a_new_profile_file_in_a_folder_is_seen(case: dict) -> None:
     assert how == "rendered" and "shadowed" in out
 
 
+@pytest.mark.slow
 def test_a_pyproject_toml_that_appears_is_seen(case: dict) -> None:
     """A render looks for pyproject.toml in the working folder and above: one that appears later declares the
     team folder, and the same command now renders with it."""
@@ -74,6 +78,7 @@ def test_a_pyproject_toml_that_appears_is_seen(case: dict) -> None:
     assert render(case, *args)[3] == 1
 
 
+@pytest.mark.slow
 def test_another_environment_or_argument_renders_again(case: dict) -> None:
     render(case, *ARGS)
     assert render(case, *ARGS, "--set", "elastic.nnodes=3")[2] == "rendered"
@@ -81,6 +86,7 @@ def test_another_environment_or_argument_renders_again(case: dict) -> None:
     assert render(case, *ARGS)[2] == "replayed"
 
 
+@pytest.mark.slow
 def test_a_damaged_entry_is_a_miss(case: dict) -> None:
     first = render(case, *ARGS)
     entries = [p for p in Path(case["env"]["KFDEFAULTS_CACHE_DIR"]).rglob("*.json") if b"-marshal " in p.read_bytes()[:40]]
@@ -93,6 +99,7 @@ def test_a_damaged_entry_is_a_miss(case: dict) -> None:
     assert again[:2] == first[:2] and again[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_a_file_changed_just_now_is_not_stored(case: dict) -> None:
     # a window no run outlasts however loaded the machine (two seconds by default: a run that starts slower than
     # that after the write would find the file settled, and rightly store it)
@@ -102,6 +109,7 @@ def test_a_file_changed_just_now_is_not_stored(case: dict) -> None:
     assert render(case, *ARGS, env=env)[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_a_file_changed_during_the_run_is_not_stored(case: dict) -> None:
     """Edited after the render read it and before the run is stored, its modification time set back: its change
     time says so, and the next run renders the file as it is now."""
@@ -113,6 +121,7 @@ def test_a_file_changed_during_the_run_is_not_stored(case: dict) -> None:
     assert render(case, *ARGS)[2] == "replayed"
 
 
+@pytest.mark.slow
 def test_a_failed_render_is_not_replayed(case: dict) -> None:
     for args in (("render", "nothing-here", "--team", "team"), ARGS[:4] + ("--set", "elastic.nnodes=zero")):
         first = render(case, *args)
@@ -120,6 +129,7 @@ def test_a_failed_render_is_not_replayed(case: dict) -> None:
         assert render(case, *args)[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_a_render_as_flyte_is_replayed_until_the_sdk_changes(case: dict, tmp_path: Path) -> None:
     """--as flyte defines a real task: its output follows from the SDK's code too. A package that shadows the SDK
     (here a copy of flytekitplugins' kfpytorch package found first on the path) is another SDK: rendered again."""
@@ -144,12 +154,14 @@ def test_a_render_as_flyte_is_replayed_until_the_sdk_changes(case: dict, tmp_pat
     assert render(case, *args, env=env)[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_without_the_cache_nothing_is_replayed(case: dict) -> None:
     env = {**case["env"], "KFDEFAULTS_NO_CACHE": "1"}
     render(case, *ARGS, env=env)
     assert render(case, *ARGS, env=env)[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_both_streams_into_one_read_the_same_when_replayed(case: dict) -> None:
     """`2>&1`: the replay makes the writes in the order the render made them."""
     def combined() -> tuple[str, str]:
@@ -162,6 +174,7 @@ def test_both_streams_into_one_read_the_same_when_replayed(case: dict) -> None:
     assert first[0] == second[0] and first[0].index("kfdefaults: target") < first[0].index("name: vision")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_a_replay_that_cannot_write_says_so(case: dict) -> None:
     render(case, *ARGS)
@@ -188,6 +201,7 @@ def stored_inputs(case: dict) -> list[list]:
     return found
 
 
+@pytest.mark.slow
 def test_a_package_installed_since_is_seen(case: dict) -> None:
     """A folder of sys.path changes when a package is installed in it: the platform package that appears may
     register a folder (an entry point), and the render runs again."""
@@ -201,6 +215,7 @@ def test_a_package_installed_since_is_seen(case: dict) -> None:
     assert render(case, *ARGS, env=env)[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_the_schema_package_version_is_an_input(case: dict) -> None:
     import importlib.util
 
@@ -210,6 +225,7 @@ def test_the_schema_package_version_is_an_input(case: dict) -> None:
                                                            if i[0] == "module" and i[1] == "kubernetes_validate"]
 
 
+@pytest.mark.slow
 def test_a_project_inside_the_cache_folder_is_still_read(case: dict) -> None:
     env = {**case["env"], "KFDEFAULTS_CACHE_DIR": str(case["work"].parent)}  # the project below it
     render(case, *ARGS, env=env)
@@ -221,6 +237,7 @@ def test_a_project_inside_the_cache_folder_is_still_read(case: dict) -> None:
     assert how == "rendered" and "train:2.2" in out
 
 
+@pytest.mark.slow
 def test_a_team_folder_named_like_a_shard_of_the_cache_is_still_read(case: dict) -> None:
     """A team folder ``be`` in the cache folder is the project's, not one of the cache's two-letter folders:
     its files and its listing are inputs, so an edit is rendered, never a stale replay."""
@@ -241,6 +258,7 @@ def test_a_team_folder_named_like_a_shard_of_the_cache_is_still_read(case: dict)
     assert render(case, *args, env=env)[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_a_link_pointed_elsewhere_with_its_time_kept_is_seen(case: dict) -> None:
     other = case["work"] / "other"
     other.mkdir()
@@ -259,6 +277,7 @@ def test_a_link_pointed_elsewhere_with_its_time_kept_is_seen(case: dict) -> None
     assert how == "rendered" and "team: speech" in out
 
 
+@pytest.mark.slow
 def test_an_edit_of_the_clusters_node_list_is_seen(case):
     """The facts and the node list they name are inputs of a render: a node list edited is a render again, and the
     warning of a profile that fits no pool comes or goes with it."""
@@ -283,6 +302,7 @@ def test_an_edit_of_the_clusters_node_list_is_seen(case):
 # -- each input a render depends on, changed between two runs with the same command: rendered again
 
 
+@pytest.mark.slow
 def test_an_sdk_plugin_removed_since_changes_the_default_target_said(case: dict) -> None:
     """Without --target, the target follows the installed SDKs: Flyte 2's plugin gone (here a package of the same
     name, without ``pytorch``, found first on the path, as when flyteplugins-pytorch is uninstalled), the same
@@ -312,6 +332,7 @@ def test_a_target_the_project_states_since_is_another_render(case: dict) -> None
     assert render(case, *ARGS)[2] == "replayed"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("library", ["deepmerge", "pydantic", "yaml"])
 def test_another_copy_of_a_library_renders_again(case: dict, library: str) -> None:
     """The libraries whose code makes a profile (deepmerge merges ``elastic``, pydantic validates, PyYAML reads) are
@@ -331,6 +352,7 @@ def test_another_copy_of_a_library_renders_again(case: dict, library: str) -> No
     assert render(case, *ARGS, env=env)[2] == "rendered"
 
 
+@pytest.mark.slow
 def test_a_lock_file_that_appears_holds_the_next_render(case: dict) -> None:
     """A project's render looks for kfdefaults.lock beside its pyproject.toml: one written since (here with a
     platform folder this shell does not name) makes the same command fail, naming the missing file."""
@@ -349,6 +371,7 @@ def test_a_lock_file_that_appears_holds_the_next_render(case: dict) -> None:
     assert "kfdefaults.lock" in said and "platform file missing: platform/elastic-gpu-default.yaml" in said
 
 
+@pytest.mark.slow
 def test_a_large_pyproject_that_comes_to_set_tool_kfdefaults_is_seen(case: dict) -> None:
     """A pyproject.toml over the size kfdefaults parses is still read for ``tool.kfdefaults``: once it sets it,
     the same command is an error."""
@@ -366,6 +389,7 @@ def test_a_large_pyproject_that_comes_to_set_tool_kfdefaults_is_seen(case: dict)
     assert (how, status) == ("rendered", 1) and "sets tool.kfdefaults" in said
 
 
+@pytest.mark.slow
 def test_a_declared_platform_folder_that_appears_is_read(case: dict) -> None:
     """``platform = ["acme"]`` names a package until a folder ``acme`` stands beside pyproject.toml (packages
     unchecked here, as --no-entry-points leaves them): the folder made since is the platform layer."""
@@ -382,6 +406,7 @@ def test_a_declared_platform_folder_that_appears_is_read(case: dict) -> None:
     assert how == "rendered" and "pool: a100" in out
 
 
+@pytest.mark.slow
 def test_an_installed_platform_package_whose_code_names_another_folder_is_seen(case: dict) -> None:
     """An entry point ``module:attribute`` runs the package's code to find its folder: the package upgraded in
     place (its ``__init__.py`` rewritten, its entry points and folders as they were) names another folder, and
@@ -407,6 +432,7 @@ def test_an_installed_platform_package_whose_code_names_another_folder_is_seen(c
     assert how == "rendered" and "acme: v2" in out
 
 
+@pytest.mark.slow
 def test_a_folder_that_gains_a_profile_file_is_no_longer_warned_of(case: dict) -> None:
     """The warning about a team folder without profile files goes with the first file put in it (one the
     profile does not read: only the folder's listing says so)."""
@@ -423,6 +449,7 @@ def test_a_folder_that_gains_a_profile_file_is_no_longer_warned_of(case: dict) -
     assert how == "rendered" and "no profile files" not in said
 
 
+@pytest.mark.slow
 def test_a_sub_folder_that_gains_profile_files_is_named_in_the_warning(case: dict) -> None:
     """A folder without profile files is warned of, and its sub-folders that hold some are named: a file put in
     ``extra/profiles/`` (the folder ``extra`` itself unchanged) adds that hint to the same command's warning."""
@@ -441,6 +468,7 @@ def test_a_sub_folder_that_gains_profile_files_is_named_in_the_warning(case: dic
 # -- each part of the command's key: the same inputs, another command
 
 
+@pytest.mark.slow
 def test_the_same_command_in_another_project_renders_that_project(case: dict) -> None:
     """Two projects whose pyproject.toml name their own team folders: the same command, run in each, renders each
     one's profile (the working folder is part of the command)."""
@@ -459,6 +487,7 @@ def test_the_same_command_in_another_project_renders_that_project(case: dict) ->
     assert how == "rendered" and "train:2.2" in out
 
 
+@pytest.mark.slow
 def test_explain_follows_the_terminal_it_is_shown_on(case: dict) -> None:
     """--explain prints a table on a wide terminal, a narrow layout on a narrow one and plain text into a pipe:
     each run of the same command writes what its own standard output takes, never what another one took."""
@@ -472,6 +501,7 @@ def test_explain_follows_the_terminal_it_is_shown_on(case: dict) -> None:
     assert how == "rendered" and "elastic.nnodes" in piped and "\x1b[" not in piped and "│" not in piped
 
 
+@pytest.mark.slow
 def test_another_kfdefaults_renders_again_and_merges_anew(case: dict) -> None:
     """kfdefaults' own code makes the output: a release whose flytekit default differs (here a copy of kfdefaults
     first on the path, whose ``targets.py`` is replaced by one with another ``monitor_interval``) renders the same

@@ -16,6 +16,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import pytest
 from flyte_pods import APPS, container_env, run_a0, run_flytekit_pod, shell_env
 
 from kfdefaults.errors import KfdefaultsWarning
@@ -141,6 +142,7 @@ def auto(x: int) -> int:
 """
 
 
+@pytest.mark.slow
 def test_flyte2_override_resources_says_what_it_replaces_and_auto_follows_it_into_the_pod(tmp_path):
     import asyncio
     import sys

@@ -293,6 +293,7 @@ def hostile_files(draw) -> tuple[bytes, str]:
 LOCATED = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): ")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(hostile_files())
 def test_generated_hostile_files_are_located_profile_errors(hostile):
@@ -349,6 +350,7 @@ def run_limited(*args: str) -> tuple[int, str, str, int]:
     return proc.returncode, proc.stdout, "\n".join(lines), int(peak.split()[2])
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=3)
 @given(st.lists(hostile_files(), min_size=8, max_size=12))
 def test_the_command_line_refuses_generated_hostile_files_within_bounds(batch):
@@ -410,6 +412,7 @@ def _shown_safely(text: str) -> None:
     assert not re.search(r"^\s*::", text, re.MULTILINE), text
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=3)
 @given(st.lists(displayed_profiles(), min_size=6, max_size=10))
 def test_the_command_line_shows_hostile_keys_values_and_file_names_as_escapes(batch):

@@ -26,6 +26,7 @@ def folder(path: Path, text: str, name: str = "gpu-large.yaml") -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_5_and_5_0_are_one_number_to_diff(tmp_path):
     five = folder(tmp_path / "five", "elastic:\n  monitor_interval: 5\n")
     five_point_0 = folder(tmp_path / "five-point-0", "elastic:\n  monitor_interval: 5.0\n")
@@ -36,6 +37,7 @@ def test_5_and_5_0_are_one_number_to_diff(tmp_path):
     assert (result.returncode, result.stdout) == (1, "~ elastic.monitor_interval: 5 -> 5.5\n"), result.stderr
 
 
+@pytest.mark.slow
 def test_a_lock_and_diff_agree_that_5_0_is_the_locked_5(tmp_path):
     platform = folder(tmp_path / "platform", "locked: [elastic.monitor_interval]\nelastic:\n  monitor_interval: 5\n")
     team = folder(tmp_path / "team", "elastic:\n  monitor_interval: 5.0\n")
@@ -53,6 +55,7 @@ def test_a_lock_and_diff_agree_that_5_0_is_the_locked_5(tmp_path):
     assert "this changes 5 to 6" in broken.stderr
 
 
+@pytest.mark.slow
 def test_the_string_2_is_not_the_number_2_to_diff_or_a_lock(tmp_path):
     def limits(cpu: str) -> str:
         return f"pod_template:\n  spec:\n    containers:\n      - name: primary\n        resources: {{limits: {{cpu: {cpu}}}}}\n"
@@ -70,6 +73,7 @@ def test_the_string_2_is_not_the_number_2_to_diff_or_a_lock(tmp_path):
     assert kfdefaults("render", "gpu-large", "--platform", platform, "--team", string).returncode == 0
 
 
+@pytest.mark.slow
 def test_true_is_not_1_to_verify_and_30_0_is_30(tmp_path):
     team = folder(tmp_path / "team", "pod_template:\n  spec:\n    hostNetwork: true\n"
                                      "    terminationGracePeriodSeconds: 30\n")

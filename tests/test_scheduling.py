@@ -154,6 +154,7 @@ def test_tolerates_taint_as_k8s_api_tests_it(toleration, taint, gate, expected):
     assert tolerates(toleration, taint, comparison_operators=gate) is expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gate", [False, True])
 def test_the_indexed_tolerations_tolerate_exactly_what_each_toleration_tolerates(gate):
     """:class:`Tolerations` (indexed, so that thousands of tolerations against thousands of taints take no
@@ -514,6 +515,7 @@ def clusters_and_pods(draw):
     return nodes, spec
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(200))
 @given(clusters_and_pods())
 def test_every_node_of_a_pool_gets_its_verdict_unless_the_pod_selects_a_per_node_label(case):

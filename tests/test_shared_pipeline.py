@@ -112,6 +112,7 @@ def test_installed_packages_turned_off_between_two_calls_are_left_out(tmp_path: 
     assert first["labels"].get("made-by") == "acme" and "made-by" not in second["labels"]
 
 
+@pytest.mark.slow
 def test_a_package_on_a_folder_put_on_sys_path_between_two_calls_is_read(tmp_path: Path) -> None:
     site = platform_package(tmp_path / "site")
     first, second = steps(tmp_path, {"profile": "gpu-large"}, {"path": [site], "profile": "gpu-large"},
@@ -140,6 +141,7 @@ def test_a_cluster_template_put_in_the_platform_folder_between_two_calls_is_merg
 GATED = "pod_template:\n  spec:\n    schedulingGates:\n      - name: example.com/review\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argument", ["platform", "team", "project", "kubernetes_version", "target"])
 def test_each_argument_has_its_own_pipeline(tmp_path: Path, argument: str) -> None:
     """Two calls that differ in one argument of shared_pipeline(): the second resolves per its own."""

@@ -50,6 +50,7 @@ def _check(patch: dict, originals: list[dict], kind: str, *, shrink_it: bool = T
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(60), **_SETTINGS)
 @given(smp_examples("PodTemplateSpec"))
 def test_pod_template_spec_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]) -> None:
@@ -58,6 +59,7 @@ def test_pod_template_spec_matches_kubectl(kubectl: str, example: tuple[dict, li
     _check(patch, originals, "PodTemplateSpec")
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(15), **_SETTINGS)
 @given(smp_examples("PodSpec"))
 def test_pod_spec_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]) -> None:
@@ -66,6 +68,7 @@ def test_pod_spec_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]
     _check(patch, originals, "PodSpec")
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(15), **_SETTINGS)
 @given(smp_examples("Container"))
 def test_container_matches_kubectl(kubectl: str, example: tuple[dict, list[dict]]) -> None:
@@ -228,6 +231,7 @@ def _long_cases() -> list[tuple[str, dict, dict]]:
     return cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("original", "patch"), [c[1:] for c in _long_cases()], ids=[c[0] for c in _long_cases()])
 def test_long_list_matches_kubectl(kubectl: str, original: dict, patch: dict) -> None:
     """One case at a size where Go's slice capacity or sort changes rule."""

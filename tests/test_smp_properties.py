@@ -59,6 +59,7 @@ def kubectl_fold_each(originals: list[dict], layers: list[dict]) -> list[tuple[b
     return current
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(13), **_SETTINGS)
 @given(starts=st.lists(originals(), min_size=2, max_size=3), layers=st.lists(patches(), min_size=2, max_size=4))
 def test_layering_n_fragments_equals_kubectl_applying_them_one_by_one(kubectl: str, starts: list[dict],
@@ -71,6 +72,7 @@ def test_layering_n_fragments_equals_kubectl_applying_them_one_by_one(kubectl: s
             assert canonical(ours) == canonical(theirs), original
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(25), **_SETTINGS)
 @given(layers=st.lists(patches().map(without_directives), min_size=2, max_size=5))
 def test_directive_free_layers_from_empty_equal_kubectl(kubectl: str, layers: list[dict]) -> None:
@@ -82,6 +84,7 @@ def test_directive_free_layers_from_empty_equal_kubectl(kubectl: str, layers: li
         assert canonical(ours) == canonical(theirs)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300), **_SETTINGS)
 @given(original=originals(), patch=patches().map(without_directives))
 def test_a_patch_without_directives_applied_twice_changes_nothing_the_second_time(original: dict, patch: dict) -> None:

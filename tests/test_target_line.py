@@ -37,6 +37,7 @@ def team(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_both_sdks_installed_and_a_default_that_differs_is_said_with_what_differs(team):
     said = render(team, "cpu-small").stderr
     assert said == f"{ASSUMED}flyte2: monitor_interval 3, max_restarts 3 (see --target)\n" and len(said) <= 101
@@ -82,6 +83,7 @@ def test_verify_says_the_target_only_where_it_is_assumed_and_changes_the_answer(
     assert kfdefaults(team, "verify", "job.yaml", "--profile", "gpu-large").stderr == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, env", [
     (("pinned", "--team", "team"), {}),  # every setting both plugins take is written: either target gives the same
     (("cpu-small", "--as", "podtemplate"), {}),  # the target does not change the pod template

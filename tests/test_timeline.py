@@ -352,6 +352,7 @@ def test_one_node_has_no_rendezvous_to_wait_for_but_kueue_and_its_workers_collec
         ["start-cold-pod"]
 
 
+@pytest.mark.slow
 def test_render_without_facts_imports_nothing_of_the_clocks(tmp_path):
     """The clocks, the timeline and their lints are imported only where facts are stated."""
     code = ("import sys; from kfdefaults.cli import run; run(['render', 'gpu-large', '--facts', 'none']); "

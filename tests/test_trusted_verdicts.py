@@ -58,6 +58,7 @@ def registered_job(project: Path) -> Path:
     return job
 
 
+@pytest.mark.slow
 def test_verify_of_an_unchanged_job_with_task_arguments(project: Path) -> None:
     job = registered_job(project)
     same = kfdefaults(project, "verify", str(job))
@@ -80,6 +81,7 @@ def test_verify_of_an_unchanged_job_with_task_arguments(project: Path) -> None:
         overridden.stdout.splitlines()), overridden.stdout
 
 
+@pytest.mark.slow
 def test_a_claim_of_the_task_layer_without_its_call_is_not_trusted(project: Path) -> None:
     """An edited ``KFDEFAULTS_ELASTIC`` that says the task set ``join_timeout`` (to hide a value the profile does not
     give) holds no key of such a call: the claim is void, said so, and the job is compared with the profile alone."""
@@ -102,6 +104,7 @@ def lock_check(project: Path) -> subprocess.CompletedProcess:
     return kfdefaults(project, "lock", "--check")
 
 
+@pytest.mark.slow
 def test_lock_check_passes_a_comment_and_names_a_changed_value(project: Path) -> None:
     assert kfdefaults(project, "lock").returncode == 0
     platform = project / "platform" / "h100.yaml"
@@ -126,6 +129,7 @@ def test_lock_check_passes_a_comment_and_names_a_changed_value(project: Path) ->
     assert render.returncode == 1 and "join_timeout: 1200 -> 1500" in render.stderr, render.stderr
 
 
+@pytest.mark.slow
 def test_upgrade_records_a_comment(project: Path) -> None:
     assert kfdefaults(project, "lock").returncode == 0
     (project / "team" / "h100.yaml").write_text("elastic:\n  max_restarts: 2  # as agreed\n")
@@ -138,6 +142,7 @@ def test_upgrade_records_a_comment(project: Path) -> None:
     assert (check.returncode, check.stderr) == (0, "kfdefaults lock: kfdefaults.lock is up to date: 1 profile (h100)\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["not json", "[" * 4000, "1" * 5000])
 def test_a_lock_whose_results_are_not_what_lock_writes(project: Path, text: str) -> None:
     assert kfdefaults(project, "lock").returncode == 0

@@ -321,6 +321,7 @@ def test_containers_that_never_name_the_primary_container_by_a_distinct_name(tmp
                                    "no container is named `trainer`")
 
 
+@pytest.mark.slow
 def test_warnings_exit_0_unless_strict(tmp_path):
     path = write(tmp_path, "slow.yaml", "elastic:\n  rdzv_configs:\n    timeout: 1800\n")
     proc = run("validate", path)
@@ -429,6 +430,7 @@ def test_pre_commit_hook_runs_validate():
 # --- the same checks on the render path and in Python ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_render_reports_fragment_errors_and_prints_warnings(tmp_path):
     team = tmp_path / "team"
     path = write(team, "gpu-large.yaml", "pod_template:\n  spec:\n    containers:\n      - name: primary\n"
@@ -521,6 +523,7 @@ def _odd_entries(folder) -> None:
     os.mkfifo(folder / "pipe.yaml")
 
 
+@pytest.mark.slow
 def test_entries_that_are_not_readable_files_are_errors_not_skipped(tmp_path):
     team = tmp_path / "team"
     _odd_entries(team)
@@ -560,6 +563,7 @@ def test_an_unreadable_folder_is_an_error_wherever_it_is_named(tmp_path, monkeyp
     assert [f.message for f in report.findings] == ["cannot read this folder: permission denied"]
 
 
+@pytest.mark.slow
 def test_two_path_folders_defining_one_name_are_told_they_are_one_layer():
     proc = run("validate", PLATFORM, TEAM)
     assert proc.returncode == 1
@@ -626,6 +630,7 @@ def test_validate_of_a_folder_whose_profiles_are_one_level_down_says_where_they_
 # --- the cluster's files given as PATHs --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_path_naming_the_clusters_facts_is_checked_as_the_facts_not_as_a_profile(tmp_path):
     """A hook given the changed files passes `_cluster-facts.yaml` as a PATH: it is the cluster's facts, checked as
     --facts checks them (and used), never a profile of unknown fields `nodes`, `flyte` and `node_pools`."""
@@ -664,6 +669,7 @@ def test_a_path_naming_the_clusters_facts_is_checked_as_the_facts_not_as_a_profi
     assert f"{facts}:1:1: the cluster's facts (not a profile), given beside --facts none: give one of the two" in done.unfolded
 
 
+@pytest.mark.slow
 def test_a_platform_folder_that_states_only_its_cluster_is_checked_not_refused_as_empty(tmp_path):
     """A platform repository whose folder holds the cluster's facts and no profile yet: with ``--layer platform``
     the facts are checked (and a mistake in them fails), as the layer's own folders are; as a team folder it is

@@ -472,6 +472,7 @@ def test_a_pod_made_under_another_lock_file_says_so_and_the_lock_never_hides_a_d
     assert changed.exit_code == 1 and "5 differences (live -> now)" in changed.stdout, changed.output
 
 
+@pytest.mark.slow
 def test_a_job_of_thousands_of_list_items_is_verified_against_as_many_in_seconds(tmp_path):
     """Four profiles extending each other, 1,400 environment variables each (every file under the size cap), and a
     live job whose pods hold 10,410 of them, 1,400 of the profile's missing: each of the profile's items was looked

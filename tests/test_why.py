@@ -89,6 +89,7 @@ def test_every_failed_agent_of_the_catalogue_is_expected_to_be_recognised():
     assert failed <= set(EXPECTED), failed - set(EXPECTED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, index", AGENTS, ids=[f"{n}.agent{i}" for n, i in AGENTS])
 def test_each_captured_log_is_recognised_as_what_failed(name, index):
     done = why(LOGS / f"{name}.agent{index}.stderr", "-o", "json")
@@ -97,6 +98,7 @@ def test_each_captured_log_is_recognised_as_what_failed(name, index):
     assert done.returncode == (0 if found else 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, index, key", [
     ("join-timeout-missing-node", 0, "elastic.rdzv_configs.join_timeout"),
     ("read-timeout-late-store-host", 1, "elastic.rdzv_configs.read_timeout"),
@@ -114,6 +116,7 @@ def test_the_values_of_a_captured_run_are_its_settings(name, index, key):
     assert settings[key]["set_by"] == f"task --set {key}={value}"
 
 
+@pytest.mark.slow
 def test_a_store_never_reached_is_answered_with_read_timeout_and_the_log_s_own_numbers():
     log = LOGS / "read-timeout-late-store-host.agent1.stderr"
     [failure] = answer(log, "--profile", "cpu-small", *scenario_sets("read-timeout-late-store-host"))["failures"]
@@ -125,6 +128,7 @@ def test_a_store_never_reached_is_answered_with_read_timeout_and_the_log_s_own_n
                                     "run, not the 60 s here")
 
 
+@pytest.mark.slow
 def test_a_read_timeout_already_at_join_timeout_is_not_to_be_raised_to_it():
     """Raising read_timeout to join_timeout's value is no advice when it is there already: the answer says where to
     look instead, and which, by whether the log's run had the profile's read_timeout."""
@@ -141,6 +145,7 @@ def test_a_read_timeout_already_at_join_timeout_is_not_to_be_raised_to_it():
     assert not any(c.startswith("raise read_timeout") for c in failure["change"])
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_answered_with_its_exit_code_and_the_memory_limit():
     [failure] = answer(LOGS / "worker-sigkill.agent1.stderr", "--profile", "cpu-small")["failures"]
     assert failure["name"] == "worker-failed"
@@ -149,6 +154,7 @@ def test_a_killed_worker_is_answered_with_its_exit_code_and_the_memory_limit():
     assert failure["change"][0].startswith("exit code -9: SIGKILL: the kernel's OOM killer at the memory limit")
 
 
+@pytest.mark.slow
 def test_without_values_the_keys_are_named_and_the_values_asked_for():
     done = why(LOGS / "join-timeout-missing-node.agent0.stderr")
     assert done.returncode == 0
@@ -158,6 +164,7 @@ def test_without_values_the_keys_are_named_and_the_values_asked_for():
     assert "  elastic.rdzv_configs.join_timeout: value unknown (no receipt in the log: give --profile NAME)\n" in text
 
 
+@pytest.mark.slow
 def test_the_text_answer_of_a_dataloader_out_of_shared_memory():
     done = why(LOGS / "dataloader-shm-enospc.agent0.stderr", "--profile", "cpu-small")
     lines = done.stdout.decode().splitlines()
@@ -177,6 +184,7 @@ def test_an_unknown_log_says_so_and_guesses_nothing(tmp_path):
     assert done.stdout.decode().startswith(f"kfdefaults why: {log}: no known failure of distributed training in this log")
 
 
+@pytest.mark.slow
 def test_a_binary_file_is_refused_at_its_first_line(tmp_path):
     archive = tmp_path / "task.log.gz"
     archive.write_bytes(gzip.compress((LOGS / "dataloader-shm-enospc.agent0.stderr").read_bytes()))
@@ -186,6 +194,7 @@ def test_a_binary_file_is_refused_at_its_first_line(tmp_path):
     assert "Traceback" not in done.stderr.decode()
 
 
+@pytest.mark.slow
 def test_control_characters_in_a_log_reach_no_terminal(tmp_path):
     log = tmp_path / "hostile.log"
     log.write_bytes(b"\x1b[2J\x1b]52;c;ZWNobw==\x07 torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"
@@ -197,6 +206,7 @@ def test_control_characters_in_a_log_reach_no_terminal(tmp_path):
     assert "\\x1b[2J\\x1b]52;c;ZWNobw==\\x07 torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError \\u202e evil" in out
 
 
+@pytest.mark.slow
 def test_a_huge_log_is_read_at_both_ends_with_its_line_numbers(tmp_path):
     """A 40 MB log: the start and the end are read, the middle only counted, and each line keeps its number."""
     log = tmp_path / "huge.log"
@@ -213,11 +223,13 @@ def test_a_huge_log_is_read_at_both_ends_with_its_line_numbers(tmp_path):
     assert result["notes"] == [f"read the first {2 << 20} and the last {16 << 20} of {log.stat().st_size} bytes"]
 
 
+@pytest.mark.slow
 def test_standard_input_is_read_as_a_file():
     done = why("-", stdin=(LOGS / "dataloader-shm-sigbus.agent0.stderr").read_bytes())
     assert done.returncode == 0 and "a DataLoader worker died of a bus error: /dev/shm is full" in done.stdout.decode()
 
 
+@pytest.mark.slow
 def test_a_broken_receipt_line_is_noted_at_its_line_and_the_log_still_answered(tmp_path):
     log = tmp_path / "task.log"
     log.write_text("starting\nKFDEFAULTS_RECEIPT {\"kind\": \"Receipt\", \"registered\": 3}\nRendezvousTimeoutError\n")
@@ -239,6 +251,7 @@ def registered_cpu_small() -> str:
     return next(e["value"] for e in primary["env"] if e["name"] == "KFDEFAULTS_ELASTIC")
 
 
+@pytest.mark.slow
 def test_kubectl_describe_of_an_oom_killed_pod_is_answered_from_its_registered_settings(tmp_path):
     log = tmp_path / "describe.txt"
     log.write_text(f"""\
@@ -270,6 +283,7 @@ Containers:
     assert settings["pod_template.spec.volumes[name=dshm].emptyDir.sizeLimit"][1].endswith(" cpu-small.yaml:30")
 
 
+@pytest.mark.slow
 def test_nccl_s_watchdog_and_heartbeat_monitor(tmp_path):
     log = tmp_path / "nccl.log"
     log.write_text(  # ProcessGroupNCCL.cpp's messages, as torch 2.x writes them
@@ -287,6 +301,7 @@ def test_nccl_s_watchdog_and_heartbeat_monitor(tmp_path):
     assert "was stuck 480 s" in heartbeat["change"][0]
 
 
+@pytest.mark.slow
 def test_kueue_s_eviction_is_answered_with_the_cluster_s_facts(tmp_path):
     facts = tmp_path / "facts.yaml"
     facts.write_text("node_start: {typical: 90, worst: 600}\nimage_pull: {typical: 40, worst: 420}\n"
@@ -318,6 +333,7 @@ def test_the_help_names_the_receipt_by_the_line_it_reads():
 # --- hostile input: what a pod's log may hold that no task wrote ----------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("inside", "message"), [
     ('"registered": {"elastic": {}, "pod": {"shm": "x"}}', "registered.pod.shm must be an object"),
     ('"registered": {"elastic": {}, "pod": {"shm": {"size_limit": "1Gi"}}}',
@@ -360,6 +376,7 @@ def test_a_number_longer_than_python_reads_is_no_value(tmp_path):
     assert not any("internal error" in c for f in result["failures"] for c in f["change"])
 
 
+@pytest.mark.slow
 def test_an_infinite_timeout_in_a_receipt_is_shown_not_computed(tmp_path):
     log = tmp_path / "task.log"
     log.write_text('KFDEFAULTS_RECEIPT {"kind": "Receipt", "registered": {"elastic": {"rdzv_configs": '
@@ -376,6 +393,7 @@ def test_an_endless_binary_stream_is_refused_once_its_start_is_read():
     assert done.returncode == 1 and done.stderr.decode().startswith("/dev/zero:1:1: not a text log: ")
 
 
+@pytest.mark.slow
 def test_a_log_of_empty_lines_keeps_a_bounded_number_of_them_and_their_numbers():
     import io
 
@@ -389,6 +407,7 @@ def test_a_log_of_empty_lines_keeps_a_bounded_number_of_them_and_their_numbers()
     assert log.notes == [f"read the first {HEAD_LINES} and the last {TAIL_LINES} of its {count + 1} lines"]
 
 
+@pytest.mark.slow
 def test_the_lines_a_log_s_json_lines_unfold_into_are_bounded_too():
     import io
 
@@ -402,6 +421,7 @@ def test_the_lines_a_log_s_json_lines_unfold_into_are_bounded_too():
                          "lines' messages"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pod", ['"x"', '{"shm": "x"}', '{"limits": {"memory": 3}}', '{"env": {"A": {"value": 1}}}'])
 def test_a_kfdefaults_elastic_of_the_wrong_shape_in_a_log_gives_no_values(tmp_path, pod):
     log = tmp_path / "describe.txt"

@@ -167,6 +167,7 @@ def inside(text: str, line: int, column: int) -> bool:
     return 1 <= line <= len(lines) and 1 <= column <= len(lines[line - 1]) + 1
 
 
+@pytest.mark.slow
 @READS
 @given(yaml_files())
 def test_generated_yaml_is_read_or_refused_at_a_place_in_the_file(text):
