@@ -1,8 +1,7 @@
 """Shared fixtures: fixture folders, an environment free of the developer's own layers, kubectl; the session's shared
 runs (``shared_runs.py``: real torch runs made once, all at once, in the background) and the ``slow`` marker: a test
 of seconds or more (an SDK's process, a torch run, kubectl or the command line many times, a wheel, the docs site)
-says ``@pytest.mark.slow``, or ``@pytest.mark.slow(SECONDS)`` for one of the longest, and ``pytest -m "not slow"``
-leaves it out."""
+says ``@pytest.mark.slow``, and ``pytest -m "not slow"`` leaves it out."""
 
 from __future__ import annotations
 
@@ -84,18 +83,12 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.slow)
 
 
-def seconds_of(item: pytest.Item) -> float:
-    """What a slow test says it takes alone, ``@pytest.mark.slow(SECONDS)`` (0 when it does not say)."""
-    marker = item.get_closest_marker("slow")
-    return float(marker.args[0]) if marker is not None and marker.args else 0.0
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first, the longest first (the others fill the cores around them, and none of the longest
-    starts last); the tests that read shared runs last (in every xdist worker alike): the runs are done by then."""
-    items[:] = sorted(items, key=lambda item: (bool(shared_runs_of(item)), item.get_closest_marker("slow") is None,
-                                               -seconds_of(item)))
+    """The tests that read shared runs last (in every xdist worker alike): the runs are done by then. The slow tests
+    keep their place: started first, their processes would take the cores from the runs' agents, whose clocks
+    would then be measured late."""
+    items[:] = sorted(items, key=lambda item: bool(shared_runs_of(item)))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

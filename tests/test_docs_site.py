@@ -32,7 +32,7 @@ sys.exit(code)
 """
 
 
-@pytest.mark.slow(21)
+@pytest.mark.slow
 def test_the_site_builds_strictly_without_importing_flytekit_or_torch(tmp_path: Path) -> None:
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "KFDEFAULTS_CACHE_DIR": str(tmp_path / "cache")}
@@ -105,7 +105,7 @@ def _blocks(text: str, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M)
 
 
-@pytest.mark.slow(38)
+@pytest.mark.slow
 def test_the_readmes_examples_run_as_written(tmp_path: Path) -> None:
     """Each `$ kfdefaults ...` line of the README's console blocks, run in an empty folder as a newcomer would
     (comments and all), and each Python example: none fails, none names a file the reader does not have."""

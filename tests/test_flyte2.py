@@ -680,7 +680,7 @@ def run_in_a_flyte2_pod(tmp_path: pathlib.Path, profiles: dict[str, str] = APP_P
     return Flyte2Pod(proc, registered, rendered, seen, launched)
 
 
-@pytest.mark.slow(15)
+@pytest.mark.slow
 def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files(tmp_path):
     """Serialize a task on a team profile, delete the profile folder (the image holds the code, not the profiles),
     then run the serialized container args through Flyte 2's ``a0`` in a fresh process, as the pod does: two
@@ -715,7 +715,7 @@ def test_a_pod_runs_two_workers_on_the_settings_registered_without_profile_files
     assert receipt_lines(proc.stderr)[0].endswith("): no differences from what was registered")
 
 
-@pytest.mark.slow(22)
+@pytest.mark.slow
 def test_a_tasks_explicit_none_stays_none_over_the_profile_and_the_plugins_default_in_the_pod(tmp_path):
     """`Elastic(..., nccl_heartbeat_timeout_sec=None)` is the plugin's None (torch's own default): over a profile's
     77 and the plugin's 300 it registers `off`, and the pod, run through `a0` as Flyte 2 runs it, exports no

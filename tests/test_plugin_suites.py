@@ -35,7 +35,7 @@ def plugin_tests():
         pytest.skip(f"flytekitplugins-kfpytorch's source distribution cannot be fetched: {error}")
 
 
-@pytest.mark.slow(150)
+@pytest.mark.slow
 def test_the_plugins_own_tests_pass_on_kfdefaults_elastic_but_for_the_documented_differences(plugin_tests, tmp_path):
     with ThreadPoolExecutor(max_workers=2) as both:  # two processes side by side: each waits on its workers' start
         ours = both.submit(run_suite, plugin_tests, HERE / "plugin_conftests" / "kfpytorch.py", tmp_path / "ours")

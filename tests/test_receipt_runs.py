@@ -222,7 +222,7 @@ FLYTE2_PAIR = """\
     """
 
 
-@pytest.mark.slow(11)
+@pytest.mark.slow
 def test_a_flyte2_pod_as_registered_then_changed(tmp_path):
     """Flyte 2's ``a0`` runs the task in the pod this machine makes as the kubelet would: no differences; then with a
     smaller ``/dev/shm`` and another memory limit: exactly those two."""

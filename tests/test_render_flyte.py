@@ -157,7 +157,7 @@ def test_a_kept_template_is_what_serializing_prints(tmp_path):
     assert said_first.replace("SDK-IMPORTED", "") == said_second.replace("NO-SDK", "") == said_fresh.replace("SDK-IMPORTED", "")
 
 
-@pytest.mark.slow(12)
+@pytest.mark.slow
 def test_what_the_template_depends_on_is_serialized_again(tmp_path):
     """A profile file edited (same size, its old modification time set back), another --image, the default image
     flytekit reads from FLYTE_INTERNAL_IMAGE: each a new serialization, printing the change."""
