@@ -108,6 +108,7 @@ def test_duplicate_container_names_share_what_go_shares(oracle):
     agree(oracle, cases, model_assemble)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, make, count", [("PodSpec", pod_spec, 300), ("Container", container, 300),
                                                ("metav1.ObjectMeta", object_meta, 200)])
 def test_merges_of_one_type(oracle, kind, make, count):

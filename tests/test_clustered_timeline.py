@@ -117,6 +117,7 @@ def finished(agent: subprocess.Popen) -> tuple[float, str]:
     return time.time() - started, "".join(lines)
 
 
+@pytest.mark.slow
 @pytest.mark.torch_runs
 def test_the_static_rendezvous_fails_as_the_timeline_says_when_a_node_never_starts(tmp_path):
     pytest.importorskip("torch")

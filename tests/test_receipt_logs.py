@@ -84,6 +84,7 @@ def log_with(tmp_path: Path, text: str) -> Path:
     return log
 
 
+@pytest.mark.slow
 def test_a_receipt_split_into_partial_records_is_read_whole(project, registered, tmp_path):
     line = receipt_line(registered, dataset="s3://bucket/other", nccl=10)
     assert len(line) > 2 * CRI_PART
@@ -100,6 +101,7 @@ def test_a_receipt_split_into_partial_records_is_read_whole(project, registered,
     assert answer["values"]["profile"] == "loader" and answer["values"]["source"].startswith("the receipt")
 
 
+@pytest.mark.slow
 def test_a_receipt_over_one_mib_is_read(project, registered, tmp_path):
     line = receipt_line(registered, dataset="s3://bucket/other", nccl=200, quote=True)
     assert len(line) > 1 << 20

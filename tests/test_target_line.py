@@ -62,6 +62,7 @@ def test_a_project_that_states_its_target_hears_nothing(team):
     assert result.stderr == f"{team}/pyproject.toml:2:10: tool.kfdefaults.target: must be one of flytekit, flyte2, clustered\n"
 
 
+@pytest.mark.slow
 def test_verify_says_the_target_only_where_it_is_assumed_and_changes_the_answer(team):
     """A PyTorchJob whose pod does not record its target (no KFDEFAULTS_ELASTIC) is compared for the assumed
     target; Flyte 2's plugin defaults (max_restarts 3) would compare otherwise, and one line says so. Stated in the

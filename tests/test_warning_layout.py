@@ -53,6 +53,7 @@ def warnings_in(stderr: str) -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_validate_counts_each_real_problem_once_in_short_first_lines(project):
     """Three real problems, each said once: Kueue evicts before a cold node (1500 s) is up; the elastic range's
     last_call_timeout closes the round without it; builtin's read_timeout 900 s, which both project profiles
@@ -89,6 +90,7 @@ def test_render_lays_out_its_warnings_the_same_way(project):
     assert str(project) not in result.stderr
 
 
+@pytest.mark.slow
 def test_at_a_terminal_the_indented_lines_wrap_to_its_width(project, monkeypatch):
     monkeypatch.chdir(project)
     env_free = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("KFDEFAULTS_") and k != "KFDEFAULTS_CACHE_DIR"}

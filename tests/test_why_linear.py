@@ -153,6 +153,7 @@ def test_every_pattern_has_an_example_it_matches():
             assert any(pattern.search(e) for e in EXAMPLES), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(PATTERNS))
 def test_a_pattern_takes_time_linear_in_the_line_s_length(name):
     pattern = PATTERNS[name]
