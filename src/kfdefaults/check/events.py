@@ -14,7 +14,7 @@ class Event:
     Attributes:
         at: ``(earliest, latest)`` seconds; ``None`` when unknown (an unstated fact).
         who: The node(s) it happens to, or ``the job``.
-        clock: The clock that fires (a name of :data:`.clocks.CLOCKS`), or ``None`` for a start.
+        clock: The clock that fires (a name of :data:`.clock.CLOCKS`), or ``None`` for a start.
         what: What happens.
         error: What is raised or done (``RendezvousTimeoutError``), or ``None``.
         message: The message the user sees, or ``None``.

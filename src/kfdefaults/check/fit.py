@@ -28,8 +28,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from ..backend.cluster import ClusterTemplate
-from ..backend.elastic_config import job_fields, nnodes_range
-from ..backend.jobset import clustered_custom
+from ..backend.elastic_config import nnodes_range
 from ..backend.registered import is_multi_node, registered_pod_spec
 from ..k8s.nodes import is_per_node_label
 from ..k8s.scheduling import Verdict, filter_node, node_allocatable, pod_requests, scheduler_amounts
@@ -40,10 +39,7 @@ from ..validate.pools import Pool
 from .backend import backend_pod
 from .fit_causes import causes, fabric_gap, request_origin
 from .fit_report import Figure, FitReport, JudgedPod, PoolFit, Reserve
-from .topology import asked, topology_fit
-
-WORKER_REPLICAS = ("spec", "pytorchReplicaSpecs", "Worker", "replicas")
-"""``spec.pytorchReplicaSpecs.Worker.replicas``: the pods of a PyTorchJob."""
+from .topology import asked, topology_fit, worker_pods
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,18 +119,6 @@ def judge_pool(pod: JudgedPod, pool: Pool, replicas: tuple[int, int], created: i
     pending = None if capacity is None or not fitting else max(0, (created or replicas[1]) - capacity)
     takers = [(n, pods_per_node(pod.requests, g[0], pool.unknown)) for g in fitting for n in g] if usable is not None else []
     return PoolFit(pool, verdicts, node, usable, per_node, needed, have, others=others, pending=pending, takers=takers)
-
-
-def worker_pods(resolved: Resolved) -> int:
-    """The pods the task creates: a clustered task's JobSet ``replicas`` (its Job's ``parallelism``:
-    :func:`kfdefaults.backend.jobset.clustered_custom`), else the PyTorchJob's ``Worker`` replicas as the backend
-    writes them (:func:`kfdefaults.backend.elastic_config.job_fields`: ``nnodes``' maximum) for a multi-node task,
-    else its one pod."""
-    if resolved.target.name == "clustered":
-        return int(clustered_custom(resolved.elastic_settings)["replicas"])
-    if not is_multi_node(resolved.elastic_settings):
-        return 1
-    return int(job_fields(resolved.elastic_settings).get(WORKER_REPLICAS, 1))
 
 
 def replicas_of(resolved: Resolved) -> tuple[tuple[int, int], Figure | None]:

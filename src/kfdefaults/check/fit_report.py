@@ -202,7 +202,8 @@ class FitReport:
         replicas: ``nnodes`` as ``(min, max)`` pods, and where it is set (``None``: the plugin's default, 1).
         deadline: The job's deadline (:func:`deadline`), or ``None``.
         pools: Each pool's verdict, in the pools' order.
-        created: The pods the task creates (:func:`.fit.worker_pods`: the PyTorchJob's ``Worker`` replicas, a JobSet's replicas).
+        created: The pods the task creates (:func:`.topology.worker_pods`: the PyTorchJob's ``Worker``
+            replicas, a JobSet's replicas).
         kueue: Kueue's ``waitForPodsReady`` clock (:func:`.kueue.kueue_clocks`) when the facts state Kueue, else ``None``.
         topology: The domains of the topology level the profile asks Kueue for, or ``fit --topology`` names
             (:class:`.topology.TopologyFit`); ``None`` when neither, or no pool lists nodes.

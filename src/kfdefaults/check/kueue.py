@@ -29,7 +29,7 @@ from ..merge.result import Resolved
 from ..targets import CLUSTERED
 from ..validate.kueue_config import go_duration, kueue_release
 from . import kueue_defaults as kd
-from .clocks import CLOCKS, FACTS_LAYER, Clock, Source
+from .clock import CLOCKS, FACTS_LAYER, Clock, Source
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Value:
     Attributes:
         value: Seconds, a bool, a list, or ``None`` (off; for a limit: none).
         known: Whether it is known.
-        source: Where it is written, or the default it is (:class:`.clocks.Source`).
+        source: Where it is written, or the default it is (:class:`.clock.Source`).
         note: What else to know (each release's default when the release is unknown).
     """
 

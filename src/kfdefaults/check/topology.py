@@ -33,6 +33,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..backend.elastic_config import job_fields
+from ..backend.jobset import clustered_custom
+from ..backend.registered import is_multi_node
 from ..errors import Finding, Location
 from ..merge.origins import written_by
 from ..merge.result import Resolved
@@ -50,6 +53,18 @@ SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 LEVEL_ANNOTATIONS = (REQUIRED, PREFERRED, SLICE_REQUIRED)
 
 _WORDS = re.compile(r"[-._]")
+
+
+def worker_pods(resolved: Resolved) -> int:
+    """The pods the task creates, which fit places and a topology domain must hold: a clustered task's JobSet
+    ``replicas`` (its Job's ``parallelism``: :func:`kfdefaults.backend.jobset.clustered_custom`), else the
+    PyTorchJob's ``Worker`` replicas as the backend writes them (:func:`kfdefaults.backend.elastic_config.job_fields`:
+    ``nnodes``' maximum) for a multi-node task, else its one pod."""
+    if resolved.target.name == "clustered":
+        return int(clustered_custom(resolved.elastic_settings)["replicas"])
+    if not is_multi_node(resolved.elastic_settings):
+        return 1
+    return int(job_fields(resolved.elastic_settings).get(("spec", "pytorchReplicaSpecs", "Worker", "replicas"), 1))
 
 
 def level_word(level: str) -> str:
@@ -208,7 +223,6 @@ def topology_warnings(resolved: Resolved, report: Any = None) -> list[Finding]:
     """The lints of the module's description and what Kueue's webhook rejects (:func:`rejected`), for
     ``resolved`` and its fit ``report`` (:class:`~.fit_report.FitReport`, ``None`` without pools: then only what
     needs no node list)."""
-    from .fit import worker_pods  # lazy: fit imports this module (the pods the job creates, as fit counts them)
 
     annotations = resolved.annotations
     found = []
