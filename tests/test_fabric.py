@@ -215,6 +215,27 @@ def test_fit_judges_each_pool_with_its_own_device_count(tmp_path: Path) -> None:
     assert pools["p4d"]["fits"] and pools["p5"]["fits"]
 
 
+def test_fit_shows_the_device_count_it_judged_each_pool_with(tmp_path: Path) -> None:
+    team, facts = _setup(tmp_path, "fabric-efa")
+    efa = Path(builtin_folder(), "fabric-efa.yaml")
+    line = next(i for i, text in enumerate(efa.read_text().splitlines(), 1) if "vpc.amazonaws.com/efa: auto" in text)
+    result = invoke(["fit", "train", "--team", str(team), "--facts", str(facts), "-o", "json"])
+    document = json.loads(result.stdout)
+    assert document["pod"]["requests"]["vpc.amazonaws.com/efa"] == "auto"
+    at = document["pod"]["requested_at"]["vpc.amazonaws.com/efa"]
+    assert (at["file"], at["line"], at["layer"]) == (str(efa), line, "builtin")
+    assert {p["name"]: p["requests"] for p in document["pools"]} == {
+        "p4d": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"},
+        "p5": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}}
+    text = invoke(["fit", "train", "--team", str(team), "--facts", str(facts), "-o", "text"]).stdout
+    [requests] = [t for t in text.splitlines() if t.startswith("  requests: ")]
+    assert f"; vpc.amazonaws.com/efa auto: p4d 4, p5 32 (builtin {efa}:{line}:" in requests
+    # without `auto`, each pool's requests are the pod's
+    (team / "train.yaml").write_text("extends: gpu-large\nelastic: {nnodes: 2}\n")
+    plain = json.loads(invoke(["fit", "train", "--team", str(team), "--facts", str(facts), "-o", "json"]).stdout)
+    assert [p["requests"] for p in plain["pools"]] == [plain["pod"]["requests"]] * 2 == [{"nvidia.com/gpu": "8"}] * 2
+
+
 def test_a_count_written_above_what_the_pool_offers_stays_an_error(tmp_path: Path) -> None:
     team, facts = _setup(tmp_path, "fabric-efa")
     (team / "train.yaml").write_text(textwrap.dedent("""\

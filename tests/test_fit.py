@@ -579,7 +579,8 @@ def test_the_json_output_is_the_same_shape_for_every_pool(cluster):
                                "requested_at": {"nvidia.com/gpu": document["pod"]["requested_at"]["nvidia.com/gpu"]}}
     assert set(document["pod"]["requested_at"]["nvidia.com/gpu"]) == {"layer", "path", "file", "line", "column"}
     for pool in document["pools"]:
-        assert set(pool) == {"name", "at", "source", "fits", "schedulable", "reasons", "preferences", "pods_per_node",
+        assert set(pool) == {"name", "at", "source", "fits", "schedulable", "requests", "reasons", "preferences",
+                             "pods_per_node",
                              "nodes_needed", "nodes_max", "usable_nodes", "nodes_taking_none", "pending", "reserves",
                              "unchecked", "notes", "warnings"}
         assert set(pool["at"]) == {"file", "line", "column"}

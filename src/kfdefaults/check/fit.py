@@ -186,6 +186,7 @@ def fit(resolved: Resolved, pools: Sequence[Pool], *, cluster: ClusterTemplate |
             at = pod_to_judge(judged, cluster)
             at.origins = {name: request_origin(judged, at, name, cluster) for name in at.requests}
         verdict = judge_pool(at, pool, replicas, created)
+        verdict.pod = at if offered else None
         verdict.causes = causes(judged, at, verdict, replicas_at, cluster)
         verdict.fabric = fabric_gap(at, verdict, replicas_at, facts)
         if verdict.fits:

@@ -157,6 +157,8 @@ class PoolFit:
             :func:`fit`.
         takers: Its listed nodes that take a pod of the job, each with the pods it holds (``[]`` for a pool only
             described): the nodes of the topology domains (:mod:`.topology`).
+        pod: The pod judged on this pool when a device count written ``auto`` is this pool's
+            (:func:`kfdefaults.merge.auto.resolve_devices`), else ``None``: the report's pod.
     """
 
     pool: Pool
@@ -172,6 +174,7 @@ class PoolFit:
     pending: int | None = None
     fabric: FabricGap | None = None
     takers: list[tuple[dict[str, Any], int]] = field(default_factory=list)
+    pod: JudgedPod | None = None
 
     @property
     def schedulable(self) -> bool:
@@ -224,3 +227,18 @@ class FitReport:
     def fits(self) -> bool:
         """Whether the profile fits some pool."""
         return any(p.fits for p in self.pools)
+
+    def pool_counts(self) -> dict[str, tuple[Origin | None, dict[str, Fraction | None]]]:
+        """Each request the profile writes ``auto`` (a fabric device count): where it is written, and the count
+        each pool was judged with (``None``: the pool offers none, so its pod requests none), in the pools' order."""
+        found: dict[str, tuple[Origin | None, dict[str, Fraction | None]]] = {}
+        for verdict in self.pools:
+            judged = verdict.pod
+            if judged is None:
+                continue
+            for name in judged.requests.keys() - self.pod.requests.keys():
+                found.setdefault(name, (judged.origins.get(name), {}))
+        for name, (_, counts) in found.items():
+            for verdict in self.pools:
+                counts[verdict.pool.name] = None if verdict.pod is None else verdict.pod.requests.get(name)
+        return found

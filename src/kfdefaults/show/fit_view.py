@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..check.fit_causes import Origin, other_kinds, pending_lines
-from ..check.fit_report import Figure, FitReport, PoolFit
+from ..check.fit_report import Figure, FitReport, JudgedPod, PoolFit
 from ..errors import Location, relative_path
 from ..escape import printable
 from ..k8s.quantity import decimal_text as number
@@ -79,8 +79,12 @@ def head_lines(report: FitReport) -> list[str]:
     judged = (f"the pod Flyte's backend builds (the cluster's PodTemplate {where(Location(pod.template or ''))})"
               if pod.source == "backend" else "the merged profile's pod (no cluster template)")
     lines = [f"{report.profile} ({report.target}): {judged}"]
-    requests = [f"{name} {quantity_text(amount, name)} ({origin_text(pod.origins.get(name))})"
-                for name, amount in sorted(pod.requests.items())] or ["nothing"]
+    requests = {name: f"{name} {quantity_text(amount, name)} ({origin_text(pod.origins.get(name))})"
+                for name, amount in pod.requests.items()}
+    for name, (origin, counts) in report.pool_counts().items():  # `auto`: each pool's count
+        per_pool = ", ".join(f"{pool} {'none' if n is None else quantity_text(n, name)}" for pool, n in counts.items())
+        requests[name] = f"{name} auto: {per_pool} ({origin_text(origin)})"
+    requests = [requests[name] for name in sorted(requests)] or ["nothing"]
     lines.append("  requests: " + "; ".join(requests))
     low, high = report.replicas
     pods = str(low) if low == high else f"{low} to {high}"
@@ -187,7 +191,7 @@ def _figure_data(figure: Figure | None) -> dict[str, Any] | None:
     return {"value": figure.value, "from": figure.what, "layer": figure.layer, "at": _location_data(figure.at)}
 
 
-def _pool_data(v: PoolFit) -> dict[str, Any]:
+def _pool_data(v: PoolFit, pod: JudgedPod) -> dict[str, Any]:
     held = v.reserve
     reserve = None if held is None else {
         "pods": held.pods, "nodes": held.nodes, "gpus": float(held.gpus),
@@ -199,6 +203,7 @@ def _pool_data(v: PoolFit) -> dict[str, Any]:
         "name": v.pool.name, "at": _location_data(v.pool.location()),
         "source": "+".join(s for s, on in (("nodes", v.pool.listed is not None), ("facts", v.pool.facts is not None)) if on),
         "fits": v.fits, "schedulable": v.schedulable,
+        "requests": {n: quantity_text(a, n) for n, a in sorted((v.pod or pod).requests.items())},
         "reasons": [{"plugin": c.plugin, "reason": c.reason, "detail": c.detail, "profile": _origin_data(c.profile),
                      "pool": _location_data(c.pool), "rule": c.source} for c in v.causes],
         "preferences": [p for verdict in v.verdicts for p in verdict.preferences],
@@ -218,23 +223,26 @@ def fit_document(report: FitReport) -> dict[str, Any]:
     """The JSON form: ``{"profile", "target", "fits", "pod": {"source", "template", "requests", "requested_at"},
     "nnodes": {"min", "max", "set_at"}, "deadline": FIGURE | null, "pools": [...]}``, each pool with its
     ``reasons`` (``plugin``, ``reason``, ``detail``, ``profile`` and ``pool`` locations, the ``rule`` it follows),
-    ``pods_per_node``, ``nodes_needed``, ``nodes_max``, ``nodes_taking_none`` (nodes of the pool that take no pod,
+    ``requests`` (the pod's as judged there: a device count written ``auto``, ``"auto"`` in ``pod``, is the
+    pool's), ``pods_per_node``, ``nodes_needed``, ``nodes_max``, ``nodes_taking_none`` (nodes of the pool that take no pod,
     and why), ``pending`` (pods of the ``pods_created`` that find no node), ``reserves`` (nodes, GPUs, node- and
     GPU-hours, cost) and ``warnings`` (the fabric the job does not ask for: ``message``, ``offered``, the
     ``profile`` and ``pool`` locations, ``named_by``); ``topology`` (``null`` unless a level is asked or given):
     ``level``, ``kind``, ``annotation``, ``set_at``, ``holds_job``, ``nodes_needed``, ``verdict``, ``domains``
     (``name``, ``nodes``, ``pods``, ``node_names``) and ``nodes_without_level``."""
-    pod = report.pod
+    pod, autos = report.pod, report.pool_counts()
+    requests = {n: quantity_text(a, n) for n, a in pod.requests.items()} | {n: "auto" for n in autos}
+    origins = {n: _origin_data(pod.origins.get(n)) for n in pod.requests} | {
+        n: _origin_data(origin) for n, (origin, _) in autos.items()}
     return {
         "profile": report.profile, "target": report.target, "fits": report.fits,
-        "pod": {"source": pod.source, "template": pod.template,
-                "requests": {n: quantity_text(a, n) for n, a in sorted(pod.requests.items())},
-                "requested_at": {n: _origin_data(pod.origins.get(n)) for n in sorted(pod.requests)}},
+        "pod": {"source": pod.source, "template": pod.template, "requests": dict(sorted(requests.items())),
+                "requested_at": dict(sorted(origins.items()))},
         "nnodes": {"min": report.replicas[0], "max": report.replicas[1], "set_at": _figure_data(report.replicas_at)},
         "pods_created": report.created,
         "deadline": _figure_data(report.deadline),
         "topology": _topology_data(report),
-        "pools": [_pool_data(v) for v in report.pools]}
+        "pools": [_pool_data(v, pod) for v in report.pools]}
 
 
 def text_table(rows: list[tuple[str, ...]]) -> list[str]:
