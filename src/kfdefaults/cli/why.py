@@ -116,6 +116,7 @@ def _profile_now(args: argparse.Namespace, pipeline: Any, name: str, named_by: s
     """The profile ``name`` as it renders here with ``--set``; ``None``, with a note, when the log named it and it
     cannot be resolved here (another project's, or broken here): the answer then stands on what the log records."""
     from ..errors import ProfileError, shown
+    from ..merge.auto import device_autos
     from ..validate.sets import parse_sets
     from ..why.values import annotations_in
 
@@ -130,6 +131,12 @@ def _profile_now(args: argparse.Namespace, pipeline: Any, name: str, named_by: s
         notes.append(f"profile {shown(name, 60)} ({named_by}) does not resolve here ({shown(str(e.findings[0]), 200)}): "
                      "the answer stands on what the log records")
         return None
+    if device_autos(resolved):  # render works the count out of the pools, or refuses: say so, answer as written
+        try:
+            pipeline.resolve(name, [pipeline.task_layer(name, tree, source="--set", labels=labels)])
+        except ProfileError as e:
+            notes.append(f"profile {shown(name, 60)} does not render here: {shown(str(e.findings[0]), 600)}; the "
+                         "answer shows its values as written")
     _, digest = annotations_in(log.lines)
     if digest is not None and digest != now:
         notes.append(f"the pod was made from {name} {digest[:19]}…; it renders {now[:19]}… now: the values are today's")
